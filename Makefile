@@ -1,0 +1,40 @@
+# The two commands: `make run` (demo app on the embedded defaults) and `make test` (whole suite).
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+export DJANGO_SETTINGS_MODULE := stepwise.settings
+
+.PHONY: run test lint format lock clean-demo
+
+$(VENV)/.installed: requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.lock
+	touch $@
+
+run: $(VENV)/.installed
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	$(BIN)/python manage.py seed_demo
+	./scripts/serve.sh
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# Re-pin everything after changing the dependencies in pyproject.toml.
+lock:
+	rm -rf /tmp/stepwise-lock && $(PYTHON) -m venv /tmp/stepwise-lock
+	/tmp/stepwise-lock/bin/pip install -q --upgrade pip
+	/tmp/stepwise-lock/bin/pip install -q "torch==2.13.0" ".[dev]"
+	/tmp/stepwise-lock/bin/pip freeze --exclude stepwise | sed 's/^torch==2.13.0+cpu/torch==2.13.0/' > requirements.lock

@@ -1,0 +1,1 @@
+"""Export jobs and dataset manifests (see exports/formats.py for the formats)."""

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from labeling.models import Assignment, Campaign, Problem, Review, Solution, Step, StepLabel
+
+
+@admin.register(Campaign)
+class CampaignAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "slug",
+        "overlap",
+        "stop_at_first_error",
+        "qc_rate",
+        "requires_screening",
+        "active_learning",
+        "is_paused",
+        "created_at",
+    ]
+    list_filter = ["is_paused", "active_learning", "stop_at_first_error", "requires_screening"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+
+
+@admin.register(Problem)
+class ProblemAdmin(admin.ModelAdmin):
+    list_display = ["id", "short_text", "ground_truth_answer", "subject", "level", "campaign"]
+    list_filter = ["campaign", "subject", "level"]
+    search_fields = ["text", "unique_id", "ground_truth_answer"]
+    list_select_related = ["campaign"]
+
+    @admin.display(description="problem")
+    def short_text(self, obj: Problem) -> str:
+        return obj.text[:100]
+
+
+class StepInline(admin.TabularInline):
+    model = Step
+    extra = 0
+    fields = ["index", "text", "gold_rating"]
+
+
+@admin.register(Solution)
+class SolutionAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "problem_id",
+        "campaign",
+        "kind",
+        "generator",
+        "answer",
+        "answer_is_correct",
+        "prm_score",
+        "priority",
+        "is_open",
+        "assignment_count",
+    ]
+    list_filter = ["campaign", "kind", "answer_is_correct", "is_open", "source", "generator"]
+    search_fields = ["problem__text", "answer", "source_ref"]
+    list_select_related = ["campaign"]
+    raw_id_fields = ["problem"]
+    inlines = [StepInline]
+
+
+class StepLabelInline(admin.TabularInline):
+    model = StepLabel
+    extra = 0
+    fields = ["step", "rating", "flagged", "time_spent_ms", "human_completion"]
+    raw_id_fields = ["step"]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "campaign",
+        "solution_id",
+        "annotator",
+        "status",
+        "finish_reason",
+        "total_time_ms",
+        "submitted_at",
+        "lease_expires_at",
+    ]
+    list_filter = ["campaign", "status", "finish_reason", "source"]
+    search_fields = ["annotator__username", "solution__problem__text"]
+    list_select_related = ["campaign", "annotator"]
+    raw_id_fields = ["solution", "annotator"]
+    date_hierarchy = "submitted_at"
+    inlines = [StepLabelInline]
+
+
+@admin.register(StepLabel)
+class StepLabelAdmin(admin.ModelAdmin):
+    list_display = ["id", "assignment_id", "step", "rating", "flagged", "time_spent_ms"]
+    list_filter = ["rating", "flagged", "assignment__campaign"]
+    search_fields = ["step__text", "assignment__annotator__username"]
+    raw_id_fields = ["assignment", "step"]
+
+
+@admin.register(Review)
+class ReviewAdmin(admin.ModelAdmin):
+    list_display = ["id", "assignment_id", "reviewer", "decision", "created_at"]
+    list_filter = ["decision"]
+    search_fields = ["reviewer__username", "comment"]
+    raw_id_fields = ["assignment", "reviewer"]

@@ -1,0 +1,331 @@
+"""The labelling domain: campaigns, problems, solutions split into steps, and the labels on them.
+
+Names follow PRM800K where it has them. A PRM800K label line maps onto these tables as follows:
+
+- ``question.problem`` / ``ground_truth_answer`` / ``ground_truth_solution`` -> ``Problem``;
+- ``question.pre_generated_steps`` / ``pre_generated_answer`` / ``pre_generated_verifier_score``
+  and the line's ``generation`` -> ``Solution`` with its ``Step`` rows (phase 2). Phase 1 lines
+  have no pre-generated steps: the steps of their solution are the path the labeler built (at each
+  position the chosen completion, else the human completion, else the first candidate);
+- ``labeler``, ``timestamp``, ``label.total_time``, ``label.finish_reason`` -> ``Assignment``;
+- each ``label.steps[i]`` -> one ``StepLabel``: the rating and flag of the completion that is the
+  solution's step ``i``, the other candidates (``alternatives``) and where the step's own completion
+  sits among them (``completion_index``), ``human_completion`` and ``chosen_completion``.
+
+That mapping is lossless: ``exports`` rebuilds every line field for field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Rating(models.IntegerChoices):
+    NEGATIVE = -1, "negative"
+    NEUTRAL = 0, "neutral"
+    POSITIVE = 1, "positive"
+
+
+class FinishReason(models.TextChoices):
+    """PRM800K's ``label.finish_reason`` values."""
+
+    FOUND_ERROR = "found_error", "found an error"
+    SOLUTION = "solution", "reached the end of the solution"
+    BAD_PROBLEM = "bad_problem", "bad problem"
+    GIVE_UP = "give_up", "gave up"
+
+
+class Campaign(models.Model):
+    """A labelling project: its solutions, who labels them, and how.
+
+    Settings here drive the queue (overlap, lease, screening, quality control), the labelling page
+    (stop at first error) and active learning.
+    """
+
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    instructions = models.TextField(blank=True, help_text="Markdown, shown to annotators.")
+    overlap = models.PositiveSmallIntegerField(
+        default=1, help_text="How many annotators label each solution."
+    )
+    lease_seconds = models.PositiveIntegerField(
+        default=1800, help_text="How long a served solution stays reserved for its annotator."
+    )
+    stop_at_first_error = models.BooleanField(
+        default=True, help_text="A negative rating ends the solution (PRM800K phase 2)."
+    )
+    qc_rate = models.FloatField(
+        default=0.0, help_text="Share of served solutions that are quality-control questions."
+    )
+    requires_screening = models.BooleanField(
+        default=False, help_text="New annotators label the screening solutions first."
+    )
+    screening_threshold = models.FloatField(
+        default=0.75, help_text="Step agreement with gold ratings needed to pass screening."
+    )
+    bad_problem_limit = models.PositiveSmallIntegerField(
+        default=2,
+        help_text="Reports of a bad problem that take a solution out of the queue.",
+    )
+    active_learning = models.BooleanField(default=False)
+    al_wrong_answer_share = models.FloatField(
+        default=0.8, help_text="Share of the queue head given to convincing wrong-answer solutions."
+    )
+    al_retrain_every = models.PositiveIntegerField(
+        default=500, help_text="Retrain the PRM after this many new submitted step labels."
+    )
+    al_backbone = models.CharField(max_length=100, default="bow")
+    is_paused = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def lease_duration(self) -> timedelta:
+        return timedelta(seconds=self.lease_seconds)
+
+
+class Problem(models.Model):
+    """A math problem with its ground truth. Problems belong to one campaign."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="problems")
+    text = models.TextField(help_text="Markdown with LaTeX (PRM800K question.problem).")
+    ground_truth_answer = models.TextField(blank=True)
+    ground_truth_solution = models.TextField(null=True, blank=True)
+    subject = models.CharField(max_length=100, blank=True)
+    level = models.CharField(max_length=20, blank=True)
+    unique_id = models.CharField(max_length=200, blank=True, help_text="e.g. MATH unique_id")
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "content_hash"], name="problem_unique_text")
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+    @staticmethod
+    def hash_text(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+class SolutionQuerySet(models.QuerySet):
+    def regular(self) -> SolutionQuerySet:
+        return self.filter(kind=Solution.Kind.REGULAR)
+
+    def gold(self) -> SolutionQuerySet:
+        return self.exclude(kind=Solution.Kind.REGULAR)
+
+
+class Solution(models.Model):
+    """One model-generated solution to a problem, split into ordered steps.
+
+    ``priority`` is the queue order (highest first); active learning rewrites it in bulk.
+    ``is_open`` says whether the queue may still serve it: the claim query reads a partial index
+    on it, so its cost does not grow with the number of finished solutions.
+    """
+
+    class Kind(models.TextChoices):
+        REGULAR = "regular", "regular"
+        QUALITY_CONTROL = "qc", "quality control"
+        SCREENING = "screening", "screening"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="solutions")
+    problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="solutions")
+    generator = models.CharField(max_length=200, blank=True)
+    generation = models.IntegerField(null=True, blank=True, help_text="PRM800K generation")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.REGULAR)
+    pre_generated = models.BooleanField(
+        default=True,
+        help_text="Steps were generated before labelling (PRM800K phase 2); "
+        "false for phase 1 paths built by the labeler.",
+    )
+    answer = models.TextField(null=True, blank=True, help_text="Final answer")
+    answer_is_correct = models.BooleanField(
+        null=True, help_text="Graded against the ground truth; null when it could not be graded."
+    )
+    verifier_score = models.FloatField(null=True, blank=True)
+    prm_score = models.FloatField(null=True, blank=True)
+    priority = models.FloatField(default=0.0)
+    is_open = models.BooleanField(default=True)
+    assignment_count = models.PositiveIntegerField(
+        default=0, help_text="Assignments holding a slot: submitted, or leased and unexpired."
+    )
+    bad_problem_reports = models.PositiveIntegerField(default=0)
+    source = models.CharField(max_length=40, blank=True, help_text="Import format")
+    source_ref = models.CharField(max_length=200, blank=True, help_text="Id in the source file")
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = SolutionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "content_hash"], name="solution_unique_content"
+            )
+        ]
+        indexes = [
+            models.Index(
+                "campaign",
+                "kind",
+                models.F("priority").desc(),
+                "id",
+                name="solution_queue",
+                condition=Q(is_open=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"solution {self.pk} of problem {self.problem_id}"
+
+    @staticmethod
+    def hash_content(problem_text: str, steps: list[str], answer: str | None = None) -> str:
+        """Identity of a solution within a campaign: same problem, steps and answer."""
+        blob = json.dumps([problem_text, steps, answer], ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class Step(models.Model):
+    """One step of a solution. ``gold_rating`` is set on quality-control and screening solutions."""
+
+    solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    text = models.TextField()
+    gold_rating = models.SmallIntegerField(choices=Rating.choices, null=True, blank=True)
+
+    class Meta:
+        ordering = ["solution", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["solution", "index"], name="step_unique_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"step {self.index} of solution {self.solution_id}"
+
+
+class Assignment(models.Model):
+    """One annotator labelling one solution (a PRM800K label line once submitted).
+
+    A leased assignment holds a slot of the solution until ``lease_expires_at``; a submitted one
+    holds it for good. Skipped and released assignments hold none.
+    """
+
+    class Status(models.TextChoices):
+        LEASED = "leased", "leased"
+        SUBMITTED = "submitted", "submitted"
+        SKIPPED = "skipped", "skipped"
+        EXPIRED = "expired", "expired"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
+    solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEASED)
+    leased_at = models.DateTimeField(default=timezone.now)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True, help_text="PRM800K timestamp")
+    finish_reason = models.CharField(max_length=12, choices=FinishReason.choices, blank=True)
+    total_time_ms = models.PositiveIntegerField(null=True, blank=True)
+    submission_key = models.CharField(max_length=64, null=True, blank=True)
+    source = models.CharField(max_length=40, blank=True, help_text="Import format, if imported")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["annotator", "submission_key"], name="assignment_unique_submission_key"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["campaign", "annotator", "status"], name="assignment_by_annotator"
+            ),
+            models.Index(fields=["solution", "status"], name="assignment_by_solution"),
+            models.Index(fields=["campaign", "submitted_at"], name="assignment_by_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.status})"
+
+    def lease_is_live(self, now=None) -> bool:
+        now = now or timezone.now()
+        return self.status == self.Status.LEASED and (
+            self.lease_expires_at is None or self.lease_expires_at > now
+        )
+
+
+class StepLabel(models.Model):
+    """An annotator's judgement of one step of the solution (one ``label.steps[i]`` of PRM800K).
+
+    ``rating`` and ``flagged`` belong to the solution's own step. PRM800K also records other
+    candidate completions rated at the same position (phase 1 always, phase 2 after the first
+    error): they are kept in order in ``alternatives`` with the step's own completion at
+    ``completion_index`` among them (null when the step is the labeler's own text). A negative step
+    may carry a human-written correction in ``human_completion`` (PRM800K's object: text, rating,
+    source, flagged).
+    """
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="labels")
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="labels")
+    rating = models.SmallIntegerField(choices=Rating.choices, null=True, blank=True)
+    flagged = models.BooleanField(null=True, blank=True)
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    completion_index = models.PositiveSmallIntegerField(null=True, blank=True, default=0)
+    alternatives = models.JSONField(default=list, blank=True)
+    human_completion = models.JSONField(null=True, blank=True)
+    chosen_completion = models.SmallIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["assignment", "step__index"]
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "step"], name="steplabel_unique_step")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rating} on step {self.step_id}"
+
+    def completions(self, step_text: str) -> list[dict]:
+        """PRM800K's ``completions`` list: the alternatives with the step's own one in place."""
+        out = list(self.alternatives)
+        if self.completion_index is not None:
+            own = {"text": step_text, "rating": self.rating, "flagged": self.flagged}
+            out.insert(self.completion_index, own)
+        return out
+
+
+class Review(models.Model):
+    """A reviewer's decision on a submitted assignment; ``corrections``: step index -> rating."""
+
+    class Decision(models.TextChoices):
+        ACCEPTED = "accepted", "accepted"
+        REJECTED = "rejected", "rejected"
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="review")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="reviews"
+    )
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    comment = models.TextField(blank=True)
+    corrections = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.decision} assignment {self.assignment_id}"

@@ -1,0 +1,62 @@
+"""Small builders for test data. Keyword-only, with defaults that make a valid object."""
+
+from __future__ import annotations
+
+import itertools
+
+from django.contrib.auth import get_user_model
+
+from annotators.models import Membership
+from labeling.models import Campaign, Problem, Solution, Step
+
+_seq = itertools.count(1)
+
+
+def make_user(*, username: str | None = None, password: str = "pw", **extra):
+    username = username or f"user{next(_seq)}"
+    return get_user_model().objects.create_user(username=username, password=password, **extra)
+
+
+def make_campaign(*, slug: str | None = None, **fields) -> Campaign:
+    n = next(_seq)
+    slug = slug or f"campaign-{n}"
+    return Campaign.objects.create(slug=slug, name=fields.pop("name", slug.title()), **fields)
+
+
+def make_member(
+    *, campaign: Campaign, user=None, role: str = Membership.Role.ANNOTATOR, **fields
+) -> Membership:
+    user = user or make_user()
+    return Membership.objects.create(user=user, campaign=campaign, role=role, **fields)
+
+
+def make_problem(*, campaign: Campaign, text: str | None = None, **fields) -> Problem:
+    text = text or f"What is {next(_seq)} + 1?"
+    fields.setdefault("ground_truth_answer", "1")
+    return Problem.objects.create(
+        campaign=campaign, text=text, content_hash=Problem.hash_text(text), **fields
+    )
+
+
+def make_solution(
+    *,
+    campaign: Campaign,
+    problem: Problem | None = None,
+    steps: list[str] | None = None,
+    gold: list[int] | None = None,
+    **fields,
+) -> Solution:
+    """A solution with its steps; ``gold`` gives gold ratings (QC and screening solutions)."""
+    problem = problem or make_problem(campaign=campaign)
+    steps = steps or [f"Step {i} of solution {next(_seq)}." for i in range(3)]
+    solution = Solution.objects.create(
+        campaign=campaign,
+        problem=problem,
+        content_hash=Solution.hash_content(problem.text, steps, fields.get("answer")),
+        **fields,
+    )
+    Step.objects.bulk_create(
+        Step(solution=solution, index=i, text=t, gold_rating=gold[i] if gold else None)
+        for i, t in enumerate(steps)
+    )
+    return solution
