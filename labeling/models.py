@@ -24,6 +24,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 
@@ -131,6 +132,37 @@ class SolutionQuerySet(models.QuerySet):
 
     def gold(self) -> SolutionQuerySet:
         return self.exclude(kind=Solution.Kind.REGULAR)
+
+    def refresh_queue_state(self) -> int:
+        """Recount the slots these solutions hold and reopen or close them, in one UPDATE.
+
+        A slot is held by a submitted assignment or a leased one whose lease has not expired. A
+        solution is open while it has fewer slots taken than its campaign's overlap and fewer bad
+        problem reports than the campaign's limit. Returns the number of rows updated.
+        """
+        held = (
+            Assignment.objects.filter(solution=models.OuterRef("pk"))
+            .filter(
+                Q(status=Assignment.Status.SUBMITTED)
+                | Q(status=Assignment.Status.LEASED, lease_expires_at__gt=timezone.now())
+            )
+            .order_by()
+            .values("solution")
+            .annotate(n=models.Count("pk"))
+            .values("n")
+        )
+        count = Coalesce(models.Subquery(held), 0)
+        self.update(assignment_count=count)
+        overlap = Campaign.objects.filter(pk=models.OuterRef("campaign_id"))
+        return self.update(
+            is_open=models.ExpressionWrapper(
+                Q(assignment_count__lt=models.Subquery(overlap.values("overlap")[:1]))
+                & Q(
+                    bad_problem_reports__lt=models.Subquery(overlap.values("bad_problem_limit")[:1])
+                ),
+                output_field=models.BooleanField(),
+            )
+        )
 
 
 class Solution(models.Model):

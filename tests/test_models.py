@@ -37,3 +37,31 @@ def test_it_refuses_the_same_solution_twice_in_a_campaign():
         Solution.objects.create(
             campaign=campaign, problem=solution.problem, content_hash=solution.content_hash
         )
+
+
+def test_it_closes_a_solution_when_its_slots_are_taken_and_reopens_it_when_a_lease_expires():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    campaign = make_campaign(overlap=2)
+    solution = make_solution(campaign=campaign)
+    now = timezone.now()
+    Assignment.objects.create(
+        campaign=campaign, solution=solution, annotator=make_user(), status="submitted"
+    )
+    leased = Assignment.objects.create(
+        campaign=campaign,
+        solution=solution,
+        annotator=make_user(),
+        lease_expires_at=now + timedelta(minutes=5),
+    )
+    Solution.objects.filter(pk=solution.pk).refresh_queue_state()
+    solution.refresh_from_db()
+    assert (solution.assignment_count, solution.is_open) == (2, False)
+
+    leased.lease_expires_at = now - timedelta(seconds=1)
+    leased.save()
+    Solution.objects.filter(pk=solution.pk).refresh_queue_state()
+    solution.refresh_from_db()
+    assert (solution.assignment_count, solution.is_open) == (1, True)
