@@ -1,0 +1,57 @@
+"""Who may see what: one place that turns (user, campaign, roles) into access or a refusal.
+
+Views call ``campaign_for(request.user, slug, roles=...)``: it returns the campaign and the user's
+membership, raises ``Http404`` for anyone with no active membership (so a campaign's existence
+does not leak to outsiders) and ``PermissionDenied`` for members whose role is not enough.
+Site admins (superusers) pass every check; their membership may be ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+
+from annotators.models import Membership
+from labeling.models import Campaign
+
+Role = Membership.Role
+MANAGE = (Role.MANAGER,)
+REVIEW = (Role.MANAGER, Role.REVIEWER)
+LABEL = (Role.MANAGER, Role.REVIEWER, Role.ANNOTATOR)
+
+
+def membership_for(user, campaign: Campaign) -> Membership | None:
+    """The user's active membership of the campaign, if any."""
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(
+        user=user, campaign=campaign, status=Membership.Status.ACTIVE
+    ).first()
+
+
+def campaign_for(
+    user, slug: str, *, roles: Iterable[str] = LABEL
+) -> tuple[Campaign, Membership | None]:
+    """The campaign ``slug`` if ``user`` holds one of ``roles`` in it (404 / 403 otherwise)."""
+    campaign = Campaign.objects.filter(slug=slug).first()
+    if campaign is None:
+        raise Http404("No such campaign")
+    membership = membership_for(user, campaign)
+    if user.is_authenticated and user.is_superuser:
+        return campaign, membership
+    if membership is None:
+        raise Http404("No such campaign")
+    if membership.role not in set(roles):
+        raise PermissionDenied("Your role in this campaign does not allow this.")
+    return campaign, membership
+
+
+def campaigns_visible_to(user):
+    """Campaigns the user belongs to (all of them for site admins)."""
+    if user.is_superuser:
+        return Campaign.objects.all()
+    return Campaign.objects.filter(
+        memberships__user=user, memberships__status=Membership.Status.ACTIVE
+    )
