@@ -847,9 +847,9 @@ class _Tally:
     last_solution: int | None = None
 
     def as_dict(self, names: dict) -> dict[str, Any]:
-        ratings = {name: 0 for value, name in names.items() if value is not None}
+        ratings = dict.fromkeys(names.values(), 0)
         for value, n in self.ratings.items():
-            ratings[names[value]] = ratings.get(names[value], 0) + n
+            ratings[names[value]] += n
         return {
             "records": self.records,
             "problems": self.problems,
