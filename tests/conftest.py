@@ -8,6 +8,16 @@ import pytest
 
 # Playwright's sync API runs an event loop in the test thread; Django must still allow ORM calls.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# Hugging Face libraries (datasets, transformers, trl) read these at import: nothing may be
+# downloaded, and without them load_dataset and the trainers try the network.
+for _name in (
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "HF_HUB_DISABLE_TELEMETRY",
+    "TRL_EXPERIMENTAL_SILENCE",
+):
+    os.environ.setdefault(_name, "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
