@@ -485,12 +485,18 @@ def _utc_naive_iso(dt: datetime | None) -> str | None:
 
 
 def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
-    """One PRM800K label line per assignment, rebuilt field for field (see labeling.models)."""
-    question: dict[str, Any] = {"problem": solution.problem_text}
-    if solution.ground_truth_solution is not None:
-        question["ground_truth_solution"] = solution.ground_truth_solution
-    question["ground_truth_answer"] = solution.ground_truth_answer
+    """One PRM800K label line per assignment, rebuilt field for field (see labeling.models).
+
+    The question's shape follows the phase, as PRM800K's does: a phase 1 question (the labeler
+    built the path) holds the problem and its answer only; a phase 2 one also the reference
+    solution and the pre-generated steps, answer and verifier score.
+    """
+    question: dict[str, Any] = {
+        "problem": solution.problem_text,
+        "ground_truth_answer": solution.ground_truth_answer,
+    }
     if solution.pre_generated:
+        question["ground_truth_solution"] = solution.ground_truth_solution
         question["pre_generated_steps"] = solution.steps
         question["pre_generated_answer"] = solution.answer
         question["pre_generated_verifier_score"] = solution.verifier_score
