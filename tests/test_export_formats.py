@@ -107,7 +107,17 @@ def test_prm800k_lines_carry_every_field_of_the_upstream_format(campaign, tmp_pa
         },
     }
     assert [s["completions"][0]["rating"] for s in second["label"]["steps"]] == [1, 0]
-    assert "ground_truth_solution" not in second["question"]
+    assert second["question"]["ground_truth_solution"] is None
+
+
+def test_a_phase_1_line_has_no_pre_generated_fields(tmp_path):
+    campaign = make_campaign()
+    problem = make_problem(campaign=campaign, ground_truth_solution="Reference.")
+    path_built = make_solution(campaign=campaign, problem=problem, steps=["a"], pre_generated=False)
+    make_labelled(solution=path_built, ratings=[1])
+    path, _ = run(campaign, tmp_path, "prm800k")
+    (line,) = jsonl(path)
+    assert set(line["question"]) == {"problem", "ground_truth_answer"}
 
 
 def test_trl_rows_are_prompt_completions_and_bool_labels(campaign, tmp_path):
