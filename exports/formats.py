@@ -25,13 +25,16 @@ import dataclasses
 import functools
 import hashlib
 import json
+import queue
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -45,6 +48,7 @@ ANNOTATOR_CHOICES = ("majority", "unanimous", "each")
 MATH500_CHOICES = ("ignore", "test", "exclude")
 
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 class ExportError(ValueError):
@@ -201,6 +205,7 @@ class AssignmentData:
 @dataclass(slots=True)
 class SolutionData:
     id: int
+    campaign_id: int
     problem_id: int
     problem_text: str
     ground_truth_answer: str
@@ -220,6 +225,7 @@ class SolutionData:
 
 _SOLUTION_FIELDS = (
     "id",
+    "campaign_id",
     "problem_id",
     "problem__text",
     "problem__ground_truth_answer",
@@ -256,17 +262,30 @@ def iter_solutions(
     Exportable: a submitted assignment on a solution of an included kind, not rejected by a
     reviewer (and accepted, with ``reviewed_only``), on a problem the policy keeps. Solutions come
     in keyset batches of ``batch_size``, each read with four queries (solutions with their
-    problem, steps, assignments, labels); nothing outlives its batch.
+    problem, steps, assignments, labels); nothing outlives its batch but the next one, which a
+    thread reads while this one is written (see ``_read_ahead``).
     """
-    stats = stats if stats is not None else StreamStats()
+    batches = _batches(campaign, policy, batch_size, stats or StreamStats())
+    if not connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        # Inside a transaction another thread's connection would not see its writes.
+        batches = _read_ahead(batches)
+    for solutions, done, total in batches:
+        yield from solutions
+        if progress:
+            progress(done, total)
+
+
+def _batches(
+    campaign: Campaign, policy: LabelPolicy, batch_size: int, stats: StreamStats
+) -> Iterator[tuple[list[SolutionData], int, int]]:
+    """(solutions with labels, solutions read so far, solutions in all), batch by batch."""
     solutions = Solution.objects.filter(campaign=campaign, kind__in=policy.kinds)
     total = solutions.count()
+    yield [], 0, total
     done = 0
     last_problem, last_solution = -1, -1
     current_problem: int | None = None
     current_split: str | None = None
-    if progress:
-        progress(0, total)
     while True:
         # The redundant problem_id bound lets the index scan start at the last problem instead
         # of filtering from the beginning on every batch.
@@ -278,31 +297,93 @@ def iter_solutions(
         )
         if not batch:
             break
-        last_problem, last_solution = batch[-1][1], batch[-1][0]
+        last_problem, last_solution = batch[-1][2], batch[-1][0]
         done += len(batch)
 
         by_id: dict[int, SolutionData] = {}
         for row in batch:
-            if row[1] != current_problem:
-                current_problem = row[1]
-                if is_math500(row[2]):
+            if row[2] != current_problem:
+                current_problem = row[2]
+                if is_math500(row[3]):
                     stats.math500_problems += 1
-                current_split = policy.split_of(row[2])
+                current_split = policy.split_of(row[3])
                 if current_split is None:
                     stats.excluded_problems += 1
             if current_split is None:
                 continue
             by_id[row[0]] = SolutionData(*row, split=current_split)
-        if by_id:
-            yield from _fill(by_id, policy)
-        if progress:
-            progress(done, total)
+        yield (list(_fill(by_id, policy)) if by_id else []), done, total
+
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _read_ahead(items: Iterator[T]) -> Iterator[T]:
+    """Run ``items`` in a thread, one item ahead of the consumer.
+
+    The database works on the next batch while this thread turns the current one into rows:
+    on two cores that overlaps PostgreSQL's time with Python's instead of adding them. The
+    thread has its own connection (Django's are per thread) and closes it when done.
+    """
+    handoff: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    end = object()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(end)
+        except BaseException as exc:
+            put(_Failed(exc))
+        finally:
+            connections.close_all()
+
+    reader = threading.Thread(target=produce, name="export-reader", daemon=True)
+    reader.start()
+    try:
+        while (item := handoff.get()) is not end:
+            if isinstance(item, _Failed):
+                raise item.exc
+            yield item
+    finally:
+        stop.set()
+        reader.join()
 
 
 def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[SolutionData]:
-    """Attach steps, assignments and labels to one batch and yield the solutions with labels."""
+    """Attach steps, assignments and labels to one batch and yield the solutions with labels.
+
+    Children are selected by the batch's window (its range of problem ids and of solution ids)
+    rather than by a list of ids: PostgreSQL plans a list of thousands of literals slowly and
+    then scans whole tables, while the ranges walk the indexes. A window may hold a few
+    solutions of the batch's first or last problem that belong to the next batch or were not
+    kept; their rows are dropped here.
+    """
+    first = next(iter(by_id.values()))
     ids = list(by_id)
-    assignments = Assignment.objects.filter(solution_id__in=ids, status=Assignment.Status.SUBMITTED)
+    window = {
+        "campaign_id": first.campaign_id,
+        "problem_id__gte": first.problem_id,
+        "problem_id__lte": by_id[ids[-1]].problem_id,
+        "id__range": (min(ids), max(ids)),
+    }
+    solutions = Solution.objects.filter(**window).values("id")
+    assignments = Assignment.objects.filter(
+        solution_id__in=solutions, status=Assignment.Status.SUBMITTED
+    )
     if policy.reviewed_only:
         assignments = assignments.filter(review__decision=Review.Decision.ACCEPTED)
     by_assignment: dict[int, AssignmentData] = {}
@@ -325,7 +406,7 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
         "review__decision",
         "review__corrections",
     ):
-        if decision == Review.Decision.REJECTED:
+        if decision == Review.Decision.REJECTED or s_id not in by_id:
             continue
         data = AssignmentData(
             a_id, annotator, submitted_at, reason, total, decision, corrections or {}
@@ -335,15 +416,18 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
     if not by_assignment:
         return
 
-    labelled = [s for s in ids if by_id[s].assignments]
-    for s_id, text in (
-        Step.objects.filter(solution_id__in=labelled)
+    for s_id, text in _raw_rows(
+        Step.objects.filter(solution_id__in=solutions)
         .order_by("solution_id", "index")
         .values_list("solution_id", "text")
     ):
-        by_id[s_id].steps.append(text)
-    for a_id, *rest in (
-        StepLabel.objects.filter(assignment_id__in=list(by_assignment))
+        solution = by_id.get(s_id)
+        if solution is not None:
+            solution.steps.append(text)
+    for a_id, index, rating, flagged, ms, own, alternatives, human, chosen in _raw_rows(
+        StepLabel.objects.filter(
+            assignment__solution_id__in=solutions, assignment__status=Assignment.Status.SUBMITTED
+        )
         .order_by("assignment_id", "step__index")
         .values_list(
             "assignment_id",
@@ -357,9 +441,37 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
             "chosen_completion",
         )
     ):
-        by_assignment[a_id].labels.append(LabelData(*rest))
-    for s_id in labelled:
-        yield by_id[s_id]
+        assignment = by_assignment.get(a_id)
+        if assignment is not None:
+            assignment.labels.append(
+                LabelData(
+                    index,
+                    rating,
+                    None if flagged is None else bool(flagged),  # SQLite gives 0/1
+                    ms,
+                    own,
+                    [] if alternatives == "[]" else json.loads(alternatives),
+                    None if human is None else json.loads(human),
+                    chosen,
+                )
+            )
+    for s_id in ids:
+        solution = by_id[s_id]
+        if solution.assignments:
+            yield solution
+
+
+def _raw_rows(queryset) -> list[tuple]:
+    """A values_list queryset's rows as the database driver returns them.
+
+    Skips Django's per-row converters on the two biggest tables (about ten rows per solution):
+    JSON arrives as text and is parsed only when there is something in it, and booleans may be
+    SQLite's 0/1, so callers convert the columns that need it.
+    """
+    sql, params = queryset.query.sql_with_params()
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 # --------------------------------------------------------------------------------------------

@@ -287,3 +287,35 @@ def test_an_export_streams_in_batches_smaller_than_the_campaign(campaign, tmp_pa
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
     assert whole["counts"] == batched["counts"]
     assert seen[0] == (0, 9) and seen[-1] == (9, 9) and len(seen) == 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reading_ahead_in_a_thread_writes_the_same_files_as_reading_in_line(tmp_path):
+    """Outside a transaction the next batch is read in a thread; inside one, in line."""
+    from django.db import transaction
+
+    campaign = make_campaign()
+    for i in range(9):
+        solution = make_solution(campaign=campaign, steps=[f"a{i}", f"b{i}", f"c{i}"])
+        make_labelled(solution=solution, ratings=[1, 0, -1][: 1 + i % 3])
+    threaded = write_export(campaign=campaign, fmt="csv", out=tmp_path / "a.csv", batch_size=2)
+    with transaction.atomic():
+        in_line = write_export(campaign=campaign, fmt="csv", out=tmp_path / "b.csv", batch_size=2)
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert threaded["counts"] == in_line["counts"]
+    assert threaded["counts"]["all"]["records"] == 18
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_error_in_the_reading_thread_reaches_the_caller(tmp_path, monkeypatch):
+    from exports import formats
+
+    campaign = make_campaign()
+    make_labelled(solution=make_solution(campaign=campaign), ratings=[1])
+
+    def broken(by_id, policy):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(formats, "_fill", broken)
+    with pytest.raises(RuntimeError, match="database went away"):
+        write_export(campaign=campaign, fmt="trl", out=tmp_path / "x.jsonl")

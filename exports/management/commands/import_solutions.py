@@ -12,7 +12,9 @@ from labeling.models import Campaign
 
 
 class Command(BaseCommand):
-    help = "Import problems, solutions and step labels from a file into a campaign (all or nothing)."
+    help = (
+        "Import problems, solutions and step labels from a file into a campaign (all or nothing)."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", type=Path)
