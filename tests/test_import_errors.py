@@ -184,3 +184,40 @@ def test_the_command_refuses_a_missing_campaign_when_told_not_to_create_it(tmp_p
             "--no-create",
         )
     assert not Campaign.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (
+            lambda s: s["completions"][0].update(flagged=0),
+            "label.steps[1].completions[0].flagged: must be true or false or null",
+        ),
+        (
+            lambda s: s["completions"][0].update(rating=True),
+            "label.steps[1].completions[0].rating: must be -1, 0, 1 or null, not true",
+        ),
+        (
+            lambda s: s["completions"][0].pop("text"),
+            "label.steps[1].completions[0].text: missing field",
+        ),
+        (lambda s: s.pop("human_completion"), "label.steps[1].human_completion: missing field"),
+        (
+            lambda s: s.update(human_completion="a correction"),
+            "label.steps[1].human_completion: must be an object",
+        ),
+        (
+            lambda s: s.update(chosen_completion=3),
+            "label.steps[1].chosen_completion: 3 is not an index of its completions",
+        ),
+        (
+            lambda s: s.update(chosen_completion="0"),
+            "label.steps[1].chosen_completion: must be an integer or null",
+        ),
+        (lambda s: s.update(completions={}), "label.steps[1].completions: must be a list"),
+    ],
+)
+def test_a_malformed_label_step_is_named_precisely(tmp_path, change, error):
+    line = good()
+    change(line["label"]["steps"][1])
+    assert errors_of(write(tmp_path, line)) == [f"phase2.jsonl:1: {error}"]

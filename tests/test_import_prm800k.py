@@ -236,3 +236,36 @@ def test_a_phase2_label_must_rate_the_pre_generated_steps_in_order(tmp_path):
         "lines.jsonl:1: label.steps[2].completions[0].text: is not question.pre_generated_steps[2]"
     )
     assert not Solution.objects.exists()
+
+
+def test_a_later_import_that_labels_an_existing_solution_recounts_its_slots(tmp_path):
+    line = fixture_lines()[3]
+    other = json.loads(json.dumps(line)) | {"labeler": "another-labeler"}
+    campaign = make_campaign(overlap=2)
+    import_file(write_lines(tmp_path, [line], "one.jsonl"), campaign=campaign, fmt="prm800k")
+    solution = Solution.objects.get(campaign=campaign)
+    assert (solution.assignment_count, solution.is_open) == (1, True)
+
+    result = import_file(
+        write_lines(tmp_path, [other], "two.jsonl"), campaign=campaign, fmt="prm800k"
+    )
+
+    assert (result.solutions_existing, result.assignments_created) == (1, 1)
+    solution.refresh_from_db()
+    assert (solution.assignment_count, solution.is_open) == (2, False)
+    assert StepLabel.objects.filter(assignment__annotator__username="another-labeler").count() == 7
+
+
+def test_a_phase2_problem_fills_in_the_solution_a_phase1_line_lacked(tmp_path):
+    phase2 = fixture_lines()[3]
+    phase1 = json.loads(json.dumps(fixture_lines()[0]))
+    phase1["question"]["problem"] = phase2["question"]["problem"]
+    phase1["question"]["ground_truth_answer"] = phase2["question"]["ground_truth_answer"]
+    campaign = make_campaign()
+    import_file(write_lines(tmp_path, [phase1, phase2]), campaign=campaign, fmt="prm800k")
+
+    problem = Problem.objects.get(campaign=campaign)
+    assert problem.ground_truth_solution == phase2["question"]["ground_truth_solution"]
+    for line in (phase1, phase2):
+        assignment = Assignment.objects.get(annotator__username=line["labeler"])
+        assert line_from_models(assignment) == line
