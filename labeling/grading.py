@@ -30,6 +30,7 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,6 +146,7 @@ class Grader:
             if not decided:
                 todo.append(pair)
         if todo:
+            todo.sort(key=lambda pair: pair[1])  # see serve()
             bar = _bar(len(todo), progress)
             for pair, result in self._run(todo, bar):
                 results[pair] = result
@@ -264,18 +266,21 @@ def serve() -> None:
     logging.disable(logging.WARNING)  # math-verify logs every timeout
     from math_verify import parse, verify
 
+    @lru_cache(maxsize=4096)
+    def parsed(text: str) -> list:
+        # Pairs arrive sorted by truth: a problem's truth is parsed once for all its answers.
+        return parse(f"${text}$", parsing_timeout=PARSE_TIMEOUT)
+
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-
     for line in sys.stdin:
         answer, truth = json.loads(line)
-        sys.stdout.write(json.dumps(_verify(parse, verify, answer, truth)) + "\n")
+        sys.stdout.write(json.dumps(_verify(parsed, verify, answer, truth)) + "\n")
         sys.stdout.flush()
 
 
-def _verify(parse, verify, answer: str, truth: str) -> bool | None:
-    gold = parse(f"${truth}$", parsing_timeout=PARSE_TIMEOUT)
-    pred = parse(f"${answer}$", parsing_timeout=PARSE_TIMEOUT)
+def _verify(parsed, verify, answer: str, truth: str) -> bool | None:
+    gold, pred = parsed(truth), parsed(answer)
     if not gold or not pred:
         return None
     started = time.monotonic()

@@ -38,7 +38,6 @@ from .records import (
     as_steps,
     as_str,
     as_timestamp,
-    canonical,
     level_text,
     need,
 )
@@ -110,7 +109,6 @@ def parse_prm800k(record: dict, options: dict) -> list[SolutionIn]:
                     label.get("total_time"), "label.total_time", null=True, minimum=0
                 ),
                 steps=steps,
-                identity=canonical(record),
             )
         )
     return [solution]
@@ -131,57 +129,38 @@ def _label_steps(label: dict, pre: list[str] | None) -> tuple[list[StepLabelIn],
         )
     out, texts = [], []
     for i, step in enumerate(raw):
-        path = f"label.steps[{i}]"
-        step = as_dict(step, path)
-        completions = as_list(
-            need(step, "completions", f"{path}.completions"), f"{path}.completions"
-        )
-        for j, c in enumerate(completions):
-            _completion(c, f"{path}.completions[{j}]")
-        human = need(step, "human_completion", f"{path}.human_completion")
-        if human is not None:
-            human = as_dict(human, f"{path}.human_completion")
-            as_str(
-                need(human, "text", f"{path}.human_completion.text"),
-                f"{path}.human_completion.text",
-            )
-            as_rating(human.get("rating"), f"{path}.human_completion.rating")
-            as_bool(human.get("flagged"), f"{path}.human_completion.flagged", null=True)
-        chosen = as_int(
-            need(step, "chosen_completion", f"{path}.chosen_completion"),
-            f"{path}.chosen_completion",
-            null=True,
-        )
-        if chosen is not None and not 0 <= chosen < len(completions):
-            raise FieldError(
-                f"{path}.chosen_completion", f"{chosen} is not an index of its completions"
-            )
+        if not _step_ok(step):
+            _check_step(step, f"label.steps[{i}]")
+        completions = step["completions"]
+        human = step["human_completion"]
+        chosen = step["chosen_completion"]
         if pre is not None:
             own = 0
             if not completions:
-                raise FieldError(f"{path}.completions", "must not be empty")
+                raise FieldError(f"label.steps[{i}].completions", "must not be empty")
             if completions[0]["text"] != pre[i]:
                 raise FieldError(
-                    f"{path}.completions[0].text",
+                    f"label.steps[{i}].completions[0].text",
                     f"is not question.pre_generated_steps[{i}] (phase 2 labels rate the "
                     "pre-generated steps in order)",
                 )
         else:
             own = chosen if chosen is not None else None if human is not None else 0
             if own == 0 and not completions:
-                raise FieldError(path, "no completion and no human completion")
+                raise FieldError(f"label.steps[{i}]", "no completion and no human completion")
         if own is None:
-            text = as_str(human["text"], f"{path}.human_completion.text", nonempty=True)
+            text = as_str(human["text"], f"label.steps[{i}].human_completion.text", nonempty=True)
             rating, flagged, alternatives = human.get("rating"), human.get("flagged"), completions
         else:
             mine = completions[own]
-            extra = set(mine) - OWN_COMPLETION_KEYS
-            if extra or "flagged" not in mine:
+            if len(mine) != 3 or "flagged" not in mine:
                 raise FieldError(
-                    f"{path}.completions[{own}]",
+                    f"label.steps[{i}].completions[{own}]",
                     "the step's own completion must have exactly text, rating and flagged",
                 )
-            text = as_str(mine["text"], f"{path}.completions[{own}].text", nonempty=True)
+            text = mine["text"]
+            if not text.strip():
+                raise FieldError(f"label.steps[{i}].completions[{own}].text", "must not be empty")
             rating, flagged = mine["rating"], mine["flagged"]
             alternatives = completions[:own] + completions[own + 1 :]
         texts.append(text)
@@ -196,6 +175,63 @@ def _label_steps(label: dict, pre: list[str] | None) -> tuple[list[StepLabelIn],
             )
         )
     return out, texts
+
+
+def _rating_ok(value: Any) -> bool:
+    return value is None or (type(value) is int and -1 <= value <= 1)
+
+
+def _flag_ok(value: Any) -> bool:
+    return value is None or type(value) is bool
+
+
+def _step_ok(step: Any) -> bool:
+    """Fast structural check of one ``label.steps[i]``; ``_check_step`` says what is wrong."""
+    if type(step) is not dict or "human_completion" not in step:
+        return False
+    completions = step.get("completions")
+    if type(completions) is not list:
+        return False
+    for c in completions:
+        if (
+            type(c) is not dict
+            or type(c.get("text")) is not str
+            or not _rating_ok(c.get("rating", 2))
+            or not _flag_ok(c.get("flagged"))
+        ):
+            return False
+    human = step["human_completion"]
+    if human is not None and (
+        type(human) is not dict
+        or type(human.get("text")) is not str
+        or not _rating_ok(human.get("rating"))
+        or not _flag_ok(human.get("flagged"))
+    ):
+        return False
+    chosen = step.get("chosen_completion", -1)
+    return chosen is None or (type(chosen) is int and 0 <= chosen < len(completions))
+
+
+def _check_step(step: Any, path: str) -> None:
+    """Raise the FieldError that explains why ``_step_ok`` refused a step."""
+    step = as_dict(step, path)
+    completions = as_list(need(step, "completions", f"{path}.completions"), f"{path}.completions")
+    for j, c in enumerate(completions):
+        _completion(c, f"{path}.completions[{j}]")
+    human = need(step, "human_completion", f"{path}.human_completion")
+    if human is not None:
+        human = as_dict(human, f"{path}.human_completion")
+        text = need(human, "text", f"{path}.human_completion.text")
+        as_str(text, f"{path}.human_completion.text")
+        as_rating(human.get("rating"), f"{path}.human_completion.rating")
+        as_bool(human.get("flagged"), f"{path}.human_completion.flagged", null=True)
+    chosen = need(step, "chosen_completion", f"{path}.chosen_completion")
+    chosen = as_int(chosen, f"{path}.chosen_completion", null=True)
+    if chosen is not None and not 0 <= chosen < len(completions):
+        raise FieldError(
+            f"{path}.chosen_completion", f"{chosen} is not an index of its completions"
+        )
+    raise FieldError(path, "not a valid label step")  # unreachable while the checks agree
 
 
 def _completion(value: Any, path: str) -> dict:
@@ -292,7 +328,6 @@ def parse_trajectories(record: dict, options: dict) -> list[SolutionIn]:
             finish_reason=_finish_reason(inferred, steps[-1].rating),
             total_time_ms=None,
             steps=steps,
-            identity=canonical(record),
         )
     )
     return [solution]

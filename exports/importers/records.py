@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from labeling.models import FinishReason, Problem, Solution
@@ -29,6 +30,12 @@ class FieldError(Exception):
         self.message = message
 
 
+@lru_cache(maxsize=4096)
+def _problem_hash(text: str) -> str:
+    """Solutions of one problem come together in a file: hash its text once, not per solution."""
+    return Problem.hash_text(text)
+
+
 @dataclass(slots=True)
 class ProblemIn:
     text: str
@@ -40,7 +47,7 @@ class ProblemIn:
 
     @property
     def content_hash(self) -> str:
-        return Problem.hash_text(self.text)
+        return _problem_hash(self.text)
 
 
 @dataclass(slots=True)
@@ -64,11 +71,21 @@ class LabelIn:
     finish_reason: str
     total_time_ms: int | None
     steps: list[StepLabelIn]
-    # The record it came from, canonically serialised: the assignment's identity on re-import.
-    identity: str
 
-    def submission_key(self, campaign_id: int) -> str:
-        return hashlib.sha256(f"{campaign_id}\n{self.identity}".encode()).hexdigest()
+    def submission_key(self, campaign_id: int, solution_hash: str) -> str:
+        """Who labelled which solution when, and how: the assignment's identity on re-import.
+
+        Built from the parsed line rather than its bytes, so the same submission written with
+        other spacing or key order is still recognised.
+        """
+        when = None if self.submitted_at is None else self.submitted_at.isoformat()
+        ratings = [
+            (s.rating, s.flagged, s.completion_index, s.chosen_completion, len(s.alternatives))
+            for s in self.steps
+        ]
+        what = [campaign_id, self.labeler, when, solution_hash, self.finish_reason]
+        blob = json.dumps([*what, self.total_time_ms, ratings])
+        return hashlib.sha256(blob.encode()).hexdigest()
 
 
 @dataclass(slots=True)
@@ -90,11 +107,6 @@ class SolutionIn:
     @property
     def content_hash(self) -> str:
         return Solution.hash_content(self.problem.text, self.steps, self.answer)
-
-
-def canonical(record: Any) -> str:
-    """The record as one canonical string: same content, same string, whatever the key order."""
-    return json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 # --- field checks: each returns the value or raises FieldError ---------------------------------

@@ -11,7 +11,7 @@ added to a model later still gets a valid value.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.core.exceptions import ImproperlyConfigured
@@ -51,8 +51,10 @@ class Table:
         self.constants = tuple(constants)
         self._datetimes = [i for i, c in enumerate(columns) if isinstance(fields[c], DateTimeField)]
 
-    def insert(self, rows: Iterable[tuple]) -> int:
+    def insert(self, rows: list[tuple]) -> int:
         """Write the rows; returns how many."""
+        if not rows:
+            return 0
         quote = connection.ops.quote_name
         cols = ", ".join(quote(c) for c in self.columns)
         consts = self.constants

@@ -16,15 +16,19 @@ graded (after the commit: grading is slow and needs no lock).
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Full, Queue
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotators.models import Membership
@@ -34,7 +38,7 @@ from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepL
 from .jsonl import parse_jsonl
 from .prm800k import parse_prm800k, parse_trajectories
 from .processbench import parse_processbench
-from .records import FieldError, SolutionIn
+from .records import FieldError, LabelIn, SolutionIn
 from .rows import Ids, Table
 
 Parser = Callable[[dict, dict], list[SolutionIn]]
@@ -110,10 +114,10 @@ def import_file(
     path = Path(path)
     parse = _parser(path, fmt, options)
     labelers = _validate(path, parse, options, progress)
-    with transaction.atomic():
+    with transaction.atomic(), _constraints_checked_per_statement():
         writer = _Writer(campaign=campaign, source=fmt, file=path.name)
         writer.add_labelers(labelers)
-        for items in _batches(path, parse, options, progress):
+        for items in _ahead(_batches(path, parse, options, progress)):
             writer.write(items)
         writer.finish()
     result = writer.result
@@ -125,6 +129,25 @@ def import_file(
         result.grading = solutions_grade(solutions=solutions, progress=progress)
         result.solutions_graded = result.grading.graded
     return result
+
+
+@contextmanager
+def _constraints_checked_per_statement() -> Iterator[None]:
+    """On PostgreSQL, check foreign keys as each COPY ends instead of all at commit.
+
+    Django declares them DEFERRABLE INITIALLY DEFERRED, so by default a million step labels
+    queue a million checks that run after the last row, while this process sits idle. Checked
+    per statement they run while the next batch is being parsed. Restored afterwards, for the
+    rest of an enclosing transaction.
+    """
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    yield  # on an error the transaction is rolled back, and the setting with it
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 def _parser(path: Path, fmt: str, options: dict) -> Parser:
@@ -213,7 +236,11 @@ def _batches(
     bar = _bar(path, progress, "importing")
     items: list[tuple[int, SolutionIn]] = []
     for number, raw in _lines(path):
-        items.extend((number, s) for s in _parse_line(raw, parse, options))
+        try:
+            items.extend((number, s) for s in _parse_line(raw, parse, options))
+        except FieldError as e:  # the file changed since it was validated
+            error = LineError(path.name, number, e.field, e.message)
+            raise ImportValidationError([error]) from None
         if bar is not None:
             bar.update(len(raw))
         if len(items) >= BATCH:
@@ -223,6 +250,47 @@ def _batches(
         yield items
     if bar is not None:
         bar.close()
+
+
+def _ahead(batches: Iterator[list], depth: int = 2) -> Iterator[list]:
+    """The same batches, parsed in a thread while the caller writes the previous ones.
+
+    Parsing is Python work and writing mostly waits on the database (psycopg releases the GIL
+    while it waits), so the two overlap. The thread touches no database connection.
+    """
+    queue: Queue = Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        """Hand over an item unless the consumer has gone."""
+        while not stop.is_set():
+            try:
+                queue.put(item, timeout=0.1)
+                return True
+            except Full:
+                pass
+        return False
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if not put(batch):
+                    return
+            put(done)
+        except BaseException as e:  # handed to the consumer, raised there
+            put(e)
+
+    thread = threading.Thread(target=produce, name="import-parse", daemon=True)
+    thread.start()
+    try:
+        while (item := queue.get()) is not done:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 @dataclass(slots=True)
@@ -249,10 +317,14 @@ class _Writer:
         self.solutions: dict[str, int] = {}
         self.keys: set[str] = set()
         self.users: dict[str, int] = {}
-        self.touched: set[int] = set()  # solutions whose slots may have changed
+        self.touched: set[int] = set()  # older solutions given new assignments
         self.created: list[int] = []  # [lowest, highest] id of the solutions created
         self.fills: dict[int, dict[str, str]] = {}  # problem id -> blank fields to fill
         self.now = timezone.now()
+        # In a campaign without problems (solutions), none can exist but those this import wrote
+        # and remembers: the per-batch lookups are skipped. Likewise assignments of solutions.
+        self.had_problems = Problem.objects.filter(campaign=campaign).exists()
+        self.had_solutions = Solution.objects.filter(campaign=campaign).exists()
         self.problem_rows = Table(
             Problem,
             [
@@ -283,6 +355,8 @@ class _Writer:
                 "source",
                 "source_ref",
                 "content_hash",
+                "assignment_count",
+                "is_open",
             ],
         )
         self.step_rows = Table(Step, ["id", "solution_id", "index", "text", "gold_rating"])
@@ -345,15 +419,16 @@ class _Writer:
         hashed = [(n, s, s.problem.content_hash, s.content_hash) for n, s in items]
         self.result.lines = max(self.result.lines, items[-1][0])
         self._problems(hashed)
-        new_steps = self._solutions(hashed)
-        self._labels(hashed, new_steps)
+        labels = self._unseen_labels(hashed)
+        new_steps = self._solutions(hashed, Counter(sh for sh, _, _ in labels))
+        self._labels(labels, new_steps)
 
     def _problems(self, hashed: list) -> None:
         unknown = {}
         for _, s, ph, _ in hashed:
             if ph not in self.problems:
                 unknown.setdefault(ph, s.problem)
-        if unknown:
+        if unknown and self.had_problems:
             rows = Problem.objects.filter(campaign=self.campaign, content_hash__in=list(unknown))
             for pk, h, truth, solution, subject, level, uid in rows.values_list(
                 "pk",
@@ -367,30 +442,31 @@ class _Writer:
                 self.problems[h] = _Known(
                     pk, truth, solution is not None, bool(subject), bool(level), bool(uid)
                 )
-            new = [(h, p) for h, p in unknown.items() if h not in self.problems]
-            rows = []
-            for pk, (h, p) in zip(self.ids[Problem].take(len(new)), new, strict=True):
-                rows.append(
-                    (
-                        pk,
-                        self.campaign.pk,
-                        p.text,
-                        p.ground_truth_answer,
-                        p.ground_truth_solution,
-                        p.subject,
-                        p.level,
-                        p.unique_id,
-                        h,
-                    )
-                )
-                self.problems[h] = _Known(
+        new = [(h, p) for h, p in unknown.items() if h not in self.problems]
+        rows = []
+        for pk, (h, p) in zip(self.ids[Problem].take(len(new)), new, strict=True):
+            rows.append(
+                (
                     pk,
+                    self.campaign.pk,
+                    p.text,
                     p.ground_truth_answer,
-                    p.ground_truth_solution is not None,
-                    bool(p.subject),
-                    bool(p.level),
-                    bool(p.unique_id),
+                    p.ground_truth_solution,
+                    p.subject,
+                    p.level,
+                    p.unique_id,
+                    h,
                 )
+            )
+            self.problems[h] = _Known(
+                pk,
+                p.ground_truth_answer,
+                p.ground_truth_solution is not None,
+                bool(p.subject),
+                bool(p.level),
+                bool(p.unique_id),
+            )
+        if rows:
             self.result.problems_created += self.problem_rows.insert(rows)
         for number, s, ph, _ in hashed:
             self._merge(self.problems[ph], s.problem, number)
@@ -421,18 +497,24 @@ class _Writer:
         if fill:
             self.fills.setdefault(known.pk, {}).update(fill)
 
-    def _solutions(self, hashed: list) -> dict[int, list[int]]:
-        """Create the solutions not seen yet, with their steps; returns their step ids."""
+    def _solutions(self, hashed: list, labels: Counter) -> dict[int, list[int]]:
+        """Create the solutions not seen yet, with their steps; returns their step ids.
+
+        ``labels`` counts the labels this batch brings per solution hash: a new solution is
+        written with its slots already counted, so that only solutions that existed before
+        need ``refresh_queue_state`` (recounting a hundred thousand fresh rows would rewrite each).
+        """
         unknown: dict[str, SolutionIn] = {}
         for _, s, _, sh in hashed:
             if sh not in self.solutions:
                 unknown.setdefault(sh, s)
         if not unknown:
             return {}
-        rows = Solution.objects.filter(campaign=self.campaign, content_hash__in=list(unknown))
-        for h, pk in rows.values_list("content_hash", "pk"):
-            self.solutions[h] = pk
-            self.result.solutions_existing += 1
+        if self.had_solutions:
+            rows = Solution.objects.filter(campaign=self.campaign, content_hash__in=list(unknown))
+            for h, pk in rows.values_list("content_hash", "pk"):
+                self.solutions[h] = pk
+                self.result.solutions_existing += 1
         new = [(h, s) for h, s in unknown.items() if h not in self.solutions]
         if not new:
             return {}
@@ -443,7 +525,7 @@ class _Writer:
                 (
                     pk,
                     self.campaign.pk,
-                    self.problems[s.problem.content_hash].pk,
+                    self.problems[s.problem.content_hash].pk,  # (a cached hash)
                     s.generator,
                     s.generation,
                     s.kind,
@@ -454,6 +536,8 @@ class _Writer:
                     self.source,
                     s.source_ref,
                     h,
+                    labels[h],
+                    self._is_open(labels[h]),
                 )
             )
             ids = new_steps[pk] = [next(step_ids) for _ in s.steps]
@@ -465,42 +549,53 @@ class _Writer:
             self.solutions[h] = pk
         self.result.solutions_created += self.solution_rows.insert(solution_rows)
         self.result.steps_created += self.step_rows.insert(step_rows)
-        self.touched.update(new_steps)
         self.created = [min(self.created + list(new_steps)), max(self.created + list(new_steps))]
         return new_steps
 
-    def _labels(self, hashed: list, new_steps: dict[int, list[int]]) -> None:
-        cid = self.campaign.pk
-        todo = []
+    def _is_open(self, submitted: int) -> bool:
+        """``refresh_queue_state``'s rule for a solution with no other assignment or report."""
+        return submitted < self.campaign.overlap and self.campaign.bad_problem_limit > 0
+
+    def _unseen_labels(self, hashed: list) -> list[tuple[str, LabelIn, str]]:
+        """(solution hash, label, submission key) of the labels not met earlier in the file."""
+        out = []
         for _, s, _, sh in hashed:
             for label in s.labels:
-                key = label.submission_key(cid)
+                key = label.submission_key(self.campaign.pk, sh)
                 if key in self.keys:
                     self.result.assignments_existing += 1
                     continue
                 self.keys.add(key)
-                todo.append((self.solutions[sh], label, key))
-        if not todo:
-            return
-        # (annotator, submission_key) is the unique index this lookup can use.
-        existing = set(
-            Assignment.objects.filter(
-                annotator_id__in={self.users[label.labeler] for _, label, _ in todo},
-                submission_key__in=[key for _, _, key in todo],
-            ).values_list("submission_key", flat=True)
-        )
-        if existing:
+                out.append((sh, label, key))
+        return out
+
+    def _labels(self, labels: list, new_steps: dict[int, list[int]]) -> None:
+        """Create an assignment with its step labels for every label not imported before."""
+        todo = [(self.solutions[sh], label, key) for sh, label, key in labels]
+        # Only a solution that existed before this batch can have the assignment already.
+        old = [(pk, label, key) for pk, label, key in todo if pk not in new_steps]
+        if old and self.had_solutions:
+            # (annotator, submission_key) is the unique index this lookup can use.
+            existing = set(
+                Assignment.objects.filter(
+                    annotator_id__in={self.users[label.labeler] for _, label, _ in old},
+                    submission_key__in=[key for _, _, key in old],
+                ).values_list("submission_key", flat=True)
+            )
             self.result.assignments_existing += len(existing)
             todo = [t for t in todo if t[2] not in existing]
-        old = {pk for pk, _, _ in todo if pk not in new_steps}
         steps = dict(new_steps)
-        if old:
+        old_solutions = {pk for pk, _, _ in todo if pk not in new_steps}
+        if old_solutions:
+            self.touched |= old_solutions
             for solution_id, pk in (
-                Step.objects.filter(solution_id__in=old)
+                Step.objects.filter(solution_id__in=old_solutions)
                 .order_by("solution_id", "index")
                 .values_list("solution_id", "pk")
             ):
                 steps.setdefault(solution_id, []).append(pk)
+        if not todo:
+            return
         assignment_rows, label_rows = [], []
         for aid, (solution_id, label, key) in zip(
             self.ids[Assignment].take(len(todo)), todo, strict=True
@@ -508,7 +603,7 @@ class _Writer:
             assignment_rows.append(
                 (
                     aid,
-                    cid,
+                    self.campaign.pk,
                     solution_id,
                     self.users[label.labeler],
                     Assignment.Status.SUBMITTED,
@@ -520,8 +615,7 @@ class _Writer:
                     self.source,
                 )
             )
-            step_ids = steps[solution_id]
-            for sid, sl in zip(step_ids, label.steps, strict=False):
+            for sid, sl in zip(steps[solution_id], label.steps, strict=False):
                 label_rows.append(
                     (
                         aid,
@@ -534,7 +628,6 @@ class _Writer:
                         sl.chosen_completion,
                     )
                 )
-            self.touched.add(solution_id)
         self.result.assignments_created += self.assignment_rows.insert(assignment_rows)
         self.result.step_labels_created += self.label_rows.insert(label_rows)
 

@@ -1,4 +1,4 @@
-"""``manage.py import_solutions PATH --campaign SLUG --format FORMAT``: see README "Import formats"."""
+"""`manage.py import_solutions PATH --campaign SLUG --format FORMAT` (README: "Import formats")."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from labeling.models import Campaign
 
 
 class Command(BaseCommand):
-    help = (
-        "Import problems, solutions and step labels from a file into a campaign (all or nothing)."
-    )
+    help = "Import problems, solutions and step labels into a campaign, all or nothing."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", type=Path)
@@ -40,11 +38,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, path: Path, campaign: str, fmt: str, **opts) -> None:
         target = Campaign.objects.filter(slug=campaign).first()
-        if target is None:
+        created = target is None
+        if created:
             if opts["no_create"]:
                 raise CommandError(f"no campaign {campaign!r}")
             target = Campaign.objects.create(slug=campaign, name=campaign)
-            self.stdout.write(f"created campaign {campaign!r}")
         options = {k: opts[k] for k in ("as_gold", "generator", "labeler") if opts[k]}
         try:
             result = import_file(
@@ -56,7 +54,11 @@ class Command(BaseCommand):
                 **options,
             )
         except ImportValidationError as e:
+            if created:
+                target.delete()  # still empty: the import wrote nothing
             raise CommandError(f"nothing imported:\n{e}") from None
+        if created:
+            self.stdout.write(f"created campaign {campaign!r}")
         self.stdout.write(
             f"{path.name}: {result.lines} lines; problems +{result.problems_created}; "
             f"solutions +{result.solutions_created} ({result.solutions_existing} already there), "
