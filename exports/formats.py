@@ -31,6 +31,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -416,14 +418,15 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
     if not by_assignment:
         return
 
-    for s_id, text in _raw_rows(
+    steps = _raw_rows(
         Step.objects.filter(solution_id__in=solutions)
         .order_by("solution_id", "index")
         .values_list("solution_id", "text")
-    ):
+    )
+    for s_id, rows in groupby(steps, key=itemgetter(0)):
         solution = by_id.get(s_id)
         if solution is not None:
-            solution.steps.append(text)
+            solution.steps = [text for _, text in rows]
     for a_id, index, rating, flagged, ms, own, alternatives, human, chosen in _raw_rows(
         StepLabel.objects.filter(
             assignment__solution_id__in=solutions, assignment__status=Assignment.Status.SUBMITTED
