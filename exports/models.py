@@ -72,5 +72,14 @@ class Export(models.Model):
         return self.directory / name
 
     @property
+    def policy_changes(self) -> list[str]:
+        """The policy options this export set away from their defaults, for the list page."""
+        from exports.formats import LabelPolicy
+
+        defaults = LabelPolicy().to_dict()
+        changes = [f"{k}={v}" for k, v in self.policy.items() if defaults.get(k) != v]
+        return changes + [f"{k}={v}" for k, v in self.options.items()]
+
+    @property
     def manifest_name(self) -> str:
         return self.manifest.get("manifest_name", "manifest.json")

@@ -88,6 +88,14 @@ def test_it_shows_managers_the_form_and_their_exports(client, campaign, manager,
     assert download_url(done_export, "geo-trl.jsonl") in body
 
 
+def test_the_list_shows_the_options_an_export_changed(client, campaign, manager):
+    export_create(campaign=campaign, fmt="math-shepherd", policy=LabelPolicy(neutral="negative"))
+    body = client_for(client, manager).get(list_url(campaign)).content.decode()
+    assert "neutral=negative" in body
+    assert "step_tag=ки" in body
+    assert "cut_after_first_negative" not in body.split("<tbody>")[1]
+
+
 def test_superusers_see_every_campaigns_exports(client, campaign):
     admin = make_user(is_superuser=True, is_staff=True)
     assert client_for(client, admin).get(list_url(campaign)).status_code == 200
