@@ -1,1 +1,85 @@
-"""Export jobs and dataset manifests (see exports/formats.py for the formats)."""
+"""Export jobs: one row per dataset snapshot a manager asked for (see exports/formats.py).
+
+The row is the job's record and its result: the policy it ran with, its progress while a Celery
+worker writes the files, then the files with their checksums and the manifest written beside them.
+Files live under ``MEDIA_ROOT/exports/<id>/`` and are served only through a view that checks the
+campaign role, never from a public URL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from labeling.models import Campaign
+
+
+class Export(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="exports")
+    format = models.CharField(max_length=20)
+    policy = models.JSONField(default=dict, blank=True, help_text="LabelPolicy as a dict")
+    options = models.JSONField(default=dict, blank=True, help_text="Format options")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    progress = models.FloatField(default=0.0, help_text="Share of solutions written, 0..1")
+    counts = models.JSONField(default=dict, blank=True)
+    files = models.JSONField(
+        default=list, blank=True, help_text="[{name, split, bytes, sha256, records}]"
+    )
+    manifest = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"export {self.pk} of {self.campaign} as {self.format} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.DONE, self.Status.FAILED}
+
+    @property
+    def directory(self) -> Path:
+        """Where this export's files are written; the media root is shared by web and workers."""
+        return Path(settings.MEDIA_ROOT) / "exports" / str(self.pk)
+
+    def file_path(self, name: str) -> Path | None:
+        """The path of one of this export's files, or None for a name it did not write.
+
+        Only names recorded in ``files`` (and the manifest) resolve, so a crafted name cannot
+        reach anything else under the media root.
+        """
+        names = {f["name"] for f in self.files}
+        if self.manifest:
+            names.add(self.manifest_name)
+        if name not in names:
+            return None
+        return self.directory / name
+
+    @property
+    def policy_changes(self) -> list[str]:
+        """The policy options this export set away from their defaults, for the list page."""
+        from exports.formats import LabelPolicy
+
+        defaults = LabelPolicy().to_dict()
+        changes = [f"{k}={v}" for k, v in self.policy.items() if defaults.get(k) != v]
+        return changes + [f"{k}={v}" for k, v in self.options.items()]
+
+    @property
+    def manifest_name(self) -> str:
+        return self.manifest.get("manifest_name", "manifest.json")

@@ -8,6 +8,16 @@ import pytest
 
 # Playwright's sync API runs an event loop in the test thread; Django must still allow ORM calls.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# Hugging Face libraries (datasets, transformers, trl) read these at import: nothing may be
+# downloaded, and without them load_dataset and the trainers try the network.
+for _name in (
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "HF_HUB_DISABLE_TELEMETRY",
+    "TRL_EXPERIMENTAL_SILENCE",
+):
+    os.environ.setdefault(_name, "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -45,3 +55,83 @@ def browser_type_launch_args(browser_type_launch_args):
             "--no-first-run",
         ],
     }
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite, keep the test database in a file instead of memory.
+
+    A real Celery worker is another process: it can open a file, not this process's memory.
+    """
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3") and not db.get("TEST", {}).get("NAME"):
+        db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
+
+
+def _database_url(db: dict) -> str:
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(db['NAME']).resolve()}"
+    auth = db.get("USER") or ""
+    if db.get("PASSWORD"):
+        auth += f":{db['PASSWORD']}"
+    host = db.get("HOST") or "localhost"
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{auth}{'@' if auth else ''}{host}{port}/{db['NAME']}"
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, settings, tmp_path):
+    """A real ``celery -A stepwise worker --pool=solo`` process on the test database.
+
+    It uses this process's broker (Redis when CELERY_BROKER_URL says so, else the filesystem
+    transport under STEPWISE_VAR_DIR) and media root. The test must commit what the worker
+    should see, hence the transactional database. The worker's log is in ``proc.log_path``.
+    """
+    import subprocess
+    import sys
+    import uuid
+
+    from django.db import connection
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url(connection.settings_dict),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
+        "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "CELERY_TASK_ALWAYS_EAGER": "False",
+    }
+    log_path = tmp_path / "celery-worker.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "stepwise",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "--without-mingle",
+                "--without-gossip",
+                "--without-heartbeat",
+                f"--hostname=test-{uuid.uuid4().hex[:8]}@%h",
+            ],
+            cwd=Path(__file__).resolve().parents[1],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    proc.log_path = log_path
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

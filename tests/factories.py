@@ -60,3 +60,73 @@ def make_solution(
         for i, t in enumerate(steps)
     )
     return solution
+
+
+def make_labelled(
+    *,
+    solution: Solution,
+    ratings: list[int | None],
+    annotator=None,
+    alternatives: dict[int, list[tuple[str, int | None]]] | None = None,
+    human_completions: dict[int, str] | None = None,
+    status: str = "submitted",
+    finish_reason: str | None = None,
+    **fields,
+):
+    """A submitted assignment labelling ``solution``'s first ``len(ratings)`` steps.
+
+    ``alternatives`` maps a step index to other rated candidates ``(text, rating)`` (PRM800K's
+    extra completions, the step's own one first); ``human_completions`` maps a step index to a
+    correction written by the annotator.
+    """
+    from django.utils import timezone
+
+    from labeling.models import Assignment, StepLabel
+
+    alternatives = alternatives or {}
+    human_completions = human_completions or {}
+    if finish_reason is None:
+        finish_reason = "found_error" if -1 in ratings else "solution"
+    fields.setdefault("submitted_at", timezone.now())
+    assignment = Assignment.objects.create(
+        campaign=solution.campaign,
+        solution=solution,
+        annotator=annotator or make_user(),
+        status=status,
+        finish_reason=finish_reason,
+        **fields,
+    )
+    steps = {s.index: s for s in solution.steps.all()}
+    StepLabel.objects.bulk_create(
+        StepLabel(
+            assignment=assignment,
+            step=steps[i],
+            rating=rating,
+            flagged=False,
+            time_spent_ms=1000 + i,
+            completion_index=0,
+            alternatives=[
+                {"text": text, "rating": r, "flagged": False} for text, r in alternatives.get(i, [])
+            ],
+            human_completion=(
+                {"text": human_completions[i], "rating": None, "source": "human", "flagged": False}
+                if i in human_completions
+                else None
+            ),
+            chosen_completion=0 if rating is not None and rating >= 0 else None,
+        )
+        for i, rating in enumerate(ratings)
+    )
+    return assignment
+
+
+def make_review(*, assignment, decision: str = "accepted", corrections=None, reviewer=None):
+    """A reviewer's decision on a submitted assignment (``corrections``: step index -> rating)."""
+    from labeling.models import Review
+
+    return Review.objects.create(
+        assignment=assignment,
+        reviewer=reviewer or make_user(),
+        decision=decision,
+        corrections={str(k): v for k, v in (corrections or {}).items()},
+    )

@@ -1,0 +1,89 @@
+"""The managers' export page: list, create, progress while running, download when done."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotators.models import Membership
+from exports.formats import ExportError
+from exports.forms import ExportForm
+from exports.models import Export
+from exports.services import export_create
+from labeling.models import Campaign
+
+
+def _get_campaign_for_manager(request: HttpRequest, slug: str) -> Campaign:
+    """The campaign, if this person manages it: 404 for outsiders, 403 for other roles."""
+    campaign = get_object_or_404(Campaign, slug=slug)
+    if request.user.is_superuser:
+        return campaign
+    role = (
+        Membership.objects.filter(
+            campaign=campaign, user=request.user, status=Membership.Status.ACTIVE
+        )
+        .values_list("role", flat=True)
+        .first()
+    )
+    if role is None:
+        raise Http404("No such campaign")
+    if role != Membership.Role.MANAGER:
+        raise PermissionDenied("Only the campaign's managers can export its labels")
+    return campaign
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def export_list(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign = _get_campaign_for_manager(request, slug)
+    form = ExportForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            export_create(
+                campaign=campaign,
+                fmt=form.cleaned_data["format"],
+                policy=form.policy(),
+                options=form.options(),
+                created_by=request.user,
+            )
+        except ExportError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("exports:list", slug=campaign.slug)
+    exports = Export.objects.filter(campaign=campaign).select_related("created_by")[:50]
+    return render(
+        request,
+        "exports/export_list.html",
+        {"campaign": campaign, "form": form, "exports": exports},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_GET
+def export_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One export's row; htmx polls it while the export runs. Without htmx: the list page."""
+    campaign = _get_campaign_for_manager(request, slug)
+    export = get_object_or_404(Export, campaign=campaign, pk=pk)
+    if not request.htmx:
+        return redirect("exports:list", slug=campaign.slug)
+    return render(
+        request,
+        "exports/export_list.html#export-row",
+        {"campaign": campaign, "export": export},
+    )
+
+
+@login_required
+@require_GET
+def export_download(request: HttpRequest, slug: str, pk: int, name: str) -> FileResponse:
+    """One of the export's files (or its manifest), only to the campaign's managers."""
+    campaign = _get_campaign_for_manager(request, slug)
+    export = get_object_or_404(Export, campaign=campaign, pk=pk, status=Export.Status.DONE)
+    path = export.file_path(name)
+    if path is None or not path.is_file():
+        raise Http404("No such file")
+    return FileResponse(open(path, "rb"), as_attachment=True, filename=name)
