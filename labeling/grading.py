@@ -190,12 +190,12 @@ class Grader:
                     proc = key.data
                     sel.unregister(proc.stdout)
                     pair, _ = busy.pop(proc)
-                    line = proc.stdout.readline()
-                    if not line:  # the worker died on this pair
+                    try:
+                        result = json.loads(proc.stdout.readline())
+                    except ValueError:  # the worker died on this pair
                         self._replace(proc)
-                        yield pair, None
-                    else:
-                        yield pair, json.loads(line)
+                        result = None
+                    yield pair, result
                     if bar is not None:
                         bar.update(1)
                 now = time.monotonic()
@@ -275,12 +275,14 @@ def serve() -> None:
         # Pairs arrive sorted by truth: a problem's truth is parsed once for all its answers.
         return parse(f"${text}$", parsing_timeout=PARSE_TIMEOUT)
 
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
+    # Answers go to the real stdout; anything a library prints goes to stderr instead.
+    out, sys.stdout = sys.stdout, sys.stderr
+    out.write("ready\n")
+    out.flush()
     for line in sys.stdin:
         answer, truth = json.loads(line)
-        sys.stdout.write(json.dumps(_verify(parsed, verify, answer, truth)) + "\n")
-        sys.stdout.flush()
+        out.write(json.dumps(_verify(parsed, verify, answer, truth)) + "\n")
+        out.flush()
 
 
 def _verify(parsed, verify, answer: str, truth: str) -> bool | None:
