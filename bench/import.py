@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from bench.synthetic import write_jsonl
     from exports.importers import import_file
-    from labeling.grading import solutions_grade
+    from labeling.grading import Grader, solutions_grade
     from labeling.models import Campaign, Solution
 
     if connection.vendor != "postgresql":
@@ -63,9 +63,12 @@ def main(argv: list[str] | None = None) -> None:
             slug=f"bench-import-{int(time.time())}", name="bench import"
         )
         rss_before = peak_rss_mb()
-        started = time.monotonic()
+        backend = _backend_cpu()
+        cpu, started = time.process_time(), time.monotonic()
         result = import_file(path, campaign=campaign, fmt="prm800k", grade=False)
         seconds = time.monotonic() - started
+        cpu = time.process_time() - cpu
+        backend = _backend_cpu() - backend if backend is not None else None
         rss = peak_rss_mb()
 
     print(
@@ -77,19 +80,42 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  {result.steps_created / seconds:,.0f} steps/s")
     print(f"  {result.step_labels_created / seconds:,.0f} step labels/s")
     print(f"  peak RSS {rss:.0f} MB (before the import: {rss_before:.0f} MB)")
+    per = 1000 / result.solutions_created
+    print(
+        f"  CPU per 1,000 solutions: this process {cpu * per:.2f}s"
+        + ("" if backend is None else f", database backend {backend * per:.2f}s")
+    )
 
     started = time.monotonic()
     grading = solutions_grade(solutions=Solution.objects.filter(campaign=campaign))
     seconds = time.monotonic() - started
+    Grader.shared().close()  # so that its workers count in RUSAGE_CHILDREN
     print(
         f"grading: {grading.solutions:,} solutions, {grading.pairs:,} distinct pairs in "
         f"{seconds:.1f}s: {grading.solutions / seconds:,.0f} solutions/s, "
         f"{grading.pairs / seconds:,.0f} pairs/s; {grading.graded:,} decided; "
-        f"workers' peak RSS {peak_rss_mb(resource.RUSAGE_CHILDREN):.0f} MB"
+        f"math-verify workers' peak RSS {peak_rss_mb(resource.RUSAGE_CHILDREN):.0f} MB "
+        "(0: plain integers need none)"
     )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not args.keep:
         _drop(campaign.pk)
+
+
+def _backend_cpu() -> float | None:
+    """CPU seconds used so far by this connection's PostgreSQL backend (same machine only)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _drop(campaign_id: int) -> None:

@@ -39,6 +39,8 @@ def test_it_extracts_the_final_answer(text, answer):
         ("28,800", "28800", True),
         ("900,\\!000", "900000", True),
         ("7200", "28800", False),
+        ("007", "7", True),
+        ("-3", "3", False),
         ("[1,2)", "[1, 2)", True),
         ("(1,2]", "[1,2)", False),
         ("x \\in [2, 5)", "[2,5)", True),

@@ -221,3 +221,15 @@ def test_a_malformed_label_step_is_named_precisely(tmp_path, change, error):
     line = good()
     change(line["label"]["steps"][1])
     assert errors_of(write(tmp_path, line)) == [f"phase2.jsonl:1: {error}"]
+
+
+def test_an_error_while_writing_stops_the_reading_ahead_and_rolls_back(tmp_path):
+    from bench.synthetic import records
+
+    lines = list(records(2500, labelled=False))  # several write batches
+    campaign = make_campaign()
+    make_problem(campaign=campaign, text=lines[0]["question"]["problem"], ground_truth_answer="-1")
+    with pytest.raises(ImportValidationError, match=r"phase2\.jsonl:1: ground_truth_answer"):
+        import_file(write(tmp_path, *lines), campaign=campaign, fmt="prm800k")
+    assert Problem.objects.count() == 1
+    assert not Solution.objects.exists()

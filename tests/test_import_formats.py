@@ -260,25 +260,26 @@ def test_gsm8k_model_solutions_import_one_solution_per_model():
             assert solution.answer_is_correct is record[name]["is_correct"]
 
 
-def test_qwen_samples_import_one_solution_per_response():
+def test_qwen_samples_import_one_solution_per_distinct_response():
     campaign = make_campaign()
     result = import_file(QWEN, campaign=campaign, fmt="jsonl")
     records = read(QWEN)
-    distinct = sum(len(set(r["response"])) for r in records)
-    assert result.solutions_created == distinct
+    assert result.solutions_created == sum(len(set(r["response"])) for r in records)
     for record in records:
         problem = Problem.objects.get(campaign=campaign, text=record["question"])
         assert problem.ground_truth_answer == record["gt"]
         assert problem.level == record["level"].removeprefix("Level ")
+        first = {}  # identical responses are one solution: the first one's
         for i, response in enumerate(record["response"]):
-            solution = problem.solutions.get(source_ref=f"{record['idx']}/{i}") if i == 0 else None
-            if solution is not None:
-                assert solution.answer == record["pred"][0]
-                assert solution.verifier_score == record["pred_score"][0][0]
-                assert solution.answer_is_correct is record["score"][0]
-                assert "\n\n".join(solution.steps.values_list("text", flat=True)) == (
-                    response.strip()
-                )
+            first.setdefault(response, i)
+        for response, i in first.items():
+            solution = problem.solutions.get(source_ref=f"{record['idx']}/{i}")
+            assert solution.generator == "qwen2.5-math-instruct"
+            assert solution.answer == record["pred"][i]
+            assert solution.verifier_score == record["pred_score"][i][0]
+            assert solution.answer_is_correct is record["score"][i]
+            steps = solution.steps.values_list("text", flat=True)
+            assert "\n\n".join(steps) == response.strip()
 
 
 def test_the_command_imports_a_format_and_says_what_it_did(tmp_path, capsys):

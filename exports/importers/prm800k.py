@@ -42,7 +42,6 @@ from .records import (
     need,
 )
 
-OWN_COMPLETION_KEYS = {"text", "rating", "flagged"}
 TRAJECTORIES_LABELER = "prm800k-phase1"
 
 
@@ -65,19 +64,15 @@ def parse_prm800k(record: dict, options: dict) -> list[SolutionIn]:
             "is_initial_screening_question",
             "a solution cannot be both a quality-control and a screening question",
         )
-    kind = (
-        Solution.Kind.QUALITY_CONTROL
-        if qc
-        else Solution.Kind.SCREENING
-        if screening
-        else Solution.Kind.REGULAR
-    )
+    kind = Solution.Kind.REGULAR
+    if qc:
+        kind = Solution.Kind.QUALITY_CONTROL
+    elif screening:
+        kind = Solution.Kind.SCREENING
     generation = as_int(record.get("generation"), "generation", null=True)
     label = need(record, "label", "label")
     pre = q.get("pre_generated_steps")
-    solution = SolutionIn(
-        problem=problem, steps=[], generation=generation, kind=kind, source_ref=""
-    )
+    solution = SolutionIn(problem=problem, steps=[], generation=generation, kind=kind)
     if pre is not None:
         solution.steps = as_steps(pre, "question.pre_generated_steps")
         solution.answer = as_str(
@@ -94,12 +89,12 @@ def parse_prm800k(record: dict, options: dict) -> list[SolutionIn]:
     else:
         solution.pre_generated = False
     if label is not None:
-        steps, path = _label_steps(as_dict(label, "label"), pre)
+        label = as_dict(label, "label")
+        steps, path = _label_steps(label, pre)
         if pre is None:
             solution.steps = path
             last = path[-1]
             solution.answer = extract_answer(last) if "# Answer" in last else None
-        label = as_dict(label, "label")
         solution.labels.append(
             LabelIn(
                 labeler=as_labeler(need(record, "labeler", "labeler"), "labeler"),

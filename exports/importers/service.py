@@ -4,13 +4,14 @@ Two streaming passes over the file, never holding it in memory:
 
 1. **validate**: parse every line with the format's parser; collect up to ``MAX_ERRORS`` errors,
    each naming file, line, field and problem. Any error: nothing is written.
-2. **write**: parse again and write in batches inside one transaction (``rows.Table``: COPY on
-   PostgreSQL). Problems and solutions are deduplicated by their content hashes, submitted labels
-   by a submission key derived from the line's content, so importing a file twice writes nothing
-   the second time.
+2. **write**: parse again (in a thread, ahead of the writer) and write in batches inside one
+   transaction (``rows.Table``: COPY on PostgreSQL). Problems and solutions are deduplicated by
+   their content hashes, submitted labels by a submission key (campaign, labeler, timestamp,
+   solution, ratings), so importing a file twice writes nothing the second time.
 
-Then the queue state of every touched solution is recounted, and the new solutions' answers are
-graded (after the commit: grading is slow and needs no lock).
+New solutions are written with their queue slots already counted; older solutions that received
+labels are recounted with ``refresh_queue_state``. Then the new solutions' answers are graded
+(after the commit: grading is slow and needs no lock).
 """
 
 from __future__ import annotations

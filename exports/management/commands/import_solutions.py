@@ -65,5 +65,5 @@ class Command(BaseCommand):
             f"steps +{result.steps_created}; assignments +{result.assignments_created} "
             f"({result.assignments_existing} already there), "
             f"step labels +{result.step_labels_created}; accounts +{result.users_created}; "
-            f"graded {result.solutions_graded} in {result.seconds:.1f}s"
+            f"in {result.seconds:.1f}s; answers graded: {result.solutions_graded}"
         )
