@@ -1,0 +1,147 @@
+"""What the labelling page and the API show an annotator: reads only, no writes.
+
+An annotator sees the problem, its ground-truth answer (as PRM800K's labelers did), the steps and
+their own labels. Never gold ratings (``Step.gold_rating``), never other annotators' labels, and
+never whether a solution is a quality-control question: the queries below select only the
+columns that may be shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Min
+from django.utils import timezone
+
+from annotators.models import Membership
+from labeling.models import Assignment, Campaign, Solution, Step, StepLabel
+from labeling.services import NotAMember, NotLeaseHolder
+
+
+@dataclass(frozen=True)
+class StepView:
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class LabelView:
+    step_index: int
+    rating: int
+    flagged: bool
+    human_completion: str | None
+    time_spent_ms: int | None
+
+
+@dataclass(frozen=True)
+class AssignmentView:
+    id: int
+    campaign: str
+    solution_id: int
+    status: str
+    is_screening: bool
+    lease_expires_at: datetime | None
+    stop_at_first_error: bool
+    instructions: str
+    problem: str
+    ground_truth_answer: str
+    steps: list[StepView]
+    labels: list[LabelView]
+
+
+@dataclass(frozen=True)
+class NoWork:
+    """Why the queue has nothing for this annotator right now."""
+
+    reason: str  # "all_leased": come back later; "done": nothing left for them
+    detail: str
+    retry_after: int | None = None  # seconds, for "all_leased"
+
+
+def assignment_get(*, assignment_id: int, user) -> Assignment:
+    """The assignment, for its holder only; anyone else gets ``NotLeaseHolder``.
+
+    Superusers may read any assignment (they see everything), but only the holder may act on it
+    (the services check that again).
+    """
+    assignment = Assignment.objects.select_related("campaign").filter(pk=assignment_id).first()
+    if assignment is None or (assignment.annotator_id != user.pk and not user.is_superuser):
+        raise NotLeaseHolder("No such assignment.")
+    return assignment
+
+
+def membership_campaign(*, slug: str, user) -> Campaign:
+    """The campaign with this slug if the user is a member of it, else ``NotAMember``."""
+    campaign = Campaign.objects.filter(slug=slug).first()
+    if campaign is None or not Membership.objects.filter(campaign=campaign, user=user).exists():
+        raise NotAMember("No such campaign.")
+    return campaign
+
+
+def assignment_view(*, assignment: Assignment, with_labels: bool = True) -> AssignmentView:
+    """The assignment as its annotator sees it. ``with_labels=False`` skips the label query for a
+    solution that was just leased and cannot have any."""
+    campaign = assignment.campaign
+    kind, problem, answer = (
+        Solution.objects.filter(pk=assignment.solution_id)
+        .values_list("kind", "problem__text", "problem__ground_truth_answer")
+        .get()
+    )
+    steps = [
+        StepView(index=i, text=t)
+        for i, t in Step.objects.filter(solution_id=assignment.solution_id)
+        .order_by("index")
+        .values_list("index", "text")
+    ]
+    labels = []
+    if with_labels:
+        labels = [
+            LabelView(
+                step_index=index,
+                rating=rating,
+                flagged=bool(flagged),
+                human_completion=(correction or {}).get("text"),
+                time_spent_ms=ms,
+            )
+            for index, rating, flagged, correction, ms in StepLabel.objects.filter(
+                assignment=assignment, rating__isnull=False
+            )
+            .order_by("step__index")
+            .values_list("step__index", "rating", "flagged", "human_completion", "time_spent_ms")
+        ]
+    return AssignmentView(
+        id=assignment.pk,
+        campaign=campaign.slug,
+        solution_id=assignment.solution_id,
+        status=assignment.status,
+        is_screening=kind == Solution.Kind.SCREENING,
+        lease_expires_at=assignment.lease_expires_at,
+        stop_at_first_error=campaign.stop_at_first_error,
+        instructions=campaign.instructions,
+        problem=problem,
+        ground_truth_answer=answer,
+        steps=steps,
+        labels=labels,
+    )
+
+
+def queue_no_work(*, campaign: Campaign, annotator) -> NoWork:
+    """Why ``assignment_next`` found nothing: others hold the rest (retry later), or all is done."""
+    now = timezone.now()
+    held = (
+        Assignment.objects.filter(
+            campaign=campaign, status=Assignment.Status.LEASED, lease_expires_at__gt=now
+        )
+        .exclude(annotator=annotator)
+        .exclude(solution__assignments__annotator=annotator)
+        .aggregate(first=Min("lease_expires_at"))["first"]
+    )
+    if held is not None:
+        return NoWork(
+            reason="all_leased",
+            detail="Every solution left is being labelled by others right now; "
+            "some may come back when their leases expire.",
+            retry_after=max(1, int((held - now).total_seconds()) + 1),
+        )
+    return NoWork(reason="done", detail="There is nothing left for you to label here. Thank you!")
