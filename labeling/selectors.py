@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Min
+from django.db.models import FilteredRelation, Min, Q
 from django.utils import timezone
 
-from annotators.models import Membership
-from labeling.models import Assignment, Campaign, Solution, Step, StepLabel
+from labeling.models import Assignment, Campaign, Solution, Step
 from labeling.services import NotAMember, NotLeaseHolder
 
 
@@ -73,43 +72,48 @@ def assignment_get(*, assignment_id: int, user) -> Assignment:
 
 def membership_campaign(*, slug: str, user) -> Campaign:
     """The campaign with this slug if the user is a member of it, else ``NotAMember``."""
-    campaign = Campaign.objects.filter(slug=slug).first()
-    if campaign is None or not Membership.objects.filter(campaign=campaign, user=user).exists():
+    campaign = Campaign.objects.filter(slug=slug, memberships__user=user).first()
+    if campaign is None:
         raise NotAMember("No such campaign.")
     return campaign
 
 
-def assignment_view(*, assignment: Assignment, with_labels: bool = True) -> AssignmentView:
-    """The assignment as its annotator sees it. ``with_labels=False`` skips the label query for a
-    solution that was just leased and cannot have any."""
+def assignment_view(*, assignment: Assignment) -> AssignmentView:
+    """The assignment as its annotator sees it: problem, steps, and their own labels only."""
     campaign = assignment.campaign
     kind, problem, answer = (
         Solution.objects.filter(pk=assignment.solution_id)
         .values_list("kind", "problem__text", "problem__ground_truth_answer")
         .get()
     )
-    steps = [
-        StepView(index=i, text=t)
-        for i, t in Step.objects.filter(solution_id=assignment.solution_id)
+    steps, labels = [], []
+    # One query: each step with this assignment's label on it, if any (a filtered outer join,
+    # so no other annotator's label can come along).
+    rows = (
+        Step.objects.filter(solution_id=assignment.solution_id)
+        .annotate(own=FilteredRelation("labels", condition=Q(labels__assignment=assignment)))
         .order_by("index")
-        .values_list("index", "text")
-    ]
-    labels = []
-    if with_labels:
-        labels = [
-            LabelView(
-                step_index=index,
-                rating=rating,
-                flagged=bool(flagged),
-                human_completion=(correction or {}).get("text"),
-                time_spent_ms=ms,
+        .values_list(
+            "index",
+            "text",
+            "own__rating",
+            "own__flagged",
+            "own__human_completion",
+            "own__time_spent_ms",
+        )
+    )
+    for index, text, rating, flagged, correction, ms in rows:
+        steps.append(StepView(index=index, text=text))
+        if rating is not None:
+            labels.append(
+                LabelView(
+                    step_index=index,
+                    rating=rating,
+                    flagged=bool(flagged),
+                    human_completion=(correction or {}).get("text"),
+                    time_spent_ms=ms,
+                )
             )
-            for index, rating, flagged, correction, ms in StepLabel.objects.filter(
-                assignment=assignment, rating__isnull=False
-            )
-            .order_by("step__index")
-            .values_list("step__index", "rating", "flagged", "human_completion", "time_spent_ms")
-        ]
     return AssignmentView(
         id=assignment.pk,
         campaign=campaign.slug,

@@ -39,7 +39,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import Exists, FilteredRelation, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from annotators.models import Membership
@@ -189,11 +189,13 @@ def _assignment_next_once(*, campaign: Campaign, annotator) -> Assignment | None
     with transaction.atomic():
         membership = _membership_lock(campaign_id=campaign.pk, annotator=annotator)
         _check_may_work(campaign=campaign, membership=membership)
-        screening = campaign.requires_screening and (
-            membership.screening != Membership.Screening.PASSED
-        )
-        assignment = _assignment_live(campaign=campaign, annotator=annotator, now=now)
-        if assignment is None and screening:
+        # A statement of its own, after the lock: the locking statement's snapshot predates the
+        # wait, so it would miss a lease that a concurrent request of theirs just committed.
+        live = _assignment_live(campaign=campaign, annotator=annotator, now=now)
+        if live is not None:
+            return live
+        assignment = None
+        if campaign.requires_screening and membership.screening != Membership.Screening.PASSED:
             assignment = _claim(
                 campaign=campaign, annotator=annotator, kind=Solution.Kind.SCREENING, now=now
             )
@@ -345,6 +347,7 @@ def _slots_release(counts: Counter) -> None:
 
 
 def _membership_lock(*, campaign_id: int, annotator) -> Membership:
+    """Lock the annotator's membership row: it serialises that person's writes in the campaign."""
     try:
         return Membership.objects.select_for_update(no_key=True).get(
             campaign_id=campaign_id, user=annotator
@@ -658,11 +661,7 @@ def assignment_submit(
         if locked.status == Assignment.Status.SKIPPED:
             raise AssignmentClosed("This assignment was skipped.")
         campaign = locked.campaign
-        steps = dict(Step.objects.filter(solution_id=locked.solution_id).values_list("index", "pk"))
-        drafts = {
-            label.step.index: label
-            for label in StepLabel.objects.filter(assignment=locked).select_related("step")
-        }
+        steps, drafts = _steps_with_drafts(assignment=locked)
         labels, reason = _labels_final(
             n_steps=len(steps),
             stop_at_first_error=campaign.stop_at_first_error,
@@ -718,6 +717,36 @@ def assignment_submit(
     )
 
 
+def _steps_with_drafts(*, assignment: Assignment) -> tuple[dict[int, int], dict[int, _Label]]:
+    """The solution's step ids by index, and the assignment's draft labels, in one query."""
+    steps: dict[int, int] = {}
+    drafts: dict[int, _Label] = {}
+    rows = (
+        Step.objects.filter(solution_id=assignment.solution_id)
+        .annotate(own=FilteredRelation("labels", condition=Q(labels__assignment=assignment)))
+        .values_list(
+            "index",
+            "pk",
+            "own__pk",
+            "own__rating",
+            "own__flagged",
+            "own__time_spent_ms",
+            "own__human_completion",
+        )
+    )
+    for index, pk, label_pk, rating, flagged, ms, correction in rows:
+        steps[index] = pk
+        if label_pk is not None:
+            drafts[index] = _Label(
+                index=index,
+                rating=rating,
+                flagged=bool(flagged),
+                time_spent_ms=ms,
+                human_completion=(correction or {}).get("text"),
+            )
+    return steps, drafts
+
+
 def _submit_result(*, assignment: Assignment, membership: Membership) -> SubmitResult:
     """The result of an earlier submission, rebuilt from what it stored."""
     kind = Solution.objects.filter(pk=assignment.solution_id).values_list("kind", flat=True).get()
@@ -737,7 +766,7 @@ def _labels_final(
     *,
     n_steps: int,
     stop_at_first_error: bool,
-    drafts: dict[int, StepLabel],
+    drafts: dict[int, _Label],
     ratings: list[int] | None,
     flags: list[int] | None,
     human_completion: str | None,
@@ -750,16 +779,7 @@ def _labels_final(
         if rated != list(range(len(rated))):
             missing = next(i for i, j in enumerate([*rated, None]) if i != j)
             raise LabelsInvalid("ratings", f"Step {missing} is not rated.")
-        labels = [
-            _Label(
-                index=i,
-                rating=drafts[i].rating,
-                flagged=bool(drafts[i].flagged),
-                time_spent_ms=drafts[i].time_spent_ms,
-                human_completion=(drafts[i].human_completion or {}).get("text"),
-            )
-            for i in rated
-        ]
+        labels = [drafts[i] for i in rated]
     else:
         if not isinstance(ratings, list):
             raise LabelsInvalid("ratings", "Ratings are a list, one per step from step 0.")
