@@ -32,13 +32,14 @@ settings open every transaction with ``BEGIN IMMEDIATE``) and ``FOR UPDATE`` is 
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, FilteredRelation, OuterRef, Q, Subquery
 from django.utils import timezone
 
@@ -53,9 +54,14 @@ from labeling.models import (
     StepLabel,
 )
 
-# Expired leases reclaimed before each claim: enough to keep up with any realistic rate of
+# Expired leases reclaimed before a claim: enough to keep up with any realistic rate of
 # abandoned work, few enough that the probe stays a short index range scan.
 RECLAIM_BATCH = 50
+# Each process probes a campaign for expired leases at most this often before a claim (the probe
+# is cheap, but it is one more query on the hottest path). Before answering "no work" it always
+# reclaims, so this only delays an expired high-priority solution by up to this long.
+RECLAIM_EVERY_SECONDS = 1.0
+_reclaimed_at: dict[int, float] = {}
 
 RATINGS = frozenset(Rating.values)
 
@@ -172,7 +178,10 @@ def assignment_next(*, campaign: Campaign, annotator: AbstractBaseUser) -> Assig
     """
     if campaign.is_paused:
         raise CampaignPaused()
-    leases_reclaim(campaign=campaign, limit=RECLAIM_BATCH)
+    clock = time.monotonic()
+    if clock - _reclaimed_at.get(campaign.pk, -math.inf) >= RECLAIM_EVERY_SECONDS:
+        _reclaimed_at[campaign.pk] = clock
+        leases_reclaim(campaign=campaign, limit=RECLAIM_BATCH)
     assignment = _assignment_next_once(campaign=campaign, annotator=annotator)
     if assignment is None and leases_reclaim(campaign=campaign, limit=None):
         # Expired leases were still hiding free slots: look once more before saying "no work".
@@ -235,7 +244,7 @@ def _assignment_live(*, campaign: Campaign, annotator, now: datetime) -> Assignm
     )
 
 
-def qc_turn(*, campaign: Campaign, annotator) -> bool:
+def qc_turn(*, campaign: Campaign, annotator: AbstractBaseUser) -> bool:
     """Whether the annotator's next solution should be a quality-control one.
 
     Deterministic, so the rate is exact and testable: with ``n`` regular and QC solutions served
@@ -438,14 +447,11 @@ def _screening_evaluate(*, campaign: Campaign, membership: Membership) -> str:
 # --- Holding an assignment -------------------------------------------------------------------
 
 
-def _assignment_lock(
-    *, assignment: Assignment, annotator, membership: Membership | None = None
-) -> tuple[Assignment, Membership]:
+def _assignment_lock(*, assignment: Assignment, annotator) -> tuple[Assignment, Membership]:
     """Lock the membership and the assignment (in that order) for a write by its holder."""
     if assignment.annotator_id != annotator.pk:
         raise NotLeaseHolder()
-    if membership is None:
-        membership = _membership_lock(campaign_id=assignment.campaign_id, annotator=annotator)
+    membership = _membership_lock(campaign_id=assignment.campaign_id, annotator=annotator)
     if membership.status == Membership.Status.REMOVED:
         raise MembershipInactive()
     locked = (
@@ -456,7 +462,7 @@ def _assignment_lock(
     return locked, membership
 
 
-def _slot_hold(*, assignment: Assignment, now: datetime) -> None:
+def _slot_hold(*, assignment: Assignment) -> None:
     """Make sure the assignment holds its slot, taking it back after a reclaimed lease.
 
     A leased assignment holds its slot even past expiry until the queue reclaims it. A reclaimed
@@ -482,7 +488,7 @@ def _assignment_for_drafts(*, assignment: Assignment, annotator) -> Assignment:
     if locked.status in (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED):
         raise AssignmentClosed()
     now = timezone.now()
-    _slot_hold(assignment=locked, now=now)
+    _slot_hold(assignment=locked)
     locked.lease_expires_at = now + locked.campaign.lease_duration
     Assignment.objects.filter(pk=locked.pk).update(lease_expires_at=locked.lease_expires_at)
     return locked
@@ -494,7 +500,7 @@ def _assignment_for_drafts(*, assignment: Assignment, annotator) -> Assignment:
 def step_label_set(
     *,
     assignment: Assignment,
-    annotator,
+    annotator: AbstractBaseUser,
     step_index: int,
     rating: int,
     flagged: bool = False,
@@ -544,7 +550,7 @@ def step_label_set(
     return label
 
 
-def step_label_undo(*, assignment: Assignment, annotator) -> int | None:
+def step_label_undo(*, assignment: Assignment, annotator: AbstractBaseUser) -> int | None:
     """Remove the last rating (with its flag and correction); returns its step index, or None."""
     with transaction.atomic():
         locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
@@ -561,7 +567,7 @@ def step_label_undo(*, assignment: Assignment, annotator) -> int | None:
 
 
 def step_label_flag(
-    *, assignment: Assignment, annotator, step_index: int, flagged: bool = True
+    *, assignment: Assignment, annotator: AbstractBaseUser, step_index: int, flagged: bool = True
 ) -> StepLabel:
     """Flag a rated step as unsure (or clear the flag)."""
     with transaction.atomic():
@@ -573,7 +579,7 @@ def step_label_flag(
 
 
 def step_label_human_completion(
-    *, assignment: Assignment, annotator, step_index: int, text: str | None
+    *, assignment: Assignment, annotator: AbstractBaseUser, step_index: int, text: str | None
 ) -> StepLabel:
     """Attach a human-written correction to a negative step (PRM800K ``human_completion``).
 
@@ -619,7 +625,7 @@ def _human_completion(text: str | None) -> dict | None:
 def assignment_submit(
     *,
     assignment: Assignment,
-    annotator,
+    annotator: AbstractBaseUser,
     submission_key: str,
     ratings: list[int] | None = None,
     flags: list[int] | None = None,
@@ -640,23 +646,45 @@ def assignment_submit(
     """
     if not submission_key or len(submission_key) > 64:
         raise LabelsInvalid("submission_key", "A submission key of 1 to 64 characters is required.")
-    with transaction.atomic():
-        if assignment.annotator_id != annotator.pk:
-            raise NotLeaseHolder()
-        membership = _membership_lock(campaign_id=assignment.campaign_id, annotator=annotator)
-        prior = Assignment.objects.filter(
-            annotator=annotator, submission_key=submission_key
-        ).first()
-        if prior is not None:
-            if prior.pk != assignment.pk:
-                raise LabelsInvalid(
-                    "submission_key", "This submission key was already used for another assignment."
-                )
-            return _submit_result(assignment=prior, membership=membership)
-        locked, _ = _assignment_lock(
-            assignment=assignment, annotator=annotator, membership=membership
+    try:
+        return _assignment_submit(
+            assignment=assignment,
+            annotator=annotator,
+            submission_key=submission_key,
+            ratings=ratings,
+            flags=flags,
+            human_completion=human_completion,
+            finish_reason=finish_reason,
+            total_time_ms=total_time_ms,
+            step_times_ms=step_times_ms,
         )
+    except IntegrityError as error:
+        # The unique (annotator, submission_key) constraint: the key belongs to another
+        # assignment. Left to the database so the common path needs no lookup.
+        if "submission_key" not in str(error):
+            raise
+        raise LabelsInvalid(
+            "submission_key", "This submission key was already used for another assignment."
+        ) from error
+
+
+def _assignment_submit(
+    *,
+    assignment: Assignment,
+    annotator,
+    submission_key: str,
+    ratings,
+    flags,
+    human_completion,
+    finish_reason,
+    total_time_ms,
+    step_times_ms,
+) -> SubmitResult:
+    with transaction.atomic():
+        locked, membership = _assignment_lock(assignment=assignment, annotator=annotator)
         if locked.status == Assignment.Status.SUBMITTED:
+            if locked.submission_key == submission_key:
+                return _submit_result(assignment=locked, membership=membership)
             raise AssignmentClosed("This assignment was already submitted (with another key).")
         if locked.status == Assignment.Status.SKIPPED:
             raise AssignmentClosed("This assignment was skipped.")
@@ -675,7 +703,7 @@ def assignment_submit(
         if total_time_ms is not None and total_time_ms < 0:
             raise LabelsInvalid("total_time_ms", "Time spent cannot be negative.")
         now = timezone.now()
-        _slot_hold(assignment=locked, now=now)
+        _slot_hold(assignment=locked)
         if drafts:
             StepLabel.objects.filter(assignment=locked).delete()
         StepLabel.objects.bulk_create(
@@ -850,7 +878,7 @@ def _labels_final(
     return labels, str(finish_reason)
 
 
-def assignment_skip(*, assignment: Assignment, annotator) -> Assignment:
+def assignment_skip(*, assignment: Assignment, annotator: AbstractBaseUser) -> Assignment:
     """Hand a solution back unlabelled: frees its slot, and it is never served to them again.
 
     Drafts are dropped. Skipping twice is harmless. Screening questions cannot be skipped: the
