@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, FilteredRelation, OuterRef, Q, Subquery
 from django.utils import timezone
 
@@ -267,8 +267,15 @@ def _claim(*, campaign: Campaign, annotator, kind: str, now: datetime) -> Assign
     An annotator has at most one assignment per solution: a solution whose lease they let
     expire comes back to them on the same row, with their drafts.
     """
+    expires = now + campaign.lease_duration
+    if connection.vendor == "postgresql":
+        return _claim_postgresql(
+            campaign=campaign, annotator=annotator, kind=kind, now=now, expires=expires
+        )
+    # SQLite: the same three steps as the statement below, safe because the transaction holds
+    # the database's write lock from its start (BEGIN IMMEDIATE).
     mine = Assignment.objects.filter(solution=OuterRef("pk"), annotator=annotator)
-    queue = (
+    row = (
         Solution.objects.filter(campaign=campaign, kind=kind, is_open=True)
         .filter(~Exists(mine.exclude(status=Assignment.Status.EXPIRED)))
         .annotate(
@@ -276,20 +283,12 @@ def _claim(*, campaign: Campaign, annotator, kind: str, now: datetime) -> Assign
         )
         .order_by("-priority", "pk")
         .values_list("pk", "expired_id")
+        .first()
     )
-    if kind == Solution.Kind.REGULAR:
-        row = queue.select_for_update(skip_locked=True, no_key=True).first()
-        if row is None:
-            # Rows skipped above may be locked by claims that leave a slot free; wait for them.
-            row = queue.select_for_update(no_key=True).first()
-    else:
-        # Every annotator labels every gold solution: nothing to race for but the counter.
-        row = queue.first()
     if row is None:
         return None
     solution_id, expired_id = row
     Solution.objects.filter(pk=solution_id).slots_change(campaign=campaign, slots=1)
-    expires = now + campaign.lease_duration
     if expired_id is not None:
         Assignment.objects.filter(pk=expired_id).update(
             status=Assignment.Status.LEASED, leased_at=now, lease_expires_at=expires
@@ -303,6 +302,72 @@ def _claim(*, campaign: Campaign, annotator, kind: str, now: datetime) -> Assign
         leased_at=now,
         lease_expires_at=expires,
     )
+
+
+# The claim on PostgreSQL, in one round trip: pick the first open solution of the kind that the
+# annotator has not had (reading the partial index ``solution_queue``, so the cost does not grow
+# with the queue), lock it, take a slot (the same arithmetic as ``SolutionQuerySet.slots_change``),
+# and lease it: a new assignment, or the annotator's own expired one again, drafts and all.
+_CLAIM_SQL = """
+WITH cand AS (
+    SELECT s.id,
+           (SELECT a.id FROM labeling_assignment a
+            WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
+              AND a.status = 'expired' LIMIT 1) AS expired_id
+    FROM labeling_solution s
+    WHERE s.campaign_id = %(campaign)s AND s.kind = %(kind)s AND s.is_open
+      AND NOT EXISTS (SELECT 1 FROM labeling_assignment a
+                      WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
+                        AND a.status <> 'expired')
+    ORDER BY s.priority DESC, s.id
+    LIMIT 1
+    {lock}
+), taken AS (
+    UPDATE labeling_solution s
+    SET assignment_count = s.assignment_count + 1,
+        is_open = (s.kind <> 'regular' OR s.assignment_count + 1 < %(overlap)s)
+                  AND s.bad_problem_reports < %(bad_problem_limit)s
+    FROM cand WHERE s.id = cand.id
+), renewed AS (
+    UPDATE labeling_assignment a
+    SET status = 'leased', leased_at = %(now)s, lease_expires_at = %(expires)s
+    FROM cand WHERE a.id = cand.expired_id
+    RETURNING a.*
+), created AS (
+    INSERT INTO labeling_assignment (campaign_id, solution_id, annotator_id, status, leased_at,
+                                     lease_expires_at, finish_reason, source)
+    SELECT %(campaign)s, cand.id, %(annotator)s, 'leased', %(now)s, %(expires)s, '', ''
+    FROM cand WHERE cand.expired_id IS NULL
+    RETURNING *
+)
+SELECT * FROM renewed UNION ALL SELECT * FROM created
+"""
+_CLAIM_SKIP_LOCKED = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s SKIP LOCKED")
+_CLAIM_WAIT = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s")
+# Gold solutions are served to everyone: nothing to race for but the counter (the UPDATE waits).
+_CLAIM_GOLD = _CLAIM_SQL.format(lock="")
+
+
+def _claim_postgresql(
+    *, campaign: Campaign, annotator, kind: str, now: datetime, expires: datetime
+) -> Assignment | None:
+    params = {
+        "campaign": campaign.pk,
+        "annotator": annotator.pk,
+        "kind": kind,
+        "overlap": campaign.overlap,
+        "bad_problem_limit": campaign.bad_problem_limit,
+        "now": now,
+        "expires": expires,
+    }
+    if kind != Solution.Kind.REGULAR:
+        return next(iter(Assignment.objects.raw(_CLAIM_GOLD, params)), None)
+    claimed = next(iter(Assignment.objects.raw(_CLAIM_SKIP_LOCKED, params)), None)
+    if claimed is None:
+        # Rows skipped above may be locked by claims that leave a slot free: wait for them, so
+        # nobody is told "no work" while a slot is about to be free.
+        claimed = next(iter(Assignment.objects.raw(_CLAIM_WAIT, params)), None)
+    return claimed
 
 
 def leases_reclaim(
