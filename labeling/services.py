@@ -10,23 +10,26 @@ is a relative UPDATE (``SolutionQuerySet.slots_change``) in the same transaction
 the assignment, so the counter never drifts.
 
 Leases. A served solution is leased for ``campaign.lease_seconds``. An expired lease keeps its
-slot until it is reclaimed: ``leases_reclaim`` marks it ``expired`` and releases the slot. The
-queue reclaims a few expired leases (an indexed probe) before every claim, all of them before it
-ever answers "no work", and a Celery beat task sweeps every campaign once a minute. The holder of
-an expired lease may still submit (or keep drafting): accepted if the slot is still free (it is
-taken again), refused with ``LeaseTaken`` if somebody else took it. Draft actions renew the
-lease, so an annotator who is working never loses their solution.
+slot until it is reclaimed: ``leases_reclaim`` marks it ``expired`` and releases the slot. Before
+a claim the queue reclaims a few expired leases (an indexed probe, at most once a second per
+process and campaign), all of them before it ever answers "no work", and a Celery beat task
+sweeps every campaign once a minute. The holder of an expired lease may still submit (or keep
+drafting): accepted if the slot is still free (it is taken again), refused with ``LeaseTaken``
+if somebody else took it. Draft actions renew the lease, so an annotator who is working never
+loses their solution.
 
 Locks. Every write takes row locks in one order, so concurrent requests cannot deadlock: the
 annotator's ``Membership`` row first (it serialises one person's requests: a double click cannot
 lease two solutions, or one screening question twice), then ``Assignment`` rows, then
 ``Solution`` rows (in id order when there are several). Reclaiming runs in its own transaction,
-before the claim's. The claim reads the queue with ``SELECT ... FOR UPDATE SKIP LOCKED`` on the
-partial index ``solution_queue``, so concurrent annotators pass over each other's rows instead of
-queueing behind them, and its cost does not depend on the number of solutions; only when that
-finds nothing does it wait on locked rows, so nobody is told "no work" because another
-annotator was momentarily holding the last free slot. On SQLite, writes are serialised (the
-settings open every transaction with ``BEGIN IMMEDIATE``) and ``FOR UPDATE`` is left out.
+before the claim's. On PostgreSQL the claim is one statement that reads the queue with
+``SELECT ... FOR NO KEY UPDATE SKIP LOCKED`` on the partial index ``solution_queue``, so
+concurrent annotators pass over each other's rows instead of queueing behind them, and its cost
+does not depend on the number of solutions; only when that finds nothing does it wait on locked
+rows, so nobody is told "no work" because another annotator was momentarily holding the last
+free slot. ``NO KEY`` locks leave foreign-key checks of concurrent inserts unblocked. On SQLite,
+writes are serialised (the settings open every transaction with ``BEGIN IMMEDIATE``), and the
+claim runs as three ORM queries.
 """
 
 from __future__ import annotations
@@ -371,7 +374,10 @@ def _claim_postgresql(
 
 
 def leases_reclaim(
-    *, campaign: Campaign | None = None, limit: int | None = RECLAIM_BATCH, now=None
+    *,
+    campaign: Campaign | None = None,
+    limit: int | None = RECLAIM_BATCH,
+    now: datetime | None = None,
 ) -> int:
     """Release the slots of expired leases (status ``expired``); returns how many it released.
 
