@@ -742,8 +742,9 @@ def main(argv: list[str] | None = None) -> int:
     setup = load(url, args)
     c = setup["counts"]
     print(
-        f"loaded in {time.perf_counter() - started:.0f} s: {c['open']} open + {c['closed']} closed"
-        f" solutions, {c['assignments']} history assignments, {c['labels']} step labels",
+        f"loaded in {time.perf_counter() - started:.0f} s: {c['open']} open (both campaigns)"
+        f" + {c['closed']} closed solutions, {c['assignments']} history assignments,"
+        f" {c['labels']} step labels",
         flush=True,
     )
     if args.load_only:
