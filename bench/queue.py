@@ -366,6 +366,31 @@ def load(url: str, args: argparse.Namespace) -> dict:
     return {"big": big, "small": small, "roles": roles, "counts": counts}
 
 
+def loaded(url: str) -> dict:
+    """What ``load`` returned, read back from a database it filled (for ``--no-load``)."""
+    prefixes = {
+        "open": "open",
+        "closed": "closed",
+        "scale_big": "scalebig",
+        "scale_small": "scalesmall",
+        "raw": "raw",
+        "history": "history",
+    }
+    with psycopg.connect(url) as conn:
+        ids = dict(conn.execute("SELECT slug, id FROM labeling_campaign").fetchall())
+        roles = {}
+        for role, prefix in prefixes.items():
+            rows = conn.execute(
+                "SELECT u.id, t.key, u.username FROM auth_user u"
+                " JOIN authtoken_token t ON t.user_id = u.id WHERE u.username ~ %s",
+                (f"^{prefix}[0-9]+$",),
+            ).fetchall()
+            rows.sort(key=lambda row: int(row[2][len(prefix) :]))
+            roles[role] = [(pk, key) for pk, key, _ in rows]
+    counts = {"open": "?", "closed": "?", "assignments": "?", "labels": "?"}
+    return {"big": ids["bench-big"], "small": ids["bench-small"], "roles": roles, "counts": counts}
+
+
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -732,14 +757,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--load-only", action="store_true", help="load the database and stop")
+    parser.add_argument(
+        "--no-load",
+        action="store_true",
+        help="use the database as an earlier run left it (quick looks only: it is no longer fresh)",
+    )
     args = parser.parse_args(argv)
     url = args.database_url
 
     started = time.perf_counter()
     print(f"database {url}", flush=True)
-    recreate_database(url)
-    migrate(url)
-    setup = load(url, args)
+    if args.no_load:
+        setup = loaded(url)
+    else:
+        recreate_database(url)
+        migrate(url)
+        setup = load(url, args)
     c = setup["counts"]
     print(
         f"loaded in {time.perf_counter() - started:.0f} s: {c['open']} open (both campaigns)"

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import FilteredRelation, Min, Q
+from django.db import connection
+from django.db.models import Min
 from django.utils import timezone
 
-from labeling.models import Assignment, Campaign, Solution, Step
-from labeling.services import NotAMember, NotLeaseHolder
+from labeling.models import Assignment, Campaign, Solution
+from labeling.services import NotAMember, NotLeaseHolder, _first, human_completion_load
 
 
 @dataclass(frozen=True)
@@ -59,49 +60,61 @@ class NoWork:
 
 
 def assignment_get(*, assignment_id: int, user) -> Assignment:
-    """The assignment, for its holder only; anyone else gets ``NotLeaseHolder``.
+    """The assignment (with its campaign), for its holder only; else ``NotLeaseHolder``.
 
     Superusers may read any assignment (they see everything), but only the holder may act on it
     (the services check that again).
     """
-    assignment = Assignment.objects.select_related("campaign").filter(pk=assignment_id).first()
+    assignment = _first(
+        Assignment.objects.raw("SELECT * FROM labeling_assignment WHERE id = %s", [assignment_id])
+    )
     if assignment is None or (assignment.annotator_id != user.pk and not user.is_superuser):
         raise NotLeaseHolder("No such assignment.")
+    assignment.campaign = _first(
+        Campaign.objects.raw(
+            "SELECT * FROM labeling_campaign WHERE id = %s", [assignment.campaign_id]
+        )
+    )
     return assignment
 
 
 def membership_campaign(*, slug: str, user) -> Campaign:
     """The campaign with this slug if the user is a member of it, else ``NotAMember``."""
-    campaign = Campaign.objects.filter(slug=slug, memberships__user=user).first()
+    campaign = _first(
+        Campaign.objects.raw(
+            "SELECT c.* FROM labeling_campaign c JOIN annotators_membership m"
+            " ON m.campaign_id = c.id WHERE c.slug = %s AND m.user_id = %s",
+            [slug, user.pk],
+        )
+    )
     if campaign is None:
         raise NotAMember("No such campaign.")
     return campaign
 
 
 def assignment_view(*, assignment: Assignment) -> AssignmentView:
-    """The assignment as its annotator sees it: problem, steps, and their own labels only."""
+    """The assignment as its annotator sees it: problem, steps, and their own labels only.
+
+    Plain SQL, like the rest of the hot path (see ``labeling.services``); the label join is on
+    this assignment alone, so no other annotator's label can come along.
+    """
     campaign = assignment.campaign
-    kind, problem, answer = (
-        Solution.objects.filter(pk=assignment.solution_id)
-        .values_list("kind", "problem__text", "problem__ground_truth_answer")
-        .get()
-    )
-    steps, labels = [], []
-    # One query: each step with this assignment's label on it, if any (a filtered outer join,
-    # so no other annotator's label can come along).
-    rows = (
-        Step.objects.filter(solution_id=assignment.solution_id)
-        .annotate(own=FilteredRelation("labels", condition=Q(labels__assignment=assignment)))
-        .order_by("index")
-        .values_list(
-            "index",
-            "text",
-            "own__rating",
-            "own__flagged",
-            "own__human_completion",
-            "own__time_spent_ms",
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.kind, p.text, p.ground_truth_answer FROM labeling_solution s"
+            " JOIN labeling_problem p ON p.id = s.problem_id WHERE s.id = %s",
+            [assignment.solution_id],
         )
-    )
+        kind, problem, answer = cursor.fetchone()
+        cursor.execute(
+            'SELECT st."index", st.text, l.rating, l.flagged, l.human_completion, l.time_spent_ms'
+            " FROM labeling_step st LEFT JOIN labeling_steplabel l"
+            " ON l.step_id = st.id AND l.assignment_id = %s"
+            ' WHERE st.solution_id = %s ORDER BY st."index"',
+            [assignment.pk, assignment.solution_id],
+        )
+        rows = cursor.fetchall()
+    steps, labels = [], []
     for index, text, rating, flagged, correction, ms in rows:
         steps.append(StepView(index=index, text=text))
         if rating is not None:
@@ -110,7 +123,7 @@ def assignment_view(*, assignment: Assignment) -> AssignmentView:
                     step_index=index,
                     rating=rating,
                     flagged=bool(flagged),
-                    human_completion=(correction or {}).get("text"),
+                    human_completion=(human_completion_load(correction) or {}).get("text"),
                     time_spent_ms=ms,
                 )
             )
