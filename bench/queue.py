@@ -47,12 +47,13 @@ import statistics
 import subprocess
 import threading
 import time
+import urllib.request
 import uuid
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 
-import httpx
+import aiohttp
 import psycopg
 
 from bench.synthetic import records
@@ -398,7 +399,8 @@ def _hash(text: str) -> str:
 # --- The server --------------------------------------------------------------------------------
 
 
-def start_gunicorn(url: str, port: int, workers: int) -> subprocess.Popen:
+def start_gunicorn(url: str, port: int, workers: int, threads: int) -> subprocess.Popen:
+    """gunicorn; with ``threads`` > 1 its threaded workers, which keep connections alive."""
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -414,6 +416,10 @@ def start_gunicorn(url: str, port: int, workers: int) -> subprocess.Popen:
             "stepwise.wsgi",
             "--workers",
             str(workers),
+            "--worker-class",
+            "gthread" if threads > 1 else "sync",
+            "--threads",
+            str(threads),
             "--bind",
             f"127.0.0.1:{port}",
             "--backlog",
@@ -427,13 +433,50 @@ def start_gunicorn(url: str, port: int, workers: int) -> subprocess.Popen:
     )
     for _ in range(300):
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/login/", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=1) as r:
+                if r.status == 200:
+                    return server
+        except OSError:
             pass
         time.sleep(0.1)
     server.kill()
     raise SystemExit("gunicorn did not start")
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU time (user + system) used so far by the live processes of a process group."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # field 5 of stat: the process group
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+class CpuMeter:
+    """CPU used by the server (gunicorn) and by this client between two readings, per request."""
+
+    def __init__(self, server: subprocess.Popen) -> None:
+        self.pgid = server.pid
+        self.start()
+
+    def start(self) -> None:
+        self.server, self.client = group_cpu_seconds(self.pgid), time.process_time()
+
+    def per_request(self, requests: int) -> str:
+        server = group_cpu_seconds(self.pgid) - self.server
+        client = time.process_time() - self.client
+        self.start()
+        n = max(requests, 1)
+        return (
+            f"  CPU per request: server {server / n * 1000:.1f} ms,"
+            f" client {client / n * 1000:.1f} ms"
+        )
 
 
 def stop(server: subprocess.Popen) -> None:
@@ -471,15 +514,16 @@ def ratings_for(n: int, rng: random.Random) -> list[int]:
 
 async def do_next(client, base, slug, who: Annotator, stats: Stats, due: float) -> bool:
     try:
-        r = await client.post(f"{base}/api/campaigns/{slug}/next/", headers=who.headers)
-    except httpx.HTTPError as error:
+        async with client.post(f"{base}/api/campaigns/{slug}/next/", headers=who.headers) as r:
+            status = r.status
+            body = await r.json() if status == 200 else None
+    except (aiohttp.ClientError, TimeoutError) as error:
         stats.error(f"next {type(error).__name__}")
         return False
     stats.latency["next"].append(time.perf_counter() - due)
-    if r.status_code != 200:
-        stats.error(f"next {r.status_code}")
+    if status != 200:
+        stats.error(f"next {status}")
         return False
-    body = r.json()
     if body["assignment"] is None:
         stats.no_work += 1
         return False
@@ -496,24 +540,28 @@ async def do_submit(client, base, who: Annotator, stats: Stats, due: float, rng)
         "ratings": ratings_for(len(a["steps"]), rng),
         "total_time_ms": rng.randint(10_000, 60_000),
     }
+    url = f"{base}/api/assignments/{a['id']}/submit/"
     try:
-        r = await client.post(
-            f"{base}/api/assignments/{a['id']}/submit/", json=body, headers=who.headers
-        )
-    except httpx.HTTPError as error:
+        async with client.post(url, json=body, headers=who.headers) as r:
+            status = r.status
+            await r.read()
+    except (aiohttp.ClientError, TimeoutError) as error:
         stats.error(f"submit {type(error).__name__}")
         return False
     stats.latency["submit"].append(time.perf_counter() - due)
-    if r.status_code != 200:
-        stats.error(f"submit {r.status_code}")
+    who.assignment = None  # on an error too: the next "next" says where they stand
+    if status != 200:
+        stats.error(f"submit {status}")
         return False
-    who.assignment = None
     return True
 
 
-def _client() -> httpx.AsyncClient:
-    limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
-    return httpx.AsyncClient(limits=limits, timeout=60)
+def _client() -> aiohttp.ClientSession:
+    """aiohttp: a fraction of httpx's CPU per request, which matters with client and server
+    sharing two cores."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=400), timeout=aiohttp.ClientTimeout(total=60)
+    )
 
 
 async def warm_up(base, slug, annotators: list[Annotator], concurrency: int) -> Stats:
@@ -754,7 +802,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale-seconds", type=float, default=15)
     parser.add_argument("--raw-clients", type=int, default=64)
     parser.add_argument("--raw-seconds", type=float, default=15)
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn workers")
+    parser.add_argument(
+        "--threads", type=int, default=4, help="threads per gunicorn worker (1: sync workers)"
+    )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--load-only", action="store_true", help="load the database and stop")
     parser.add_argument(
@@ -791,73 +842,84 @@ def main(argv: list[str] | None = None) -> int:
     big_ms = explain_claim(url, setup["big"], roles["closed"][0].pk)
     small_ms = explain_claim(url, setup["small"], roles["scale_small"][0].pk)
 
-    server = start_gunicorn(url, args.port, args.workers)
+    print(f"open solutions in the big campaign: {open_big}", flush=True)
+    # ``timeout`` and Ctrl-C: still stop gunicorn (it runs in its own session).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    server = start_gunicorn(url, args.port, args.workers, args.threads)
     base = f"http://127.0.0.1:{args.port}"
+    print(f"gunicorn: {args.workers} workers x {args.threads} threads", flush=True)
+    cpu = CpuMeter(server)
     try:
         holders = roles["open"][: int(args.rate * 30)]
         idle = roles["open"][len(holders) :]
         warm = asyncio.run(warm_up(base, "bench-big", holders, 50))
+        say(f"warm-up: {warm.claims} annotators took a solution; errors {warm.errors or 'none'}")
+        cpu.start()
+
         open_stats, lags = asyncio.run(
             open_loop(base, "bench-big", holders, idle, args.rate, args.seconds)
         )
+        say(
+            f"open loop, {args.rate:g} next + {args.rate:g} submit per s for {args.seconds:g} s"
+            " (latency from when each request was due):",
+            line("next", open_stats.latency["next"]),
+            line("submit", open_stats.latency["submit"]),
+            f"  client send lag p99 {pct(lags, 0.99):.1f} ms; no-work answers"
+            f" {open_stats.no_work}; errors {open_stats.errors or 'none'}",
+            cpu.per_request(len(open_stats.latency["next"]) + len(open_stats.latency["submit"])),
+        )
+
         closed_stats, elapsed = asyncio.run(
             closed_loop(base, "bench-big", roles["closed"], args.seconds)
         )
+        app_rate = closed_stats.claims / elapsed
+        say(
+            f"closed loop, {len(roles['closed'])} annotators, no think time, {elapsed:.0f} s:",
+            f"  claims/s {app_rate:.1f}"
+            f"  (submits/s {len(closed_stats.latency['submit']) / elapsed:.1f})",
+            line("next", closed_stats.latency["next"]),
+            line("submit", closed_stats.latency["submit"]),
+            f"  no-work answers {closed_stats.no_work}; errors {closed_stats.errors or 'none'}",
+            cpu.per_request(
+                len(closed_stats.latency["next"]) + len(closed_stats.latency["submit"])
+            ),
+        )
+
         scale = {}
         for name, slug in (("big", "bench-big"), ("small", "bench-small")):
             stats, _ = asyncio.run(
                 closed_loop(base, slug, roles[f"scale_{name}"], args.scale_seconds)
             )
-            scale[name] = stats
+            scale[name] = stats.latency["next"]
+        b, sm = scale["big"], scale["small"]
+        say(
+            f"scaling, {args.scale_annotators} annotators each, next latency:",
+            line("100k", b),
+            line("1k", sm),
+            f"  ratio 100k / 1k: p50 {pct(b, 0.5) / pct(sm, 0.5):.2f}x,"
+            f" p95 {pct(b, 0.95) / pct(sm, 0.95):.2f}x",
+            f"  claim SELECT alone (EXPLAIN ANALYZE median): {big_ms:.3f} ms vs {small_ms:.3f} ms",
+        )
     finally:
         stop(server)
-    raw_rate, raw_lat = raw_sql(url, setup["big"], [a.pk for a in roles["raw"]], args.raw_seconds)
-    broken = invariants(url)
 
-    app_rate = closed_stats.claims / elapsed
-    print()
-    print(f"open solutions in the big campaign: {open_big}; gunicorn workers: {args.workers}")
-    print(f"warm-up: {warm.claims} annotators took a solution; errors {warm.errors or 'none'}")
-    print(
-        f"open loop, {args.rate:g} next + {args.rate:g} submit per s for {args.seconds:g} s"
-        " (latency from when each request was due):"
-    )
-    print(line("next", open_stats.latency["next"]))
-    print(line("submit", open_stats.latency["submit"]))
-    print(
-        f"  client send lag p99 {pct(lags, 0.99):.1f} ms; no-work answers {open_stats.no_work};"
-        f" errors {open_stats.errors}"
-    )
-    print(f"closed loop, {len(roles['closed'])} annotators, no think time, {elapsed:.0f} s:")
-    print(
-        f"  claims/s {app_rate:.1f}"
-        f"  (submits/s {len(closed_stats.latency['submit']) / elapsed:.1f})"
-    )
-    print(line("next", closed_stats.latency["next"]))
-    print(line("submit", closed_stats.latency["submit"]))
-    print(f"  no-work answers {closed_stats.no_work}; errors {closed_stats.errors or 'none'}")
-    print(
+    raw_rate, raw_lat = raw_sql(url, setup["big"], [a.pk for a in roles["raw"]], args.raw_seconds)
+    say(
         f"raw SQL claim, {args.raw_clients} clients, {args.raw_seconds:g} s:"
-        f" {raw_rate:.0f} claims/s,"
-        f" p50 {pct(raw_lat, 0.5):.2f} ms, p99 {pct(raw_lat, 0.99):.2f} ms"
+        f" {raw_rate:.0f} claims/s, p50 {pct(raw_lat, 0.5):.2f} ms,"
+        f" p99 {pct(raw_lat, 0.99):.2f} ms",
+        f"  app / raw SQL claims per second: {app_rate / raw_rate:.1%}",
     )
-    print(f"  app / raw SQL claims per second: {app_rate / raw_rate:.1%}")
-    b, s = scale["big"].latency["next"], scale["small"].latency["next"]
-    print(f"scaling, {args.scale_annotators} annotators each, next latency:")
-    print(line("100k", b))
-    print(line("1k", s))
-    print(
-        f"  ratio 100k / 1k: p50 {pct(b, 0.5) / pct(s, 0.5):.2f}x,"
-        f" p95 {pct(b, 0.95) / pct(s, 0.95):.2f}x"
-    )
-    print(f"  claim SELECT alone (EXPLAIN ANALYZE median): {big_ms:.3f} ms vs {small_ms:.3f} ms")
-    print("invariants over every row:")
-    for name, n in broken.items():
-        print(f"  {n:>6}  {name}")
+
+    broken = invariants(url)
+    say("invariants over every row:", *(f"  {n:>6}  {name}" for name, n in broken.items()))
     total = sum(broken.values())
-    print(f"  violations: {total}")
-    print(f"total time {time.perf_counter() - started:.0f} s")
+    say(f"  violations: {total}", f"total time {time.perf_counter() - started:.0f} s")
     return 1 if total else 0
+
+
+def say(*lines: str) -> None:
+    print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":
