@@ -22,7 +22,7 @@ import json
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -133,44 +133,83 @@ class SolutionQuerySet(models.QuerySet):
     def gold(self) -> SolutionQuerySet:
         return self.exclude(kind=Solution.Kind.REGULAR)
 
-    def refresh_queue_state(self) -> int:
-        """Recount the slots these solutions hold and reopen or close them, in one UPDATE.
+    def slots_change(self, *, campaign: Campaign, slots: int = 0, reports: int = 0) -> int:
+        """Add held slots and bad problem reports, and reopen or close, in one UPDATE.
 
-        A slot is held by a submitted assignment or a leased one whose lease has not expired. A
-        solution is open while it has fewer slots taken than its campaign's overlap and fewer bad
-        problem reports than the campaign's limit. Returns the number of rows updated.
+        The queue keeps ``assignment_count`` and ``is_open`` current with these relative updates
+        (never read-modify-write in Python), so concurrent requests cannot lose one another's
+        changes. Callers hold the rows' locks in id order (see ``labeling.services``).
         """
-        held = (
-            Assignment.objects.filter(solution=models.OuterRef("pk"))
-            .filter(
-                Q(status=Assignment.Status.SUBMITTED)
-                | Q(status=Assignment.Status.LEASED, lease_expires_at__gt=timezone.now())
-            )
-            .order_by()
-            .values("solution")
-            .annotate(n=models.Count("pk"))
-            .values("n")
-        )
-        count = Coalesce(models.Subquery(held), 0)
-        self.update(assignment_count=count)
-        overlap = Campaign.objects.filter(pk=models.OuterRef("campaign_id"))
+        # In an UPDATE every right-hand side reads the old row, hence the shifted bounds.
+        not_bad = Q(bad_problem_reports__lt=campaign.bad_problem_limit - reports)
+        room = Q(assignment_count__lt=campaign.overlap - slots)
         return self.update(
-            is_open=models.ExpressionWrapper(
-                Q(assignment_count__lt=models.Subquery(overlap.values("overlap")[:1]))
-                & Q(
-                    bad_problem_reports__lt=models.Subquery(overlap.values("bad_problem_limit")[:1])
-                ),
-                output_field=models.BooleanField(),
-            )
+            assignment_count=models.F("assignment_count") + slots,
+            bad_problem_reports=models.F("bad_problem_reports") + reports,
+            is_open=_open_expression(room, not_bad),
         )
+
+    def refresh_queue_state(self) -> int:
+        """Recount the slots these solutions hold and reopen or close them; for imports and repairs.
+
+        First releases the slots of leases that have expired (status ``expired``, the same as the
+        queue's own reclaim), then recounts under row locks taken in id order, so it is exact even
+        while annotators are being served. What holds a slot is ``Assignment.holds_slot``; what
+        is open is ``Solution.is_open``. Returns the number of solutions updated.
+        """
+        with transaction.atomic():
+            Assignment.objects.filter(
+                solution__in=self.values("pk"),
+                status=Assignment.Status.LEASED,
+                lease_expires_at__lte=timezone.now(),
+            ).update(status=Assignment.Status.EXPIRED)
+            ids = list(
+                self.order_by("pk").select_for_update(no_key=True).values_list("pk", flat=True)
+            )
+            held = (
+                Assignment.objects.filter(solution=models.OuterRef("pk"))
+                .filter(Assignment.holds_slot_q())
+                .order_by()
+                .values("solution")
+                .annotate(n=models.Count("pk"))
+                .values("n")
+            )
+            campaign = Campaign.objects.filter(pk=models.OuterRef("campaign_id"))
+            room = Q(assignment_count__lt=models.Subquery(campaign.values("overlap")[:1]))
+            not_bad = Q(
+                bad_problem_reports__lt=models.Subquery(campaign.values("bad_problem_limit")[:1])
+            )
+            # By id chunks: a snapshot of the rows (``self`` may filter on what changes here) that
+            # stays under SQLite's limit on query parameters.
+            for start in range(0, len(ids), 500):
+                rows = Solution.objects.filter(pk__in=ids[start : start + 500])
+                rows.update(assignment_count=Coalesce(models.Subquery(held), 0))
+                rows.update(is_open=_open_expression(room, not_bad))
+        return len(ids)
+
+
+def _open_expression(room: Q, not_bad: Q) -> models.Expression:
+    """``is_open`` as SQL: regular solutions need a free slot; gold ones serve every annotator."""
+    return models.Case(
+        models.When(
+            kind="regular",
+            then=models.ExpressionWrapper(room & not_bad, output_field=models.BooleanField()),
+        ),
+        default=models.ExpressionWrapper(not_bad, output_field=models.BooleanField()),
+        output_field=models.BooleanField(),
+    )
 
 
 class Solution(models.Model):
     """One model-generated solution to a problem, split into ordered steps.
 
-    ``priority`` is the queue order (highest first); active learning rewrites it in bulk.
-    ``is_open`` says whether the queue may still serve it: the claim query reads a partial index
-    on it, so its cost does not grow with the number of finished solutions.
+    ``priority`` is the queue order (highest first, ties oldest first); active learning rewrites it
+    in bulk. ``assignment_count`` is the number of slots held (``Assignment.holds_slot``).
+    ``is_open`` says whether the queue may still serve it: a regular solution while it has fewer
+    slots held than the campaign's overlap, any solution while it has fewer bad problem reports
+    than the campaign's limit (quality-control and screening solutions are served to every
+    annotator, so overlap does not close them). The claim query reads a partial index on it, so its
+    cost does not grow with the number of finished solutions.
     """
 
     class Kind(models.TextChoices):
@@ -255,9 +294,15 @@ class Step(models.Model):
 class Assignment(models.Model):
     """One annotator labelling one solution (a PRM800K label line once submitted).
 
-    A leased assignment holds a slot of the solution until ``lease_expires_at``; a submitted one
-    holds it for good. Skipped and released assignments hold none.
+    Life cycle (see ``labeling.services``): ``leased`` holds a slot of the solution; the lease is
+    live until ``lease_expires_at``, and an expired lease keeps its slot until the queue reclaims
+    it (status ``expired``, slot released, drafts kept). ``skipped`` holds no slot and the solution
+    is never served to that annotator again. ``submitted`` holds its slot for good, except with
+    finish reason ``give_up`` or ``bad_problem``: those keep the labels but release the slot, so
+    another annotator labels the solution in full.
     """
+
+    RELEASING_REASONS = ("give_up", "bad_problem")
 
     class Status(models.TextChoices):
         LEASED = "leased", "leased"
@@ -291,10 +336,30 @@ class Assignment(models.Model):
             ),
             models.Index(fields=["solution", "status"], name="assignment_by_solution"),
             models.Index(fields=["campaign", "submitted_at"], name="assignment_by_time"),
+            # The queue's reclaim of expired leases reads only leased rows, oldest lease first.
+            models.Index(
+                fields=["campaign", "lease_expires_at"],
+                name="assignment_leases",
+                condition=Q(status="leased"),
+            ),
         ]
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.status})"
+
+    @classmethod
+    def holds_slot_q(cls) -> Q:
+        """Assignments that hold a slot of their solution (what ``assignment_count`` counts)."""
+        return Q(status=cls.Status.LEASED) | (
+            Q(status=cls.Status.SUBMITTED) & ~Q(finish_reason__in=cls.RELEASING_REASONS)
+        )
+
+    @property
+    def holds_slot(self) -> bool:
+        return self.status == self.Status.LEASED or (
+            self.status == self.Status.SUBMITTED
+            and self.finish_reason not in self.RELEASING_REASONS
+        )
 
     def lease_is_live(self, now=None) -> bool:
         now = now or timezone.now()

@@ -166,6 +166,13 @@ CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
 CELERY_WORKER_PREFETCH_MULTIPLIER = envint("CELERY_WORKER_PREFETCH_MULTIPLIER", "4")
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Periodic tasks; each app adds its own entries.
+CELERY_BEAT_SCHEDULE: dict = {}
+# Releases the slots of expired leases in every campaign (the queue also does it when serving).
+CELERY_BEAT_SCHEDULE["labeling-leases-sweep"] = {
+    "task": "labeling.leases_sweep",
+    "schedule": envint("STEPWISE_LEASE_SWEEP_SECONDS", "60"),
+}
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 if envbool("STEPWISE_FAST_HASHER", "False"):

@@ -12,4 +12,5 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("campaigns/<slug:slug>/exports/", include("exports.urls")),
+    path("api/", include("labeling.api_urls")),
 ]

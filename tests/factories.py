@@ -130,3 +130,26 @@ def make_review(*, assignment, decision: str = "accepted", corrections=None, rev
         decision=decision,
         corrections={str(k): v for k, v in (corrections or {}).items()},
     )
+
+
+def make_gold_solution(*, campaign: Campaign, kind: str, gold: list[int], **fields) -> Solution:
+    """A quality-control (``kind="qc"``) or screening solution with gold ratings, one per step."""
+    steps = fields.pop("steps", None) or [
+        f"Gold step {i} ({next(_seq)})." for i in range(len(gold))
+    ]
+    return make_solution(campaign=campaign, kind=kind, steps=steps, gold=gold, **fields)
+
+
+def submit_ratings(*, assignment, annotator, ratings: list[int] | None = None, **extra):
+    """Submit an assignment through the service with a fresh submission key (all +1 by default)."""
+    from labeling import services
+
+    if ratings is None:
+        ratings = [1] * assignment.solution.steps.count()
+    return services.assignment_submit(
+        assignment=assignment,
+        annotator=annotator,
+        submission_key=extra.pop("submission_key", f"key-{next(_seq)}"),
+        ratings=ratings,
+        **extra,
+    )

@@ -1,0 +1,926 @@
+"""Queue benchmark: the app under gunicorn, driven over HTTP by an async client (issue 3).
+
+Loads a PostgreSQL database of its own with a campaign of 100,000 open solutions (overlap 3) and a
+history of submitted assignments (closed solutions, and open ones already labelled once or
+twice, some skipped or expired), so the planner sees full tables; a second campaign with 1,000
+open solutions for the scaling comparison. Then, in one run:
+
+1. open loop: 100 ``next`` + 100 ``submit`` requests per second for ``--seconds`` (about 3,000
+   annotators taking 30 s per solution); p50/p95/p99 of each, measured from the moment each
+   request was due (so a slow server cannot hide latency by slowing the client down);
+2. closed loop: 100 annotators with no think time (next, submit, next...) for ``--seconds``:
+   claims per second;
+3. scaling: ``next`` latency with 100,000 open solutions against 1,000, same light load;
+4. raw SQL: the single-statement claim (``WITH ... FOR NO KEY UPDATE SKIP LOCKED``, update,
+   insert: one round trip) from 64 clients, as the ceiling the app's claims/s is compared with;
+5. invariants over every row afterwards (all must be 0).
+
+    .venv/bin/python bench/queue.py                     # full size, about 6 minutes
+    .venv/bin/python bench/queue.py --open 5000 --seconds 10 --raw-seconds 5   # a quick look
+
+The database (default ``postgres://postgres@127.0.0.1:5432/sw_bench_queue``, or
+``BENCH_DATABASE_URL``) is dropped and recreated. Disk flush times on the reference machine
+switch between about 0.15 ms and 4 ms from minute to minute: compare figures within one run.
+"""
+
+# ruff: noqa: E402  (imports follow the sys.path fix below)
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This script shares its name with the standard library's ``queue`` (which concurrent.futures
+# and others import): keep its own folder off the import path, and the repository on it.
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT))
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import random
+import secrets
+import signal
+import statistics
+import subprocess
+import threading
+import time
+import urllib.request
+import uuid
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import aiohttp
+import psycopg
+
+from bench.synthetic import records
+
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/sw_bench_queue"
+OVERLAP = 3
+NOW = datetime.now(UTC)
+
+
+# --- Loading -----------------------------------------------------------------------------------
+
+
+def recreate_database(url: str) -> None:
+    name = url.rsplit("/", 1)[1]
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def migrate(url: str) -> None:
+    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "stepwise.settings"}
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+
+
+class Loader:
+    """Writes rows with COPY, handing out ids itself (the database is fresh)."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self.ids: dict[str, int] = {}
+        self.rows: dict[str, list[tuple]] = {}
+        self.columns: dict[str, tuple[str, ...]] = {}
+
+    def add(self, table: str, columns: tuple[str, ...], row: tuple) -> int:
+        self.columns.setdefault(table, columns)
+        pk = self.ids.get(table, 0) + 1
+        self.ids[table] = pk
+        self.rows.setdefault(table, []).append((pk, *row))
+        if len(self.rows[table]) >= 50_000:
+            self.flush(table)
+        return pk
+
+    def flush(self, table: str | None = None) -> None:
+        for name in [table] if table else list(self.rows):
+            rows = self.rows.get(name)
+            if not rows:
+                continue
+            cols = ", ".join(("id", *self.columns[name]))
+            with self.conn.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            self.rows[name] = []
+
+    def finish(self) -> None:
+        self.flush()
+        for table, last in self.ids.items():
+            self.conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), {last})")
+        self.conn.commit()
+
+
+USER_COLS = (
+    "password",
+    "is_superuser",
+    "username",
+    "first_name",
+    "last_name",
+    "email",
+    "is_staff",
+    "is_active",
+    "date_joined",
+)
+PROBLEM_COLS = (
+    "campaign_id",
+    "text",
+    "ground_truth_answer",
+    "subject",
+    "level",
+    "unique_id",
+    "content_hash",
+    "created_at",
+)
+SOLUTION_COLS = (
+    "campaign_id",
+    "problem_id",
+    "generator",
+    "generation",
+    "kind",
+    "pre_generated",
+    "answer",
+    "verifier_score",
+    "priority",
+    "is_open",
+    "assignment_count",
+    "bad_problem_reports",
+    "source",
+    "source_ref",
+    "content_hash",
+    "created_at",
+)
+STEP_COLS = ("solution_id", "index", "text")
+ASSIGNMENT_COLS = (
+    "campaign_id",
+    "solution_id",
+    "annotator_id",
+    "status",
+    "leased_at",
+    "lease_expires_at",
+    "submitted_at",
+    "finish_reason",
+    "total_time_ms",
+    "submission_key",
+    "source",
+)
+LABEL_COLS = (
+    "assignment_id",
+    "step_id",
+    "rating",
+    "flagged",
+    "completion_index",
+    "alternatives",
+    "chosen_completion",
+    "created_at",
+)
+
+
+def load(url: str, args: argparse.Namespace) -> dict:
+    """Fill the database; returns the campaigns' ids and the annotators' tokens by role."""
+    rng = random.Random(7)
+    with psycopg.connect(url) as conn:
+        loader = Loader(conn)
+
+        def campaign(slug: str) -> int:
+            return conn.execute(
+                "INSERT INTO labeling_campaign (slug, name, instructions, overlap, lease_seconds,"
+                " stop_at_first_error, qc_rate, requires_screening, screening_threshold,"
+                " bad_problem_limit, active_learning, al_wrong_answer_share, al_retrain_every,"
+                " al_backbone, is_paused, created_at) VALUES (%s, %s, '', %s, 1800, true, 0,"
+                " false, 0.75, 2, false, 0.8, 500, 'bow', false, now()) RETURNING id",
+                (slug, slug, OVERLAP),
+            ).fetchone()[0]
+
+        big, small = campaign("bench-big"), campaign("bench-small")
+
+        def users(prefix: str, n: int, campaigns: list[int]) -> list[tuple[int, str]]:
+            out = []
+            for i in range(n):
+                pk = loader.add(
+                    "auth_user",
+                    USER_COLS,
+                    ("!", False, f"{prefix}{i}", "", "", "", False, True, NOW),
+                )
+                key = secrets.token_hex(20)
+                tokens.append((key, pk))
+                for cid in campaigns:
+                    memberships.append((pk, cid))
+                out.append((pk, key))
+            return out
+
+        tokens: list[tuple[str, int]] = []
+        memberships: list[tuple[int, int]] = []
+        roles = {
+            "open": users("open", args.open_annotators, [big]),
+            "closed": users("closed", args.closed_annotators, [big]),
+            "scale_big": users("scalebig", args.scale_annotators, [big]),
+            "scale_small": users("scalesmall", args.scale_annotators, [small]),
+            "raw": users("raw", args.raw_clients, [big]),
+            "history": users("history", 50, [big, small]),
+        }
+        loader.flush("auth_user")
+        with (
+            conn.cursor() as cur,
+            cur.copy("COPY authtoken_token (key, user_id, created) FROM STDIN") as copy,
+        ):
+            for key, pk in tokens:
+                copy.write_row((key, pk, NOW))
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                "COPY annotators_membership"
+                " (user_id, campaign_id, role, status, screening, joined_at) FROM STDIN"
+            ) as copy,
+        ):
+            for pk, cid in memberships:
+                copy.write_row((pk, cid, "annotator", "active", "pending", NOW))
+
+        history = [pk for pk, _ in roles["history"]]
+        counts = {"open": 0, "closed": 0, "assignments": 0, "labels": 0}
+
+        def solutions(cid: int, n: int, *, closed: bool, seed: int) -> None:
+            problem_id, last_problem = None, None
+            for rec in records(n, seed=seed, labelled=True):
+                q = rec["question"]
+                if q["problem"] != last_problem:
+                    last_problem = q["problem"]
+                    problem_id = loader.add(
+                        "labeling_problem",
+                        PROBLEM_COLS,
+                        (
+                            cid,
+                            q["problem"],
+                            q["ground_truth_answer"],
+                            "",
+                            "",
+                            "",
+                            _hash(q["problem"]),
+                            NOW,
+                        ),
+                    )
+                steps = q["pre_generated_steps"]
+                done = OVERLAP if closed else rng.choices([0, 1, 2], weights=[6, 3, 1])[0]
+                sid = loader.add(
+                    "labeling_solution",
+                    SOLUTION_COLS,
+                    (
+                        cid,
+                        problem_id,
+                        "synthetic",
+                        6,
+                        "regular",
+                        True,
+                        q["pre_generated_answer"],
+                        q["pre_generated_verifier_score"],
+                        rng.random(),
+                        not closed,
+                        done,
+                        0,
+                        "bench",
+                        "",
+                        _hash(json.dumps([q["problem"], steps, rec["timestamp"]])),
+                        NOW,
+                    ),
+                )
+                step_ids = [
+                    loader.add("labeling_step", STEP_COLS, (sid, i, text))
+                    for i, text in enumerate(steps)
+                ]
+                labelers = rng.sample(history, done + 2)
+                for labeler in labelers[:done]:
+                    aid = loader.add(
+                        "labeling_assignment",
+                        ASSIGNMENT_COLS,
+                        (
+                            cid,
+                            sid,
+                            labeler,
+                            "submitted",
+                            NOW - timedelta(days=3),
+                            NOW - timedelta(days=3) + timedelta(minutes=30),
+                            NOW - timedelta(days=2),
+                            rec["label"]["finish_reason"],
+                            rec["label"]["total_time"],
+                            uuid.uuid4().hex,
+                            "",
+                        ),
+                    )
+                    counts["assignments"] += 1
+                    for i, step in enumerate(rec["label"]["steps"]):
+                        rating = step["completions"][0]["rating"]
+                        loader.add(
+                            "labeling_steplabel",
+                            LABEL_COLS,
+                            (
+                                aid,
+                                step_ids[i],
+                                rating,
+                                None,
+                                0,
+                                "[]",
+                                None if rating < 0 else 0,
+                                NOW,
+                            ),
+                        )
+                        counts["labels"] += 1
+                # Some abandoned work too: a skipped and an expired assignment now and then.
+                for labeler, status, share in zip(
+                    labelers[done:], ("skipped", "expired"), (0.02, 0.05), strict=True
+                ):
+                    if rng.random() < share:
+                        loader.add(
+                            "labeling_assignment",
+                            ASSIGNMENT_COLS,
+                            (
+                                cid,
+                                sid,
+                                labeler,
+                                status,
+                                NOW - timedelta(days=1),
+                                NOW - timedelta(hours=23),
+                                None,
+                                "",
+                                None,
+                                None,
+                                "",
+                            ),
+                        )
+                        counts["assignments"] += 1
+                counts["closed" if closed else "open"] += 1
+
+        solutions(big, args.history, closed=True, seed=1)
+        solutions(big, args.open, closed=False, seed=2)
+        solutions(small, args.small, closed=False, seed=3)
+        loader.finish()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+    return {"big": big, "small": small, "roles": roles, "counts": counts}
+
+
+def loaded(url: str) -> dict:
+    """What ``load`` returned, read back from a database it filled (for ``--no-load``)."""
+    prefixes = {
+        "open": "open",
+        "closed": "closed",
+        "scale_big": "scalebig",
+        "scale_small": "scalesmall",
+        "raw": "raw",
+        "history": "history",
+    }
+    with psycopg.connect(url) as conn:
+        ids = dict(conn.execute("SELECT slug, id FROM labeling_campaign").fetchall())
+        roles = {}
+        for role, prefix in prefixes.items():
+            rows = conn.execute(
+                "SELECT u.id, t.key, u.username FROM auth_user u"
+                " JOIN authtoken_token t ON t.user_id = u.id WHERE u.username ~ %s",
+                (f"^{prefix}[0-9]+$",),
+            ).fetchall()
+            rows.sort(key=lambda row: int(row[2][len(prefix) :]))
+            roles[role] = [(pk, key) for pk, key, _ in rows]
+    counts = {"open": "?", "closed": "?", "assignments": "?", "labels": "?"}
+    return {"big": ids["bench-big"], "small": ids["bench-small"], "roles": roles, "counts": counts}
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- The server --------------------------------------------------------------------------------
+
+
+def start_gunicorn(url: str, port: int, workers: int, threads: int) -> subprocess.Popen:
+    """gunicorn; with ``threads`` > 1 its threaded workers, which keep connections alive."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DB_CONN_MAX_AGE": "600",
+        "DEBUG": "False",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "LOG_LEVEL": "ERROR",
+        "DJANGO_SETTINGS_MODULE": "stepwise.settings",
+    }
+    server = subprocess.Popen(
+        [
+            str(ROOT / ".venv" / "bin" / "gunicorn"),
+            "stepwise.wsgi",
+            "--workers",
+            str(workers),
+            "--worker-class",
+            "gthread" if threads > 1 else "sync",
+            "--threads",
+            str(threads),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--backlog",
+            "4096",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
+    for _ in range(300):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=1) as r:
+                if r.status == 200:
+                    return server
+        except OSError:
+            pass
+        time.sleep(0.1)
+    server.kill()
+    raise SystemExit("gunicorn did not start")
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU time (user + system) used so far by the live processes of a process group."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # field 5 of stat: the process group
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+class CpuMeter:
+    """CPU used by the server (gunicorn) and by this client between two readings, per request."""
+
+    def __init__(self, server: subprocess.Popen) -> None:
+        self.pgid = server.pid
+        self.start()
+
+    def start(self) -> None:
+        self.server, self.client = group_cpu_seconds(self.pgid), time.process_time()
+
+    def per_request(self, requests: int) -> str:
+        server = group_cpu_seconds(self.pgid) - self.server
+        client = time.process_time() - self.client
+        self.start()
+        n = max(requests, 1)
+        return (
+            f"  CPU per request: server {server / n * 1000:.1f} ms,"
+            f" client {client / n * 1000:.1f} ms"
+        )
+
+
+def stop(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGTERM)
+    server.wait(timeout=30)
+
+
+# --- The client --------------------------------------------------------------------------------
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.latency: dict[str, list[float]] = {"next": [], "submit": []}
+        self.errors: dict[str, int] = {}
+        self.no_work = 0
+        self.claims = 0
+
+    def error(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
+
+class Annotator:
+    def __init__(self, pk: int, token: str) -> None:
+        self.pk = pk
+        self.headers = {"Authorization": f"Token {token}"}
+        self.assignment: dict | None = None
+
+
+def ratings_for(n: int, rng: random.Random) -> list[int]:
+    if rng.random() < 0.3:
+        k = rng.randrange(n)
+        return [1] * k + [-1]
+    return [rng.choice((1, 1, 1, 0)) for _ in range(n)]
+
+
+async def do_next(client, base, slug, who: Annotator, stats: Stats, due: float) -> bool:
+    try:
+        async with client.post(f"{base}/api/campaigns/{slug}/next/", headers=who.headers) as r:
+            status = r.status
+            body = await r.json() if status == 200 else None
+    except (aiohttp.ClientError, TimeoutError) as error:
+        stats.error(f"next {type(error).__name__}")
+        return False
+    stats.latency["next"].append(time.perf_counter() - due)
+    if status != 200:
+        stats.error(f"next {status}")
+        return False
+    if body["assignment"] is None:
+        stats.no_work += 1
+        return False
+    if who.assignment is None or who.assignment["id"] != body["assignment"]["id"]:
+        stats.claims += 1
+    who.assignment = body["assignment"]
+    return True
+
+
+async def do_submit(client, base, who: Annotator, stats: Stats, due: float, rng) -> bool:
+    a = who.assignment
+    body = {
+        "submission_key": uuid.uuid4().hex,
+        "ratings": ratings_for(len(a["steps"]), rng),
+        "total_time_ms": rng.randint(10_000, 60_000),
+    }
+    url = f"{base}/api/assignments/{a['id']}/submit/"
+    try:
+        async with client.post(url, json=body, headers=who.headers) as r:
+            status = r.status
+            await r.read()
+    except (aiohttp.ClientError, TimeoutError) as error:
+        stats.error(f"submit {type(error).__name__}")
+        return False
+    stats.latency["submit"].append(time.perf_counter() - due)
+    who.assignment = None  # on an error too: the next "next" says where they stand
+    if status != 200:
+        stats.error(f"submit {status}")
+        return False
+    return True
+
+
+def _client() -> aiohttp.ClientSession:
+    """aiohttp: a fraction of httpx's CPU per request, which matters with client and server
+    sharing two cores."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=400), timeout=aiohttp.ClientTimeout(total=60)
+    )
+
+
+async def warm_up(base, slug, annotators: list[Annotator], concurrency: int) -> Stats:
+    """Every open-loop annotator takes a solution first, so submits can start at once."""
+    stats = Stats()
+    queue = deque(annotators)
+    async with _client() as client:
+
+        async def worker():
+            while queue:
+                who = queue.popleft()
+                await do_next(client, base, slug, who, stats, time.perf_counter())
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return stats
+
+
+async def open_loop(base, slug, holders, idle, rate: float, seconds: float) -> tuple[Stats, list]:
+    """Every 1/rate s one ``next`` (an idle annotator) and one ``submit`` (the oldest holder)."""
+    stats, lags, tasks = Stats(), [], set()
+    held = deque(holders)
+    idle = deque(idle)
+    rng = random.Random(11)
+    async with _client() as client:
+
+        async def next_for(who, due):
+            lags.append(time.perf_counter() - due)
+            if await do_next(client, base, slug, who, stats, due):
+                held.append(who)
+            else:
+                idle.append(who)
+
+        async def submit_for(who, due):
+            lags.append(time.perf_counter() - due)
+            await do_submit(client, base, who, stats, due, rng)
+            idle.append(who)
+
+        start = time.perf_counter()
+        missed = 0
+        for k in range(int(rate * seconds)):
+            due = start + k / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if idle:
+                tasks.add(asyncio.create_task(next_for(idle.popleft(), due)))
+            else:
+                missed += 1
+            if held:
+                tasks.add(asyncio.create_task(submit_for(held.popleft(), due)))
+            else:
+                missed += 1
+            tasks = {t for t in tasks if not t.done()}
+        await asyncio.gather(*tasks)
+    stats.errors["client had nobody to send (missed sends)"] = missed
+    return stats, lags
+
+
+async def closed_loop(base, slug, annotators, seconds: float) -> tuple[Stats, float]:
+    stats = Stats()
+    rng = random.Random(12)
+    async with _client() as client:
+        end = time.perf_counter() + seconds
+
+        async def annotate(who):
+            while time.perf_counter() < end:
+                if who.assignment is None and not await do_next(
+                    client, base, slug, who, stats, time.perf_counter()
+                ):
+                    await asyncio.sleep(0.05)
+                    continue
+                await do_submit(client, base, who, stats, time.perf_counter(), rng)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(annotate(who) for who in annotators))
+        elapsed = time.perf_counter() - start
+    return stats, elapsed
+
+
+# --- Raw SQL baseline --------------------------------------------------------------------------
+
+RAW_CLAIM = """
+WITH cand AS (
+    SELECT s.id FROM labeling_solution s
+    WHERE s.campaign_id = %(campaign)s AND s.kind = 'regular' AND s.is_open
+      AND NOT EXISTS (SELECT 1 FROM labeling_assignment a
+                      WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s)
+    ORDER BY s.priority DESC, s.id
+    LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED
+), upd AS (
+    UPDATE labeling_solution s
+    SET assignment_count = s.assignment_count + 1, is_open = s.assignment_count + 1 < %(overlap)s
+    FROM cand WHERE s.id = cand.id
+    RETURNING s.id
+)
+INSERT INTO labeling_assignment (campaign_id, solution_id, annotator_id, status, leased_at,
+                                 lease_expires_at, finish_reason, source)
+SELECT %(campaign)s, upd.id, %(annotator)s, 'leased', now(), now() + interval '30 minutes', '', ''
+FROM upd
+RETURNING id
+"""
+
+
+def _raw_worker(url: str, campaign: int, annotators: list[int], seconds: float) -> tuple[int, list]:
+    done, latencies, lock = [0], [], threading.Lock()
+    start_at = time.time() + 1.0  # every process starts together
+
+    def client(annotator):
+        with psycopg.connect(url, autocommit=True) as conn:
+            params = {"campaign": campaign, "annotator": annotator, "overlap": OVERLAP}
+            conn.execute(RAW_CLAIM, params, prepare=True)
+            time.sleep(max(0.0, start_at - time.time()))
+            end = time.perf_counter() + seconds
+            n, lat = 0, []
+            while (t := time.perf_counter()) < end:
+                if conn.execute(RAW_CLAIM, params, prepare=True).fetchone():
+                    n += 1
+                lat.append(time.perf_counter() - t)
+            with lock:
+                done[0] += n
+                latencies.extend(lat)
+
+    threads = [threading.Thread(target=client, args=(a,)) for a in annotators]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return done[0], latencies
+
+
+def raw_sql(url: str, campaign: int, annotators: list[int], seconds: float, procs: int = 4):
+    chunks = [annotators[i::procs] for i in range(procs)]
+    with ProcessPoolExecutor(procs) as pool:
+        results = list(
+            pool.map(_raw_worker, [url] * procs, [campaign] * procs, chunks, [seconds] * procs)
+        )
+    claims = sum(n for n, _ in results)
+    latencies = [x for _, lat in results for x in lat]
+    return claims / seconds, latencies
+
+
+# --- Invariants --------------------------------------------------------------------------------
+
+HELD = (
+    "(a.status = 'leased'"
+    " OR (a.status = 'submitted' AND a.finish_reason NOT IN ('give_up', 'bad_problem')))"
+)
+INVARIANTS = {
+    "an annotator with two assignments on one solution": """
+        SELECT count(*) FROM (SELECT 1 FROM labeling_assignment
+        GROUP BY annotator_id, solution_id HAVING count(*) > 1) x""",
+    "regular solutions holding more slots than the overlap": f"""
+        SELECT count(*) FROM (SELECT s.id FROM labeling_solution s
+        JOIN labeling_campaign c ON c.id = s.campaign_id
+        JOIN labeling_assignment a ON a.solution_id = s.id AND {HELD}
+        WHERE s.kind = 'regular' GROUP BY s.id, c.overlap HAVING count(*) > c.overlap) x""",
+    "assignment_count different from a recount": f"""
+        SELECT count(*) FROM labeling_solution s WHERE s.assignment_count <>
+        (SELECT count(*) FROM labeling_assignment a WHERE a.solution_id = s.id AND {HELD})""",
+    "is_open different from the rule": """
+        SELECT count(*) FROM labeling_solution s JOIN labeling_campaign c ON c.id = s.campaign_id
+        WHERE s.kind = 'regular' AND s.is_open <>
+              (s.assignment_count < c.overlap AND s.bad_problem_reports < c.bad_problem_limit)""",
+    "annotators holding two live leases in a campaign (raw SQL clients only claim: left out)": """
+        SELECT count(*) FROM (SELECT 1 FROM labeling_assignment
+        WHERE status = 'leased' AND lease_expires_at > now()
+          AND annotator_id NOT IN (SELECT id FROM auth_user WHERE username LIKE 'raw%')
+        GROUP BY campaign_id, annotator_id HAVING count(*) > 1) x""",
+    "labels after the first negative step (stop at first error)": """
+        SELECT count(*) FROM labeling_steplabel l JOIN labeling_step st ON st.id = l.step_id
+        WHERE EXISTS (SELECT 1 FROM labeling_steplabel l2
+                      JOIN labeling_step st2 ON st2.id = l2.step_id
+                      WHERE l2.assignment_id = l.assignment_id AND l2.rating = -1
+                        AND st2.index < st.index)""",
+    "submitted 'solution' assignments missing a step label": """
+        SELECT count(*) FROM labeling_assignment a WHERE a.status = 'submitted'
+        AND a.finish_reason = 'solution'
+        AND (SELECT count(*) FROM labeling_steplabel l WHERE l.assignment_id = a.id)
+          <> (SELECT count(*) FROM labeling_step st WHERE st.solution_id = a.solution_id)""",
+}
+
+
+def invariants(url: str) -> dict[str, int]:
+    with psycopg.connect(url) as conn:
+        return {name: conn.execute(sql).fetchone()[0] for name, sql in INVARIANTS.items()}
+
+
+def explain_claim(url: str, campaign: int, annotator: int) -> float:
+    """Execution time (ms) of the app's claim SELECT as PostgreSQL plans it (rolled back)."""
+    sql = """EXPLAIN (ANALYZE, FORMAT JSON)
+        SELECT s.id FROM labeling_solution s
+        WHERE s.campaign_id = %s AND s.kind = 'regular' AND s.is_open
+          AND NOT EXISTS (SELECT 1 FROM labeling_assignment a WHERE a.solution_id = s.id
+                          AND a.annotator_id = %s AND NOT a.status = 'expired')
+        ORDER BY s.priority DESC, s.id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED"""
+    with psycopg.connect(url) as conn:
+        times = [
+            conn.execute(sql, (campaign, annotator)).fetchone()[0][0]["Execution Time"]
+            for _ in range(20)
+        ]
+        conn.rollback()
+    return statistics.median(times)
+
+
+# --- Report ------------------------------------------------------------------------------------
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] * 1000
+
+
+def line(name: str, values: list[float]) -> str:
+    return (
+        f"  {name:<8} n={len(values):>6}  p50 {pct(values, 0.50):7.1f} ms  "
+        f"p95 {pct(values, 0.95):7.1f} ms  p99 {pct(values, 0.99):7.1f} ms"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
+    parser.add_argument("--open", type=int, default=100_000, help="open solutions (big campaign)")
+    parser.add_argument("--small", type=int, default=1_000, help="open solutions (small campaign)")
+    parser.add_argument(
+        "--history", type=int, default=50_000, help="closed, fully labelled solutions"
+    )
+    parser.add_argument("--seconds", type=float, default=60, help="open and closed loop duration")
+    parser.add_argument(
+        "--rate", type=float, default=100, help="open loop: next (and submit) per s"
+    )
+    parser.add_argument("--open-annotators", type=int, default=3_500)
+    parser.add_argument("--closed-annotators", type=int, default=100)
+    parser.add_argument("--scale-annotators", type=int, default=8)
+    parser.add_argument("--scale-seconds", type=float, default=15)
+    parser.add_argument("--raw-clients", type=int, default=64)
+    parser.add_argument("--raw-seconds", type=float, default=15)
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn workers")
+    parser.add_argument(
+        "--threads", type=int, default=4, help="threads per gunicorn worker (1: sync workers)"
+    )
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--load-only", action="store_true", help="load the database and stop")
+    parser.add_argument(
+        "--no-load",
+        action="store_true",
+        help="use the database as an earlier run left it (quick looks only: it is no longer fresh)",
+    )
+    args = parser.parse_args(argv)
+    url = args.database_url
+
+    started = time.perf_counter()
+    print(f"database {url}", flush=True)
+    if args.no_load:
+        setup = loaded(url)
+    else:
+        recreate_database(url)
+        migrate(url)
+        setup = load(url, args)
+    c = setup["counts"]
+    print(
+        f"loaded in {time.perf_counter() - started:.0f} s: {c['open']} open (both campaigns)"
+        f" + {c['closed']} closed solutions, {c['assignments']} history assignments,"
+        f" {c['labels']} step labels",
+        flush=True,
+    )
+    if args.load_only:
+        return 0
+    with psycopg.connect(url) as conn:
+        open_big = conn.execute(
+            "SELECT count(*) FROM labeling_solution WHERE campaign_id = %s AND is_open",
+            (setup["big"],),
+        ).fetchone()[0]
+    roles = {k: [Annotator(pk, key) for pk, key in v] for k, v in setup["roles"].items()}
+    big_ms = explain_claim(url, setup["big"], roles["closed"][0].pk)
+    small_ms = explain_claim(url, setup["small"], roles["scale_small"][0].pk)
+
+    print(f"open solutions in the big campaign: {open_big}", flush=True)
+    # ``timeout`` and Ctrl-C: still stop gunicorn (it runs in its own session).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    server = start_gunicorn(url, args.port, args.workers, args.threads)
+    base = f"http://127.0.0.1:{args.port}"
+    print(f"gunicorn: {args.workers} workers x {args.threads} threads", flush=True)
+    cpu = CpuMeter(server)
+    try:
+        holders = roles["open"][: int(args.rate * 30)]
+        idle = roles["open"][len(holders) :]
+        warm = asyncio.run(warm_up(base, "bench-big", holders, 50))
+        say(f"warm-up: {warm.claims} annotators took a solution; errors {warm.errors or 'none'}")
+        cpu.start()
+
+        open_stats, lags = asyncio.run(
+            open_loop(base, "bench-big", holders, idle, args.rate, args.seconds)
+        )
+        say(
+            f"open loop, {args.rate:g} next + {args.rate:g} submit per s for {args.seconds:g} s"
+            " (latency from when each request was due):",
+            line("next", open_stats.latency["next"]),
+            line("submit", open_stats.latency["submit"]),
+            f"  client send lag p99 {pct(lags, 0.99):.1f} ms; no-work answers"
+            f" {open_stats.no_work}; errors {open_stats.errors or 'none'}",
+            cpu.per_request(len(open_stats.latency["next"]) + len(open_stats.latency["submit"])),
+        )
+
+        closed_stats, elapsed = asyncio.run(
+            closed_loop(base, "bench-big", roles["closed"], args.seconds)
+        )
+        app_rate = closed_stats.claims / elapsed
+        say(
+            f"closed loop, {len(roles['closed'])} annotators, no think time, {elapsed:.0f} s:",
+            f"  claims/s {app_rate:.1f}"
+            f"  (submits/s {len(closed_stats.latency['submit']) / elapsed:.1f})",
+            line("next", closed_stats.latency["next"]),
+            line("submit", closed_stats.latency["submit"]),
+            f"  no-work answers {closed_stats.no_work}; errors {closed_stats.errors or 'none'}",
+            cpu.per_request(
+                len(closed_stats.latency["next"]) + len(closed_stats.latency["submit"])
+            ),
+        )
+
+        scale = {}
+        for name, slug in (("big", "bench-big"), ("small", "bench-small")):
+            stats, _ = asyncio.run(
+                closed_loop(base, slug, roles[f"scale_{name}"], args.scale_seconds)
+            )
+            scale[name] = stats.latency["next"]
+        b, sm = scale["big"], scale["small"]
+        say(
+            f"scaling, {args.scale_annotators} annotators each, next latency:",
+            line("100k", b),
+            line("1k", sm),
+            f"  ratio 100k / 1k: p50 {pct(b, 0.5) / pct(sm, 0.5):.2f}x,"
+            f" p95 {pct(b, 0.95) / pct(sm, 0.95):.2f}x",
+            f"  claim SELECT alone (EXPLAIN ANALYZE median): {big_ms:.3f} ms vs {small_ms:.3f} ms",
+        )
+    finally:
+        stop(server)
+
+    raw_rate, raw_lat = raw_sql(url, setup["big"], [a.pk for a in roles["raw"]], args.raw_seconds)
+    say(
+        f"raw SQL claim, {args.raw_clients} clients, {args.raw_seconds:g} s:"
+        f" {raw_rate:.0f} claims/s, p50 {pct(raw_lat, 0.5):.2f} ms,"
+        f" p99 {pct(raw_lat, 0.99):.2f} ms",
+        f"  app / raw SQL claims per second: {app_rate / raw_rate:.1%}",
+    )
+
+    broken = invariants(url)
+    say("invariants over every row:", *(f"  {n:>6}  {name}" for name, n in broken.items()))
+    total = sum(broken.values())
+    say(f"  violations: {total}", f"total time {time.perf_counter() - started:.0f} s")
+    return 1 if total else 0
+
+
+def say(*lines: str) -> None:
+    print("\n".join(lines), flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,164 @@
+"""What the labelling page and the API show an annotator: reads only, no writes.
+
+An annotator sees the problem, its ground-truth answer (as PRM800K's labelers did), the steps and
+their own labels. Never gold ratings (``Step.gold_rating``), never other annotators' labels, and
+never whether a solution is a quality-control question: the queries below select only the
+columns that may be shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Min
+from django.utils import timezone
+
+from labeling.models import Assignment, Campaign, Solution
+from labeling.services import NotAMember, NotLeaseHolder, _first, human_completion_load
+
+
+@dataclass(frozen=True)
+class StepView:
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class LabelView:
+    step_index: int
+    rating: int
+    flagged: bool
+    human_completion: str | None
+    time_spent_ms: int | None
+
+
+@dataclass(frozen=True)
+class AssignmentView:
+    id: int
+    campaign: str
+    solution_id: int
+    status: str
+    is_screening: bool
+    lease_expires_at: datetime | None
+    stop_at_first_error: bool
+    instructions: str
+    problem: str
+    ground_truth_answer: str
+    steps: list[StepView]
+    labels: list[LabelView]
+
+
+@dataclass(frozen=True)
+class NoWork:
+    """Why the queue has nothing for this annotator right now."""
+
+    reason: str  # "all_leased": come back later; "done": nothing left for them
+    detail: str
+    retry_after: int | None = None  # seconds, for "all_leased"
+
+
+def assignment_get(*, assignment_id: int, user) -> Assignment:
+    """The assignment (with its campaign), for its holder only; else ``NotLeaseHolder``.
+
+    Superusers may read any assignment (they see everything), but only the holder may act on it
+    (the services check that again).
+    """
+    assignment = _first(
+        Assignment.objects.raw("SELECT * FROM labeling_assignment WHERE id = %s", [assignment_id])
+    )
+    if assignment is None or (assignment.annotator_id != user.pk and not user.is_superuser):
+        raise NotLeaseHolder("No such assignment.")
+    assignment.campaign = _first(
+        Campaign.objects.raw(
+            "SELECT * FROM labeling_campaign WHERE id = %s", [assignment.campaign_id]
+        )
+    )
+    return assignment
+
+
+def membership_campaign(*, slug: str, user) -> Campaign:
+    """The campaign with this slug if the user is a member of it, else ``NotAMember``."""
+    campaign = _first(
+        Campaign.objects.raw(
+            "SELECT c.* FROM labeling_campaign c JOIN annotators_membership m"
+            " ON m.campaign_id = c.id WHERE c.slug = %s AND m.user_id = %s",
+            [slug, user.pk],
+        )
+    )
+    if campaign is None:
+        raise NotAMember("No such campaign.")
+    return campaign
+
+
+def assignment_view(*, assignment: Assignment) -> AssignmentView:
+    """The assignment as its annotator sees it: problem, steps, and their own labels only.
+
+    Plain SQL, like the rest of the hot path (see ``labeling.services``); the label join is on
+    this assignment alone, so no other annotator's label can come along.
+    """
+    campaign = assignment.campaign
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.kind, p.text, p.ground_truth_answer FROM labeling_solution s"
+            " JOIN labeling_problem p ON p.id = s.problem_id WHERE s.id = %s",
+            [assignment.solution_id],
+        )
+        kind, problem, answer = cursor.fetchone()
+        cursor.execute(
+            'SELECT st."index", st.text, l.rating, l.flagged, l.human_completion, l.time_spent_ms'
+            " FROM labeling_step st LEFT JOIN labeling_steplabel l"
+            " ON l.step_id = st.id AND l.assignment_id = %s"
+            ' WHERE st.solution_id = %s ORDER BY st."index"',
+            [assignment.pk, assignment.solution_id],
+        )
+        rows = cursor.fetchall()
+    steps, labels = [], []
+    for index, text, rating, flagged, correction, ms in rows:
+        steps.append(StepView(index=index, text=text))
+        if rating is not None:
+            labels.append(
+                LabelView(
+                    step_index=index,
+                    rating=rating,
+                    flagged=bool(flagged),
+                    human_completion=(human_completion_load(correction) or {}).get("text"),
+                    time_spent_ms=ms,
+                )
+            )
+    return AssignmentView(
+        id=assignment.pk,
+        campaign=campaign.slug,
+        solution_id=assignment.solution_id,
+        status=assignment.status,
+        is_screening=kind == Solution.Kind.SCREENING,
+        lease_expires_at=assignment.lease_expires_at,
+        stop_at_first_error=campaign.stop_at_first_error,
+        instructions=campaign.instructions,
+        problem=problem,
+        ground_truth_answer=answer,
+        steps=steps,
+        labels=labels,
+    )
+
+
+def queue_no_work(*, campaign: Campaign, annotator) -> NoWork:
+    """Why ``assignment_next`` found nothing: others hold the rest (retry later), or all is done."""
+    now = timezone.now()
+    held = (
+        Assignment.objects.filter(
+            campaign=campaign, status=Assignment.Status.LEASED, lease_expires_at__gt=now
+        )
+        .exclude(annotator=annotator)
+        .exclude(solution__assignments__annotator=annotator)
+        .aggregate(first=Min("lease_expires_at"))["first"]
+    )
+    if held is not None:
+        return NoWork(
+            reason="all_leased",
+            detail="Every solution left is being labelled by others right now; "
+            "some may come back when their leases expire.",
+            retry_after=max(1, int((held - now).total_seconds()) + 1),
+        )
+    return NoWork(reason="done", detail="There is nothing left for you to label here. Thank you!")

@@ -1,0 +1,94 @@
+"""JSON shapes of the labelling API. Input serializers check types; the services check the rules."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from labeling.models import FinishReason
+
+
+class StepSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    text = serializers.CharField()
+
+
+class LabelSerializer(serializers.Serializer):
+    step_index = serializers.IntegerField()
+    rating = serializers.IntegerField()
+    flagged = serializers.BooleanField()
+    human_completion = serializers.CharField(allow_null=True)
+    time_spent_ms = serializers.IntegerField(allow_null=True)
+
+
+class ProblemSerializer(serializers.Serializer):
+    text = serializers.CharField(source="problem")
+    ground_truth_answer = serializers.CharField()
+
+
+class AssignmentSerializer(serializers.Serializer):
+    """An assignment as its annotator sees it (``labeling.selectors.AssignmentView``)."""
+
+    id = serializers.IntegerField()
+    campaign = serializers.CharField()
+    solution = serializers.IntegerField(source="solution_id")
+    status = serializers.CharField()
+    is_screening = serializers.BooleanField()
+    lease_expires_at = serializers.DateTimeField(allow_null=True)
+    stop_at_first_error = serializers.BooleanField()
+    instructions = serializers.CharField()
+    problem = ProblemSerializer(source="*")
+    steps = StepSerializer(many=True)
+    labels = LabelSerializer(many=True)
+    submit_url = serializers.SerializerMethodField()
+
+    def get_submit_url(self, view) -> str:
+        return f"/api/assignments/{view.id}/submit/"
+
+
+class NextSerializer(serializers.Serializer):
+    """The answer to "next": an assignment, or none with the reason (never a 404)."""
+
+    assignment = AssignmentSerializer(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+    detail = serializers.CharField(allow_null=True)
+    retry_after = serializers.IntegerField(allow_null=True)
+
+
+class SubmitSerializer(serializers.Serializer):
+    submission_key = serializers.CharField(max_length=64)
+    ratings = serializers.ListField(
+        child=serializers.IntegerField(min_value=-1, max_value=1), required=False, allow_null=True
+    )
+    flags = serializers.ListField(
+        child=serializers.IntegerField(min_value=0), required=False, allow_null=True
+    )
+    human_completion = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, max_length=10_000
+    )
+    finish_reason = serializers.ChoiceField(
+        choices=FinishReason.choices, required=False, allow_null=True
+    )
+    total_time_ms = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+    step_times_ms = serializers.ListField(
+        child=serializers.IntegerField(min_value=0), required=False, allow_null=True
+    )
+
+
+class SubmitResultSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField(source="assignment_id")
+    solution = serializers.IntegerField(source="solution_id")
+    status = serializers.CharField()
+    finish_reason = serializers.CharField()
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    rated_steps = serializers.IntegerField()
+    screening = serializers.CharField(allow_null=True)
+
+
+class SkipResultSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField(source="pk")
+    status = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    detail = serializers.CharField()
