@@ -56,7 +56,6 @@ def campaign_next(request: Request, slug: str) -> Response:
             "retry_after": nothing.retry_after,
         }
         return Response(NextSerializer(body).data)
-    assignment.campaign = campaign
     view = selectors.assignment_view(assignment=assignment)
     body = {"assignment": view, "reason": None, "detail": None, "retry_after": None}
     return Response(NextSerializer(body).data)

@@ -220,6 +220,8 @@ def assignment_next(*, campaign: Campaign, annotator: AbstractBaseUser) -> Assig
         # Screening may have just failed (the outcome is committed by now): say so.
         membership = Membership.objects.get(campaign=campaign, user=annotator)
         _check_may_work(campaign=campaign, membership=membership)
+        return None
+    assignment.campaign = campaign  # callers show it; saves them a query
     return assignment
 
 
