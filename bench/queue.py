@@ -856,15 +856,18 @@ def main(argv: list[str] | None = None) -> int:
         say(f"warm-up: {warm.claims} annotators took a solution; errors {warm.errors or 'none'}")
         cpu.start()
 
+        begun = time.perf_counter()
         open_stats, lags = asyncio.run(
             open_loop(base, "bench-big", holders, idle, args.rate, args.seconds)
         )
+        done = len(open_stats.latency["next"]) + len(open_stats.latency["submit"])
         say(
             f"open loop, {args.rate:g} next + {args.rate:g} submit per s for {args.seconds:g} s"
             " (latency from when each request was due):",
             line("next", open_stats.latency["next"]),
             line("submit", open_stats.latency["submit"]),
-            f"  client send lag p99 {pct(lags, 0.99):.1f} ms; no-work answers"
+            f"  answered {done / (time.perf_counter() - begun):.0f} requests/s;"
+            f" client send lag p99 {pct(lags, 0.99):.1f} ms; no-work answers"
             f" {open_stats.no_work}; errors {open_stats.errors or 'none'}",
             cpu.per_request(len(open_stats.latency["next"]) + len(open_stats.latency["submit"])),
         )

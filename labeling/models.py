@@ -150,7 +150,7 @@ class SolutionQuerySet(models.QuerySet):
         )
 
     def refresh_queue_state(self) -> int:
-        """Recount the slots these solutions hold and reopen or close them; for imports and repairs.
+        """Recount held slots and bad problem reports, and reopen or close; for imports, repairs.
 
         First releases the slots of leases that have expired (status ``expired``, the same as the
         queue's own reclaim), then recounts under row locks taken in id order, so it is exact even
@@ -174,6 +174,17 @@ class SolutionQuerySet(models.QuerySet):
                 .annotate(n=models.Count("pk"))
                 .values("n")
             )
+            reports = (
+                Assignment.objects.filter(
+                    solution=models.OuterRef("pk"),
+                    status=Assignment.Status.SUBMITTED,
+                    finish_reason="bad_problem",
+                )
+                .order_by()
+                .values("solution")
+                .annotate(n=models.Count("pk"))
+                .values("n")
+            )
             campaign = Campaign.objects.filter(pk=models.OuterRef("campaign_id"))
             room = Q(assignment_count__lt=models.Subquery(campaign.values("overlap")[:1]))
             not_bad = Q(
@@ -183,7 +194,10 @@ class SolutionQuerySet(models.QuerySet):
             # stays under SQLite's limit on query parameters.
             for start in range(0, len(ids), 500):
                 rows = Solution.objects.filter(pk__in=ids[start : start + 500])
-                rows.update(assignment_count=Coalesce(models.Subquery(held), 0))
+                rows.update(
+                    assignment_count=Coalesce(models.Subquery(held), 0),
+                    bad_problem_reports=Coalesce(models.Subquery(reports), 0),
+                )
                 rows.update(is_open=_open_expression(room, not_bad))
         return len(ids)
 

@@ -16,7 +16,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from labeling.models import Assignment, Campaign, Solution
-from labeling.services import NotAMember, NotLeaseHolder, _first, human_completion_load
+from labeling.services import NotAMember, NotLeaseHolder, human_completion_load
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,10 @@ class NoWork:
     reason: str  # "all_leased": come back later; "done": nothing left for them
     detail: str
     retry_after: int | None = None  # seconds, for "all_leased"
+
+
+def _first(rows):
+    return next(iter(rows), None)
 
 
 def assignment_get(*, assignment_id: int, user) -> Assignment:

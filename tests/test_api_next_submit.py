@@ -299,3 +299,17 @@ def test_skip_endpoint_releases_the_solution(campaign, annotator):
     assert response.status_code == 200
     assert response.json() == {"assignment": assignment["id"], "status": "skipped"}
     assert client.post(next_url(campaign)).json()["assignment"] is None
+
+
+def test_a_wrong_token_or_an_inactive_user_is_refused(campaign, annotator):
+    make_solution(campaign=campaign)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token " + "0" * 40)
+    response = client.post(next_url(campaign))
+    assert response.status_code == 401
+    assert response.json()["detail"] == "Invalid token."
+    inactive = client_for(annotator)
+    annotator.is_active = False
+    annotator.save()
+    assert inactive.post(next_url(campaign)).status_code == 401
+    assert not Assignment.objects.exists()

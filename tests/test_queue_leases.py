@@ -162,3 +162,24 @@ def test_refresh_queue_state_releases_expired_leases_like_the_queue():
     assert assignment.status == Assignment.Status.EXPIRED
     assert (solution.assignment_count, solution.is_open) == (0, True)
     assert services.leases_reclaim(campaign=campaign) == 0
+
+
+def test_refresh_queue_state_counts_imported_bad_problem_reports():
+    campaign = make_campaign(overlap=3, bad_problem_limit=2)
+    solution = make_solution(campaign=campaign)
+    for _ in range(2):
+        Assignment.objects.create(
+            campaign=campaign,
+            solution=solution,
+            annotator=member(campaign),
+            status="submitted",
+            finish_reason="bad_problem",
+            source="prm800k",
+        )
+    Solution.objects.filter(pk=solution.pk).refresh_queue_state()
+    solution.refresh_from_db()
+    assert (solution.bad_problem_reports, solution.assignment_count, solution.is_open) == (
+        2,
+        0,
+        False,
+    )

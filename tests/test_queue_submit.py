@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from annotators.models import Membership
 from labeling import services
@@ -47,6 +50,11 @@ def test_it_stores_the_ratings_and_finishes_the_assignment():
         "k1",
     )
     assert labels_of(assignment) == [(0, 1, False), (1, 0, True), (2, 1, False), (3, 1, False)]
+    assert assignment.submitted_at == result.submitted_at
+    assert abs(timezone.now() - assignment.submitted_at) < timedelta(minutes=1)
+    label = StepLabel.objects.filter(assignment=assignment).first()
+    assert label.created_at == result.submitted_at
+    assert (label.alternatives, label.completion_index, label.human_completion) == ([], 0, None)
     assert list(
         StepLabel.objects.filter(assignment=assignment)
         .order_by("step__index")
