@@ -24,6 +24,7 @@ __all__ = [
     "evaluate",
     "load",
     "read_dataset",
+    "runtime_threads",
     "split_of",
     "train",
 ]
@@ -37,6 +38,7 @@ _LAZY = {
     "train": "prm.training",
     "Scorer": "prm.scoring",
     "load": "prm.scoring",
+    "runtime_threads": "prm.runtime",
     "evaluate": "prm.evaluation",
 }
 

@@ -36,6 +36,8 @@ def _options(pairs: list[str]) -> dict[str, Any]:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    if not args.data.exists():  # before importing torch: a typo should fail fast
+        raise FileNotFoundError(f"no such data file: {args.data}")
     from prm.training import TrainConfig, train
 
     overrides = {

@@ -59,6 +59,27 @@ def _structure_ids(tokens_: list[str]) -> list[int]:
     return [_structure_id(t) for t in tokens_]
 
 
+class _HashCache(dict):
+    """token -> stable hash, computed on first use (hashing dominates featurisation)."""
+
+    def __missing__(self, token: str) -> int:
+        value = self[token] = stable_hash(token)
+        return value
+
+
+def _prefix_keys(problem: str, steps: Sequence[str]) -> list[tuple[str, int, str]]:
+    """A key per step for "same problem, same previous steps, same step", in O(1) per step.
+
+    The previous steps enter through a hash chain (exact on the problem and the step itself), so
+    a 50-step solution does not build 50 growing tuples.
+    """
+    keys, chain = [], 0
+    for step in steps:
+        keys.append((problem, chain, step))
+        chain = hash((chain, step))
+    return keys
+
+
 def _bag(lists: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """Flat ids and offsets for ``nn.EmbeddingBag``."""
     offsets = [0]
@@ -145,7 +166,7 @@ class BowBackbone(Backbone):
         for bag in (self.words_wide, getattr(self, "struct_wide", None)):
             if bag is not None:
                 nn.init.zeros_(bag.weight)
-        self._hashes: dict[str, int] = {}
+        self._hashes = _HashCache()
 
     def describe(self) -> dict:
         return {
@@ -159,19 +180,20 @@ class BowBackbone(Backbone):
             "dropout": self.dropout,
         }
 
-    def _hash(self, token: str) -> int:
-        # Memoised: hashing dominates featurisation, and a vocabulary repeats itself.
-        h = self._hashes.get(token)
-        if h is None:
-            if len(self._hashes) > 1_000_000:
-                self._hashes.clear()
-            h = self._hashes[token] = stable_hash(token)
-        return h
+    def _hashes_of(self, toks: Sequence[str]) -> list[int]:
+        cache = self._hashes
+        if len(cache) > 1_000_000:
+            cache.clear()
+        return [cache[t] for t in toks]
 
     def _word_ids(self, toks: Sequence[str], salt: int) -> list[int]:
         """Unigram and bigram bucket ids; bigrams combine the unigrams' hashes arithmetically."""
         b = self.buckets
-        hashes = [self._hash(t) ^ salt for t in toks] or [salt]
+        hashes = self._hashes_of(toks)
+        if salt:
+            hashes = [h ^ salt for h in hashes]
+        if not hashes:
+            hashes = [salt]
         ids = [h % b for h in hashes]
         if self.ngrams >= 2:
             ids += [((x * 0x9E3779B1 + y) & 0xFFFFFFFF) % b for x, y in itertools.pairwise(hashes)]
@@ -179,6 +201,7 @@ class BowBackbone(Backbone):
 
     def prepare(self, problem: str, steps: Sequence[str]) -> list[Item]:
         context = SolutionContext(problem)
+        keys = _prefix_keys(problem, steps)
         items = []
         previous = [_CONTEXT_SALT % self.buckets]
         for i, step in enumerate(steps):
@@ -190,7 +213,7 @@ class BowBackbone(Backbone):
                 features["context"] = previous
                 previous = self._word_ids(facts.tokens, _CONTEXT_SALT)
             context.advance(facts)
-            items.append(Item(features, (i,), key=(problem, tuple(steps[: i + 1]))))
+            items.append(Item(features, (i,), key=keys[i]))
         return items
 
     def collate(self, items: Sequence[Item]) -> dict[str, torch.Tensor]:
@@ -322,6 +345,7 @@ class MiniLMBackbone(Backbone):
         ]
         encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
         context = SolutionContext(problem) if self.structure else None
+        keys = _prefix_keys(problem, steps)
         items = []
         for i, (step, ids) in enumerate(zip(steps, encoded, strict=True)):
             features: dict[str, Any] = {"input_ids": ids}
@@ -329,7 +353,7 @@ class MiniLMBackbone(Backbone):
                 facts = step_facts(step)
                 features["struct"] = _structure_ids(context.structural(facts))
                 context.advance(facts)
-            items.append(Item(features, (i,), key=(problem, tuple(steps[: i + 1])), size=len(ids)))
+            items.append(Item(features, (i,), key=keys[i], size=len(ids)))
         return items
 
     def collate(self, items: Sequence[Item]) -> dict[str, torch.Tensor]:

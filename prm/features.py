@@ -24,6 +24,10 @@ from functools import lru_cache
 # and loses about 0.04 AUROC on this data.
 TOKEN_RE = re.compile(r"\b\w+\b|[^\w\s]")
 NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_DIGIT = re.compile(r"\d")
+# A number (or a closing bracket) before "=" and a number, sign, bracket or command after it:
+# the cheap test that most steps fail before the real parse.
+_NUMERIC_EQUATION = re.compile(r"[\d)}]\s*=\s*[-\d(\\{$]")
 
 
 def clean(text: str) -> str:
@@ -90,7 +94,7 @@ def _evaluate_node(node: ast.AST) -> float:
 
 def _evaluate(expression: str) -> float | None:
     expression = expression.strip().rstrip(".")
-    if not expression or not any(c.isdigit() for c in expression):
+    if not _DIGIT.search(expression):
         return None
     try:
         value = _evaluate_node(ast.parse(expression, mode="eval").body)
@@ -117,7 +121,7 @@ def arithmetic_check(text: str) -> tuple[int, int]:
     rounding (``22/7 = 3.14``) and an integer result may be a floor or a rounding. On PRM800K phase
     1 about 1% of steps have a failing equation, and 89% of those were rated negative (37% overall).
     """
-    if "=" not in text or not any(c.isdigit() for c in text):
+    if "=" not in text or not _NUMERIC_EQUATION.search(text):
         return 0, 0
     t = _to_python_arithmetic(text)
     good = bad = 0
@@ -178,6 +182,9 @@ class StepFacts:
     numbers: tuple[str, ...]
     arithmetic: tuple[int, int]
     answer: bool
+    equals: int
+    dollars: int
+    end: str
 
 
 @lru_cache(maxsize=1 << 16)
@@ -190,7 +197,13 @@ def step_facts(text: str) -> StepFacts:
         numbers=tuple(NUMBER_RE.findall(text)),
         arithmetic=arithmetic_check(text),
         answer="# Answer" in text or "\\boxed" in text,
+        equals=text.count("="),
+        dollars=text.count("$"),
+        end=text.rstrip()[-1:] if text.rstrip()[-1:] in ".?$]!:" else "",
     )
+
+
+_POSITIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20, 24, 32)
 
 
 class SolutionContext:
@@ -204,7 +217,9 @@ class SolutionContext:
         self.problem_math = _bucket(
             problem.count("$") // 2 + problem.count("\\"), (1, 2, 4, 6, 10, 16)
         )
+        self.problem_numbers = frozenset(facts.numbers)
         self.previous_words: frozenset[str] = frozenset()
+        self.previous_numbers: frozenset[str] = frozenset()
         self.position = 0
 
     def structural(self, facts: StepFacts) -> list[str]:
@@ -212,9 +227,14 @@ class SolutionContext:
         good, bad = facts.arithmetic
         words = facts.token_set
         new = sum(1 for n in facts.numbers if n not in self.numbers)
+        numbers = facts.numbers
         out = [
-            f"pos:{min(self.position, 12)}",
+            f"pos:{_bucket(self.position, _POSITIONS)}",
             f"len:{int(math.log2(len(facts.tokens) + 1))}",
+            f"first:{facts.tokens[0] if facts.tokens else ''}",
+            f"end:{facts.end}",
+            f"eqs:{min(facts.equals, 4)}",
+            f"math:{min(facts.dollars // 2, 4)}",
             f"plen:{self.problem_length}",
             f"pmath:{self.problem_math}",
             "arith:bad" if bad else "arith:ok" if good else "arith:none",
@@ -224,6 +244,11 @@ class SolutionContext:
         ]
         if facts.answer:
             out.append("answer")
+        if numbers:
+            from_previous = sum(1 for n in numbers if n in self.previous_numbers)
+            given = sum(1 for n in numbers if n in self.problem_numbers) / len(numbers)
+            out.append(f"fromprev:{min(from_previous, 3)}")
+            out.append(f"given:{0 if given == 0 else 2 if given == 1 else 1}")
         if self.position:
             union = len(words | self.previous_words)
             out.append(f"prevoverlap:{int(len(words & self.previous_words) / max(1, union) * 5)}")
@@ -232,4 +257,5 @@ class SolutionContext:
     def advance(self, facts: StepFacts) -> None:
         self.numbers.update(facts.numbers)
         self.previous_words = facts.token_set
+        self.previous_numbers = frozenset(facts.numbers)
         self.position += 1

@@ -38,6 +38,11 @@ def configure_threads(backbone: str = "minilm") -> int:
     return n
 
 
+def runtime_threads() -> int:
+    """torch's intra-op thread count now (what ``configure_threads`` set)."""
+    return torch.get_num_threads()
+
+
 def pick_device(requested: str | None = None) -> torch.device:
     name = requested or os.environ.get("PRM_DEVICE")
     if name:

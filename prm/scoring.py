@@ -54,30 +54,35 @@ def batch_size_for(backbone: Backbone) -> int:
 
 def item_logits(
     backbone: Backbone, items: Sequence[Item], *, device: torch.device, batch_size: int
-) -> list[np.ndarray]:
-    """Logits of each item (one per step it covers), batching items of similar size together.
+) -> tuple[np.ndarray, np.ndarray]:
+    """All items' logits in one flat array (item ``j``'s steps start at ``starts[j]``).
 
-    Items are processed independently (padding is masked), so the result does not depend on the
-    order or grouping of the input beyond float rounding.
+    Items of similar size are batched together; each is computed independently (padding is
+    masked), so a logit does not depend on the order or grouping of the input beyond float
+    rounding.
     """
-    out: list[np.ndarray] = [np.empty(0)] * len(items)
+    sizes = np.fromiter((len(it.steps) for it in items), dtype=np.int64, count=len(items))
+    starts = np.zeros(len(items), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    flat = np.empty(int(sizes.sum()), dtype=np.float64)
     order = sorted(range(len(items)), key=lambda j: items[j].size)
     was_training = backbone.training
     backbone.eval()
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
+        for begin in range(0, len(order), batch_size):
+            chunk = order[begin : begin + batch_size]
             batch = {
                 k: v.to(device) for k, v in backbone.collate([items[j] for j in chunk]).items()
             }
-            logits = backbone(batch).float().cpu().numpy().astype(np.float64)
-            pos = 0
-            for j in chunk:
-                n = len(items[j].steps)
-                out[j] = logits[pos : pos + n]
-                pos += n
+            logits = backbone(batch).float().cpu().numpy()
+            if (sizes[chunk] == 1).all():
+                flat[starts[chunk]] = logits
+            else:
+                flat[
+                    np.concatenate([np.arange(starts[j], starts[j] + sizes[j]) for j in chunk])
+                ] = logits
     backbone.train(was_training)
-    return out
+    return flat, starts
 
 
 def solution_logits(
@@ -95,22 +100,25 @@ def solution_logits(
     def flush() -> None:
         unique: dict[Any, int] = {}
         items: list[Item] = []
-        refs: list[list[tuple[tuple[int, ...], int]]] = []
+        refs: list[tuple[int, tuple[int, ...], int]] = []  # (solution's offset, steps, item)
+        lengths = []
+        offset = 0
         for problem, steps in chunk:
-            mine = []
             for it in backbone.prepare(problem, steps):
                 idx = unique.get(it.key)
                 if idx is None:
                     idx = unique[it.key] = len(items)
                     items.append(it)
-                mine.append((it.steps, idx))
-            refs.append(mine)
-        logits = item_logits(backbone, items, device=device, batch_size=batch_size)
-        for (_, steps), mine in zip(chunk, refs, strict=True):
-            arr = np.full(len(steps), np.nan)
-            for positions, idx in mine:
-                arr[list(positions)] = logits[idx]
-            results.append(arr)
+                refs.append((offset, it.steps, idx))
+            lengths.append(len(steps))
+            offset += len(steps)
+        flat, starts = item_logits(backbone, items, device=device, batch_size=batch_size)
+        where = np.zeros(offset, dtype=np.int64)
+        for base, positions, idx in refs:
+            for k, p in enumerate(positions):
+                where[base + p] = starts[idx] + k
+        ordered = flat[where]
+        results.extend(np.split(ordered, np.cumsum(lengths)[:-1]) if lengths else [])
         chunk.clear()
 
     for s in solutions:
@@ -150,16 +158,29 @@ class Scorer:
         return self.config.get("calibration") or {"a": 1.0, "b": 0.0}
 
     def logits(
-        self, solutions: Iterable[SolutionLike], *, batch_size: int | None = None
+        self,
+        solutions: Iterable[SolutionLike],
+        *,
+        batch_size: int | None = None,
+        workers: int = 1,
     ) -> list[np.ndarray]:
+        """Raw per-step logits. ``workers > 1`` forks that many processes for large inputs (not
+        inside a daemonic process such as a Celery prefork child; the default is in-process)."""
+        solutions = [_as_pair(s) for s in solutions]
+        if workers > 1 and len(solutions) > CHUNK_SOLUTIONS and self.device.type == "cpu":
+            return _parallel_logits(self, solutions, workers=workers, batch_size=batch_size)
         return solution_logits(self.backbone, solutions, device=self.device, batch_size=batch_size)
 
     def score(
-        self, solutions: Iterable[SolutionLike], *, batch_size: int | None = None
+        self,
+        solutions: Iterable[SolutionLike],
+        *,
+        batch_size: int | None = None,
+        workers: int = 1,
     ) -> list[list[float]]:
         return [
             calibrate(z, self.calibration).tolist()
-            for z in self.logits(solutions, batch_size=batch_size)
+            for z in self.logits(solutions, batch_size=batch_size, workers=workers)
         ]
 
     def solution_scores(
@@ -183,6 +204,40 @@ class Scorer:
         for probs in self.score(solutions):
             out.append(next((i for i, p in enumerate(probs) if p < threshold), -1))
         return out
+
+
+_FORKED: Scorer | None = None
+
+
+def _forked_logits(args: tuple[list, int | None]) -> list[np.ndarray]:
+    solutions, batch_size = args
+    assert _FORKED is not None
+    return solution_logits(
+        _FORKED.backbone, solutions, device=_FORKED.device, batch_size=batch_size
+    )
+
+
+def _parallel_logits(
+    scorer: Scorer, solutions: list, *, workers: int, batch_size: int | None
+) -> list[np.ndarray]:
+    """Featurising is pure Python; forked workers (one thread each) share the loaded model."""
+    import multiprocessing
+
+    global _FORKED
+    _FORKED = scorer
+    chunks = [
+        (solutions[i : i + CHUNK_SOLUTIONS], batch_size)
+        for i in range(0, len(solutions), CHUNK_SOLUTIONS)
+    ]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_forked_logits, chunks, chunksize=1)
+    finally:
+        torch.set_num_threads(threads)
+        _FORKED = None
+    return [z for part in parts for z in part]
 
 
 # -- checkpoints ----------------------------------------------------------------------------------

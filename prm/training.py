@@ -36,7 +36,7 @@ from prm.scoring import (
 PRM_VERSION = "1.0"
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "bow": {"epochs": 6, "batch_size": 128, "lr": 2e-3, "weight_decay": 0.0},
+    "bow": {"epochs": 8, "batch_size": 128, "lr": 3e-4, "weight_decay": 0.0},
     "minilm": {"epochs": 3, "batch_size": 32, "lr": 1e-4, "weight_decay": 0.01},
     "hf": {"epochs": 3, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.0},
 }
@@ -236,8 +236,8 @@ def train(
             bar.set_postfix(loss=f"{total / count:.4f}")
         record: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(count, 1)}
         if select:
-            z = np.concatenate(
-                item_logits(backbone, val_items, device=device, batch_size=batch_size_for(backbone))
+            z, _ = item_logits(
+                backbone, val_items, device=device, batch_size=batch_size_for(backbone)
             )
             record["validation_auroc"] = auroc(val_labels, z)
             record["validation_loss"] = float(

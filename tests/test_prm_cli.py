@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SMALL = Path(__file__).parent / "fixtures" / "prm" / "phase1_trl_small.jsonl"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,6 +24,7 @@ def _prm(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_the_cli_trains_evaluates_and_scores(tmp_path):
     model = tmp_path / "model"
     done = _prm("train", "--data", str(SMALL), "--out", str(model), "--epochs", "2", "--seed", "3")

@@ -57,6 +57,7 @@ def test_a_long_solution_is_cut_into_chunks_so_every_step_is_scored(tiny_model):
     assert all(len(it.features["input_ids"]) <= 48 for it in items)
 
 
+@pytest.mark.slow
 def test_it_trains_saves_and_loads_a_local_model(tmp_path, tiny_model):
     dataset = read_dataset(SMALL)
     rows = dataset.split("train")[:40] + dataset.split("validation")[:20]
