@@ -19,6 +19,7 @@ def test_tokens_keep_single_characters_and_symbols():
         ("$\\frac{3}{4} \\cdot 8 = 6$", (1, 0)),
         ("$2^{10} = 1024$ and $1,024 - 24 = 1000$", (2, 0)),
         ("$22/7 = 3.14$", (1, 0)),
+        ("\\[\n60 \\cdot 7 = 420\n\\] and \\(10 \\cdot 6 = 61\\)", (1, 1)),
         ("$33 / 5 = 11$", (0, 1)),
         ("$2x + 3 = 7$", (0, 0)),  # a variable: nothing to check
         ("$x - 1 = 0$", (0, 0)),
