@@ -1,0 +1,56 @@
+"""Where the PRM runs: how many CPU threads, which device, seeds.
+
+A Celery worker may run this beside other work, so the thread count is explicit: ``PRM_NUM_THREADS``
+when set; else one thread for ``bow`` (its operations are tiny: on this 2-core machine, with another
+process busy, a second thread made an embedding-bag step 25x *slower* waiting for it), and for the
+transformer backbones the CPUs this process may use, at most 8. ``PRM_DEVICE`` forces a device;
+otherwise CUDA when present.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+_configured = False
+
+
+def configure_threads(backbone: str = "minilm") -> int:
+    """Set torch's intra-op threads for ``backbone`` and return the number."""
+    global _configured
+    env = os.environ.get("PRM_NUM_THREADS")
+    if env:
+        n = max(1, int(env))
+    elif backbone == "bow":
+        n = 1
+    else:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            n = os.cpu_count() or 1
+        n = max(1, min(n, 8))
+    if not _configured or torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+        _configured = True
+    return n
+
+
+def runtime_threads() -> int:
+    """torch's intra-op thread count now (what ``configure_threads`` set)."""
+    return torch.get_num_threads()
+
+
+def pick_device(requested: str | None = None) -> torch.device:
+    name = requested or os.environ.get("PRM_DEVICE")
+    if name:
+        return torch.device(name)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)

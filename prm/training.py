@@ -1,0 +1,327 @@
+"""Training a PRM: held-out split by problem, early stopping on validation, calibration, checkpoint.
+
+Only problems in the ``train`` split are trained on; ``validation`` chooses the epoch, fits the
+calibration and the first-error threshold; ``test`` is never touched here (``prm eval`` reports on
+it). With ``holdout=False`` (the app's active learning, which wants every label) all rows are
+trained on for the configured epochs and nothing is selected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from prm.backbones import Backbone, Item, build_backbone
+from prm.data import Dataset, Solution, read_dataset, unique_steps
+from prm.metrics import auroc, best_first_error_threshold, first_error_scores
+from prm.runtime import configure_threads, pick_device, seed_everything
+from prm.scoring import (
+    batch_size_for,
+    calibrate,
+    fit_calibration,
+    item_logits,
+    save_checkpoint,
+    solution_logits,
+)
+
+PRM_VERSION = "1.0"
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "bow": {"epochs": 8, "batch_size": 128, "lr": 3e-4, "weight_decay": 0.0},
+    "minilm": {"epochs": 3, "batch_size": 32, "lr": 1e-4, "weight_decay": 0.01},
+    "hf": {"epochs": 3, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.0},
+}
+
+
+@dataclass
+class TrainConfig:
+    """How to train. ``None`` fields take the backbone's default (``DEFAULTS``).
+
+    ``options`` go to the backbone (e.g. ``{"finetune_layers": 2}`` for minilm).
+    """
+
+    backbone: str = "bow"
+    options: dict[str, Any] = field(default_factory=dict)
+    epochs: int | None = None
+    batch_size: int | None = None
+    lr: float | None = None
+    weight_decay: float | None = None
+    head_lr: float = 1e-3  # minilm: the new head and bags learn faster than pretrained layers
+    seed: int = 0
+    patience: int = 2
+    holdout: bool = True
+    version: str | None = None
+    device: str | None = None
+    progress: bool = True
+    # minilm: keep the frozen layers' outputs here between trainings (default $PRM_CACHE_DIR)
+    cache_dir: str | None = None
+
+    def resolved(self) -> TrainConfig:
+        family = "hf" if self.backbone.startswith("hf") else self.backbone
+        defaults = DEFAULTS.get(family, DEFAULTS["bow"])
+        values = dataclasses.asdict(self)
+        for name, value in defaults.items():
+            if values[name] is None:
+                values[name] = value
+        return TrainConfig(**values)
+
+
+def _labelled_items(backbone: Backbone, solutions: Iterable[Solution]) -> list[Item]:
+    """Training items with labels; an item repeated across rows (a shared prefix) counts once."""
+    seen: set = set()
+    items = []
+    for s in solutions:
+        if s.labels is None:
+            continue
+        for it in backbone.prepare(s.problem, s.steps):
+            if it.key in seen:
+                continue
+            seen.add(it.key)
+            it.labels = tuple(s.labels[i] for i in it.steps)
+            items.append(it)
+    return items
+
+
+def _labels(items: list[Item]) -> np.ndarray:
+    return np.array([y for it in items for y in it.labels], dtype=bool)
+
+
+class LazyAdam(torch.optim.Optimizer):
+    """Adam for sparse embedding gradients that touches only the rows a batch used.
+
+    torch's SparseAdam does the same maths through sparse-tensor operations that cost about half
+    a second per batch on a 2^18-row table on this CPU; plain indexing costs milliseconds.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8) -> None:
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad.coalesce()
+                rows, values = grad.indices()[0], grad.values()
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["m"] = torch.zeros_like(p)
+                    state["v"] = torch.zeros_like(p)
+                state["step"] += 1
+                m = state["m"][rows].mul_(beta1).add_(values, alpha=1 - beta1)
+                v = state["v"][rows].mul_(beta2).addcmul_(values, values, value=1 - beta2)
+                state["m"][rows], state["v"][rows] = m, v
+                t = state["step"]
+                step = group["lr"] * math.sqrt(1 - beta2**t) / (1 - beta1**t)
+                p[rows] -= step * m / (v.sqrt() + group["eps"])
+
+
+class _Optimizer:
+    """AdamW for dense weights and SparseAdam for sparse embedding bags, stepped together."""
+
+    def __init__(self, backbone: Backbone, cfg: TrainConfig) -> None:
+        sparse_names = {
+            f"{name}.weight"
+            for name, module in backbone.named_modules()
+            if isinstance(module, torch.nn.EmbeddingBag | torch.nn.Embedding) and module.sparse
+        }
+        encoder, new, sparse = [], [], []
+        for name, p in backbone.named_parameters():
+            if not p.requires_grad:
+                continue
+            if name in sparse_names:
+                sparse.append(p)
+            elif name.startswith("encoder.") or name.startswith("model."):
+                encoder.append(p)
+            else:
+                new.append(p)
+        head_lr = cfg.head_lr if encoder else cfg.lr
+        self.parts: list[torch.optim.Optimizer] = []
+        candidates = ({"params": new, "lr": head_lr}, {"params": encoder, "lr": cfg.lr})
+        groups = [g for g in candidates if g["params"]]
+        if groups:
+            self.parts.append(torch.optim.AdamW(groups, weight_decay=cfg.weight_decay))
+        if sparse:
+            self.parts.append(LazyAdam(sparse, lr=head_lr))
+
+    def zero_grad(self) -> None:
+        for opt in self.parts:
+            opt.zero_grad(set_to_none=True)
+
+    def step(self) -> None:
+        for opt in self.parts:
+            opt.step()
+
+
+def train(
+    data: str | Path | Dataset | Iterable[Solution],
+    out_dir: str | Path,
+    config: TrainConfig | dict | None = None,
+    **overrides: Any,
+) -> dict:
+    """Train a PRM on ``data`` (a `trl`/PRM800K file, a Dataset, or Solutions) into ``out_dir``.
+
+    Returns the metrics also written into the checkpoint's config.json.
+    """
+    if isinstance(config, dict):
+        config = TrainConfig(**config)
+    cfg = dataclasses.replace(config or TrainConfig(), **overrides).resolved()
+    if isinstance(data, str | Path):
+        dataset = read_dataset(data)
+    elif isinstance(data, Dataset):
+        dataset = data
+    else:
+        dataset = Dataset(list(data), source={"path": None})
+    dataset = Dataset([s for s in dataset.solutions if s.labels is not None], dataset.source)
+
+    threads = configure_threads(cfg.backbone)
+    device = pick_device(cfg.device)
+    seed_everything(cfg.seed)
+    started = time.perf_counter()
+    backbone = build_backbone(cfg.backbone, **cfg.options).to(device)
+
+    if cfg.holdout:
+        train_rows, val_rows = dataset.split("train"), dataset.split("validation")
+    else:
+        train_rows, val_rows = list(dataset.solutions), []
+    if not train_rows:
+        raise ValueError("no training rows (is every problem in the validation/test split?)")
+    train_items = _labelled_items(backbone, train_rows)
+    val_items = _labelled_items(backbone, val_rows)
+    val_labels = _labels(val_items) if val_items else np.zeros(0, dtype=bool)
+    select = len(val_labels) > 0 and 0 < val_labels.sum() < len(val_labels)
+    backbone.prepare_training(
+        train_items + val_items,
+        device=device,
+        cache_dir=cfg.cache_dir or os.environ.get("PRM_CACHE_DIR") or None,
+    )
+    prepared_seconds = time.perf_counter() - started
+
+    optimizer = _Optimizer(backbone, cfg)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    history: list[dict] = []
+    best_state, best_auroc, best_epoch, stale = None, -1.0, 0, 0
+    train_started = time.perf_counter()
+    for epoch in range(1, cfg.epochs + 1):
+        backbone.train()
+        order = torch.randperm(len(train_items), generator=generator).tolist()
+        total, count = 0.0, 0
+        bar = tqdm(
+            range(0, len(order), cfg.batch_size),
+            desc=f"epoch {epoch}/{cfg.epochs}",
+            unit="batch",
+            disable=not cfg.progress,
+            leave=False,
+        )
+        for start in bar:
+            chunk = [train_items[j] for j in order[start : start + cfg.batch_size]]
+            batch = {k: v.to(device) for k, v in backbone.collate(chunk).items()}
+            target = torch.tensor(
+                [y for it in chunk for y in it.labels], dtype=torch.float32, device=device
+            )
+            logits = backbone(batch)
+            loss = loss_fn(logits.float(), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(target)
+            count += len(target)
+            bar.set_postfix(loss=f"{total / count:.4f}")
+        record: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(count, 1)}
+        if select:
+            z, _ = item_logits(
+                backbone, val_items, device=device, batch_size=batch_size_for(backbone)
+            )
+            record["validation_auroc"] = auroc(val_labels, z)
+            record["validation_loss"] = float(
+                loss_fn(torch.tensor(z), torch.tensor(val_labels, dtype=torch.float64))
+            )
+            if record["validation_auroc"] > best_auroc:
+                best_auroc, best_epoch, stale = record["validation_auroc"], epoch, 0
+                best_state = {k: v.clone() for k, v in backbone.saved_state().items()}
+            else:
+                stale += 1
+        history.append(record)
+        if cfg.progress:
+            tqdm.write(
+                "epoch {epoch}: train loss {train_loss:.4f}".format(**record)
+                + (
+                    f", validation AUROC {record['validation_auroc']:.4f}"
+                    if "validation_auroc" in record
+                    else ""
+                )
+            )
+        if select and stale >= cfg.patience:
+            break
+    train_seconds = time.perf_counter() - train_started
+    if best_state is not None:
+        backbone.load_saved_state(best_state)
+    else:
+        best_epoch = len(history)
+
+    # Calibration and the first-error threshold come from validation rows through the same path
+    # as scoring (full model, not the training cache), so they match what `load` will give.
+    calibration_rows = val_rows if select else train_rows
+    row_logits = solution_logits(backbone, calibration_rows, device=device)
+    z, y, _ = unique_steps(calibration_rows, row_logits)
+    calibration = fit_calibration(z, y)
+    probs = [calibrate(r, calibration) for r in row_logits]
+    first_errors = [s.first_error for s in calibration_rows]
+    threshold = best_first_error_threshold(probs, first_errors)
+    fit_metrics = first_error_scores(probs, first_errors, threshold)
+
+    metrics = {
+        "history": history,
+        "best_epoch": best_epoch,
+        "train_rows": len(train_rows),
+        "train_items": len(train_items),
+        "train_problems": len({s.problem for s in train_rows}),
+        "validation_rows": len(val_rows),
+        "validation_items": len(val_items),
+        "validation_problems": len({s.problem for s in val_rows}),
+        "validation_auroc": best_auroc if select else None,
+        "first_error_threshold_fitted_on": "validation" if select else "train",
+        "first_error_f1_at_fit": fit_metrics["f1"],
+        "prepare_seconds": round(prepared_seconds, 2),
+        "train_seconds": round(train_seconds, 2),
+        "threads": threads,
+        "device": str(device),
+    }
+    written = save_checkpoint(
+        out_dir,
+        backbone,
+        {
+            "prm_version": PRM_VERSION,
+            "version": cfg.version,
+            "label_policy": dataset.source.get("label_policy"),
+            "data": {k: v for k, v in dataset.source.items() if k != "label_policy"},
+            "seed": cfg.seed,
+            "train_config": {
+                k: v
+                for k, v in dataclasses.asdict(cfg).items()
+                if k not in ("progress", "device", "cache_dir")
+            },
+            "calibration": calibration,
+            "thresholds": {"first_error": threshold, "step": 0.5},
+            "metrics": metrics,
+        },
+    )
+    metrics["version"] = written["version"]
+    metrics["checkpoint"] = str(Path(out_dir))
+    if not math.isfinite(history[-1]["train_loss"]):
+        raise FloatingPointError("training diverged (non-finite loss)")
+    return metrics
