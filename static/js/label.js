@@ -176,6 +176,7 @@
   }
 
   function drain() {
+    // One at a time: an action that posts makes us busy again until its answer has settled.
     while (!busy && queue.length) act(queue.shift());
   }
 
@@ -233,15 +234,23 @@
 
   // --- htmx ---
 
+  // Busy from the request until its content has settled: only then has htmx wired up the new
+  // forms (a click before that would post the plain form and load a whole page).
   document.addEventListener("htmx:beforeRequest", function () { busy = true; });
   document.addEventListener("htmx:afterRequest", function (event) {
-    busy = false;
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
-    if (status >= 400 || !status) {
-      queue.length = 0; // a refused action: later presses were meant for a state that never came
-    } else {
-      window.setTimeout(drain, 0);
+    if (!status || (status >= 400 && status !== 400 && status !== 409)) {
+      busy = false;
+      queue.length = 0; // the action failed: later presses were meant for a state that never came
+    } else if (status === 400 || status === 409) {
+      queue.length = 0; // refused: its answer (with the reason) is swapped in, nothing more runs
+    } else if (status === 204) {
+      busy = false;
     }
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    busy = false;
+    drain();
   });
 
   // Refusals (400: a broken rule, 409: the assignment is no longer yours to change) come back as
