@@ -197,7 +197,9 @@ def test_skip_with_s(labeller, campaign):
     assert first.status == "skipped"
 
 
-@pytest.mark.parametrize(("button", "reason"), [("Give up", "give_up"), ("Bad problem", "bad_problem")])
+@pytest.mark.parametrize(
+    ("button", "reason"), [("Give up", "give_up"), ("Bad problem", "bad_problem")]
+)
 def test_give_up_and_bad_problem_ask_first(labeller, campaign, button, reason):
     make_solution(campaign=campaign, steps=["a", "b", "c"])
     make_solution(campaign=campaign, steps=["next"])

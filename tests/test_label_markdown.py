@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labeling.templatetags.labeling_tags import answer_math, markdown_math
+from labeling.templatetags.labeling_tags import answer_math, markdown_math, markdown_prose
 
 
 def test_math_survives_markdown_untouched():
@@ -51,7 +51,7 @@ def test_html_in_text_or_math_comes_out_as_text(payload):
 
 def test_no_javascript_links_and_no_remote_images():
     html = markdown_math("[click](javascript:alert(1)) ![pixel](http://example.com/p.png)")
-    assert "href=" not in html
+    assert 'href="javascript' not in html
     assert "<img" not in html
 
 
@@ -63,3 +63,10 @@ def test_the_answer_is_one_boxed_formula():
     assert answer_math(r"\frac{1}{9}") == r'<span class="math">\(\boxed{\frac{1}{9}}\)</span>'
     assert answer_math("") == ""
     assert "<script" not in answer_math("<script>x</script>")
+
+
+def test_instructions_wrapped_by_hand_keep_their_paragraphs_but_not_the_line_breaks():
+    html = markdown_prose("Flag a step you are unsure\nof. Use $x$.\n\nNew paragraph.")
+    assert "<br" not in html and html.count("<p>") == 2
+    assert '<span class="math">$x$</span>' in html
+    assert "<br" in markdown_math("x = 1\ny = 2")

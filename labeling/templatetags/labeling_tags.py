@@ -22,7 +22,12 @@ from markdown_it import MarkdownIt
 
 register = template.Library()
 
-_markdown = MarkdownIt("commonmark", {"html": False, "breaks": True}).disable("image")
+# Model output (problems, steps) puts one equation per line: a newline is a line break there.
+# Instructions are prose a person wrapped by hand: a newline is a space.
+_markdown = {
+    breaks: MarkdownIt("commonmark", {"html": False, "breaks": breaks}).disable("image")
+    for breaks in (True, False)
+}
 
 # Formulas, in the order they are tried at each position. Inline ``$...$`` follows pandoc's
 # rule so that prices are not math ("$5 and $6"): the opening ``$`` is followed by a
@@ -50,7 +55,7 @@ def _math_span(source: str) -> str:
 
 
 @lru_cache(maxsize=8192)
-def render_markdown_math(text: str) -> str:
+def render_markdown_math(text: str, *, breaks: bool = True) -> str:
     """Markdown with math as HTML that is safe to insert as is (cached: texts never change)."""
     formulas: list[str] = []
 
@@ -59,7 +64,7 @@ def render_markdown_math(text: str) -> str:
         return f"swmath{_NONCE}x{len(formulas) - 1}x"
 
     prose = _MATH.sub(stash, text or "")
-    rendered = _markdown.render(prose)
+    rendered = _markdown[breaks].render(prose)
     return _TOKEN.sub(lambda m: _math_span(formulas[int(m.group(1))]), rendered)
 
 
@@ -67,6 +72,12 @@ def render_markdown_math(text: str) -> str:
 def markdown_math(text: str) -> SafeString:
     """``{{ step.text|markdown_math }}``: escaped Markdown with math left for KaTeX."""
     return mark_safe(render_markdown_math(text))  # escaped by construction
+
+
+@register.filter(name="markdown_prose")
+def markdown_prose(text: str) -> SafeString:
+    """``{{ campaign.instructions|markdown_prose }}``: the same, with newlines as spaces."""
+    return mark_safe(render_markdown_math(text, breaks=False))  # escaped by construction
 
 
 @register.filter(name="answer_math")

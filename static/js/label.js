@@ -90,16 +90,22 @@
     if (help) help.hidden = false;
     var correction = steps.querySelector("[data-correction]");
     if (correction && !correction.value) correction.value = store.get(assignment + ":correction") || "";
-    if (root === document.body) return;
+    var current = steps.querySelector(".step.current, #finish");
+    if (root === document.body) {
+      // A reload in the middle of a solution: bring the step being rated into view.
+      if (current && steps.querySelector(".step.rated") && current.scrollIntoView) {
+        current.scrollIntoView({ block: "nearest" });
+      }
+      return;
+    }
     var announce = document.getElementById("announce");
     var notice = document.querySelector("#workspace .notice");
     var said = steps.getAttribute("data-announce") || "";
     if (root.id === "workspace") {
       if (notice) said = notice.textContent + " " + said;
       window.scrollTo(0, 0);
-    } else {
-      var current = steps.querySelector(".step.current, #finish");
-      if (current && current.scrollIntoView) current.scrollIntoView({ block: "nearest" });
+    } else if (current && current.scrollIntoView) {
+      current.scrollIntoView({ block: "nearest" });
     }
     if (announce) announce.textContent = said;
   }
