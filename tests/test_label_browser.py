@@ -243,3 +243,18 @@ def test_script_and_img_payloads_stay_inert_text(labeller, campaign):
     text = page.inner_text("#steps")
     assert "<script>window.__xss = 'script'</script>" in text
     assert "<img src=x onerror=\"window.__xss = 'img'\">" in text
+
+
+def test_an_expired_session_goes_to_the_login_page_instead_of_swapping_it_in(
+    labeller, campaign, live_server
+):
+    from django.contrib.sessions.models import Session
+
+    make_solution(campaign=campaign, steps=["a", "b"])
+    page = labeller()
+    Session.objects.all().delete()
+    page.keyboard.press("3")
+    page.wait_for_url("**/login/**")
+    assert page.locator("#steps").count() == 0
+    assert page.locator("input[name=username]").is_visible()
+    assert not Assignment.objects.get().labels.exists()

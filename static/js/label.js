@@ -262,7 +262,19 @@
   // Refusals (400: a broken rule, 409: the assignment is no longer yours to change) come back as
   // the partial with the reason in it: show it instead of dropping it like other errors.
   document.addEventListener("htmx:beforeSwap", function (event) {
-    var status = event.detail.xhr.status;
+    var xhr = event.detail.xhr;
+    // The page's views never redirect an htmx request; a redirect that was followed is the
+    // login page (the session expired): go there for real instead of swapping it in.
+    if (xhr.responseURL && event.detail.requestConfig) {
+      var asked = new URL(event.detail.requestConfig.path, window.location.href);
+      var got = new URL(xhr.responseURL);
+      if (got.pathname !== asked.pathname) {
+        event.detail.shouldSwap = false;
+        window.location.assign(got.href);
+        return;
+      }
+    }
+    var status = xhr.status;
     if (status === 400 || status === 409) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;
