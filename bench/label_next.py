@@ -24,7 +24,6 @@ the annotator rates every step over HTTP like the page (those requests are timed
     .venv/bin/python bench/label_next.py [--submits 500] [--solutions 5000]
 """
 
-
 from __future__ import annotations
 
 import argparse
