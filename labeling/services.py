@@ -44,7 +44,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
@@ -213,10 +213,10 @@ def assignment_next(*, campaign: Campaign, annotator: AbstractBaseUser) -> Assig
     if clock - _reclaimed_at.get(campaign.pk, -math.inf) >= RECLAIM_EVERY_SECONDS:
         _reclaimed_at[campaign.pk] = clock
         leases_reclaim(campaign=campaign, limit=RECLAIM_BATCH)
-    assignment = _assignment_next_once(campaign=campaign, annotator=annotator)
+    assignment = _assignment_next_attempts(campaign=campaign, annotator=annotator)
     if assignment is None and leases_reclaim(campaign=campaign, limit=None):
         # Expired leases were still hiding free slots: look once more before saying "no work".
-        assignment = _assignment_next_once(campaign=campaign, annotator=annotator)
+        assignment = _assignment_next_attempts(campaign=campaign, annotator=annotator)
     if assignment is None:
         # Screening may have just failed (the outcome is committed by now): say so.
         membership = Membership.objects.get(campaign=campaign, user=annotator)
@@ -226,7 +226,33 @@ def assignment_next(*, campaign: Campaign, annotator: AbstractBaseUser) -> Assig
     return assignment
 
 
-def _assignment_next_once(*, campaign: Campaign, annotator) -> Assignment | None:
+class _WaitForLockedRows(Exception):
+    """The SKIP LOCKED claim found nothing free: try again, waiting for the rows it skipped."""
+
+
+def _assignment_next_attempts(*, campaign: Campaign, annotator) -> Assignment | None:
+    """``_assignment_next_once``, first skipping locked rows, then waiting for them.
+
+    The waiting claim runs in a fresh transaction. A locking read can keep a lock on a row that
+    it then rejects (the row changed under it and no longer qualifies); if the skipping attempt's
+    transaction went on to wait for an earlier row in the queue while keeping such a lock on a
+    later one, two annotators could wait for each other. Claims that wait take their locks in
+    queue order, so they cannot. A deadlock that still happens (the queue reordered by a
+    concurrent priority rewrite) is retried; PostgreSQL has already rolled one side back.
+    """
+    for attempt in range(3):
+        try:
+            try:
+                return _assignment_next_once(campaign=campaign, annotator=annotator, wait=False)
+            except _WaitForLockedRows:
+                return _assignment_next_once(campaign=campaign, annotator=annotator, wait=True)
+        except OperationalError as error:
+            if attempt == 2 or getattr(error.__cause__, "sqlstate", None) != "40P01":
+                raise
+    raise AssertionError("unreachable")
+
+
+def _assignment_next_once(*, campaign: Campaign, annotator, wait: bool) -> Assignment | None:
     now = timezone.now()
     with transaction.atomic():
         membership = _membership_lock(campaign_id=campaign.pk, annotator=annotator)
@@ -259,7 +285,11 @@ def _assignment_next_once(*, campaign: Campaign, annotator) -> Assignment | None
             )
         if assignment is None:
             assignment = _claim(
-                campaign=campaign, annotator=annotator, kind=Solution.Kind.REGULAR, now=now
+                campaign=campaign,
+                annotator=annotator,
+                kind=Solution.Kind.REGULAR,
+                now=now,
+                wait=wait,
             )
         return assignment
 
@@ -291,16 +321,20 @@ def qc_turn(*, campaign: Campaign, annotator: AbstractBaseUser) -> bool:
     return math.floor((served + 1) * rate + 1e-9) > math.floor(served * rate + 1e-9)
 
 
-def _claim(*, campaign: Campaign, annotator, kind: str, now: datetime) -> Assignment | None:
+def _claim(
+    *, campaign: Campaign, annotator, kind: str, now: datetime, wait: bool = False
+) -> Assignment | None:
     """Lease the first open solution of ``kind`` the annotator has not had; None when none is left.
 
-    An annotator has at most one assignment per solution: a solution whose lease they let
+    On PostgreSQL a regular claim first skips rows other claims hold locked and raises
+    ``_WaitForLockedRows`` when that finds nothing; with ``wait`` it waits for them instead. An
+    annotator has at most one assignment per solution: a solution whose lease they let
     expire comes back to them on the same row, with their drafts.
     """
     expires = now + campaign.lease_duration
     if connection.vendor == "postgresql":
         return _claim_postgresql(
-            campaign=campaign, annotator=annotator, kind=kind, now=now, expires=expires
+            campaign=campaign, annotator=annotator, kind=kind, now=now, expires=expires, wait=wait
         )
     # SQLite: the same three steps as the statement below, safe because the transaction holds
     # the database's write lock from its start (BEGIN IMMEDIATE).
@@ -379,7 +413,7 @@ _CLAIM_GOLD = _CLAIM_SQL.format(lock="")
 
 
 def _claim_postgresql(
-    *, campaign: Campaign, annotator, kind: str, now: datetime, expires: datetime
+    *, campaign: Campaign, annotator, kind: str, now: datetime, expires: datetime, wait: bool
 ) -> Assignment | None:
     params = {
         "campaign": campaign.pk,
@@ -392,11 +426,14 @@ def _claim_postgresql(
     }
     if kind != Solution.Kind.REGULAR:
         return next(iter(Assignment.objects.raw(_CLAIM_GOLD, params)), None)
+    if wait:
+        return next(iter(Assignment.objects.raw(_CLAIM_WAIT, params)), None)
     claimed = next(iter(Assignment.objects.raw(_CLAIM_SKIP_LOCKED, params)), None)
     if claimed is None:
-        # Rows skipped above may be locked by claims that leave a slot free: wait for them, so
-        # nobody is told "no work" while a slot is about to be free.
-        claimed = next(iter(Assignment.objects.raw(_CLAIM_WAIT, params)), None)
+        # Rows skipped above may be locked by claims that leave a slot free: wait for them (in a
+        # fresh transaction, see ``_assignment_next_attempts``), so nobody is told "no work"
+        # while a slot is about to be free.
+        raise _WaitForLockedRows()
     return claimed
 
 
