@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Subquery
 from django.db.models.functions import Left
 
 from annotators.models import CampaignSnapshot, Invitation, Membership
@@ -217,50 +217,56 @@ def review_detail(*, campaign: Campaign, assignment_id: int) -> ReviewDetail | N
     )
 
 
-def my_reviews(*, campaign: Campaign, user, limit: int = 200) -> list[dict]:
-    """The annotator's reviewed work, newest review first: outcome, comment and corrections.
-
-    Says nothing about who reviewed, the solution's kind or anyone else's labels.
-    """
-    reviews = (
+def my_reviews(*, campaign: Campaign, user, page: int = 1, per_page: int = 50) -> tuple[list, bool]:
+    """A page of the annotator's reviewed work, newest review first: outcome, comment and
+    corrected ratings. Says nothing about who reviewed, the solution's kind or others' labels."""
+    start = (max(page, 1) - 1) * per_page
+    reviews = list(
         Review.objects.filter(assignment__campaign=campaign, assignment__annotator=user)
-        .select_related("assignment__solution__problem")
-        .order_by("-created_at", "-id")[:limit]
+        .order_by("-created_at", "-id")
+        .values(
+            "assignment_id",
+            "decision",
+            "comment",
+            "corrections",
+            "created_at",
+            submitted_at=F("assignment__submitted_at"),
+            problem=Left("assignment__solution__problem__text", 200),
+        )[start : start + per_page + 1]
     )
-    rows = []
-    for review in reviews:
-        a = review.assignment
-        corrected = []
-        if review.corrections:
-            mine = dict(StepLabel.objects.filter(assignment=a).values_list("step__index", "rating"))
-            corrected = [
-                {"step": int(i) + 1, "yours": mine.get(int(i)), "corrected": r}
-                for i, r in sorted(review.corrections.items(), key=lambda kv: int(kv[0]))
-            ]
-        rows.append(
-            {
-                "assignment_id": a.pk,
-                "problem": a.solution.problem.text[:200],
-                "submitted_at": a.submitted_at,
-                "decision": review.decision,
-                "comment": review.comment,
-                "corrections": corrected,
-                "reviewed_at": review.created_at,
-            }
+    has_next = len(reviews) > per_page
+    reviews = reviews[:per_page]
+    corrected = [r["assignment_id"] for r in reviews if r["corrections"]]
+    mine: dict[tuple[int, int], int | None] = {
+        (a, i): rating
+        for a, i, rating in StepLabel.objects.filter(assignment_id__in=corrected).values_list(
+            "assignment_id", "step__index", "rating"
         )
-    return rows
+    }
+    for r in reviews:
+        r["reviewed_at"] = r.pop("created_at")
+        r["corrections"] = [
+            {"step": int(i) + 1, "yours": mine.get((r["assignment_id"], int(i))), "corrected": v}
+            for i, v in sorted(r["corrections"].items(), key=lambda kv: int(kv[0]))
+        ]
+    return reviews, has_next
 
 
-def gold_solutions(*, campaign: Campaign, limit: int = 500) -> list[dict]:
-    """Quality-control and screening solutions with how many steps carry a gold rating."""
-    return list(
+def gold_solutions(*, campaign: Campaign, page: int = 1, per_page: int = 50) -> tuple[list, bool]:
+    """A page of quality-control and screening solutions, with how many steps carry gold."""
+    steps = Step.objects.filter(solution=OuterRef("pk")).order_by().values("solution")
+    start = (max(page, 1) - 1) * per_page
+    rows = list(
         Solution.objects.filter(campaign=campaign)
         .exclude(kind=Solution.Kind.REGULAR)
+        .order_by("kind", "id")
+        .values("id", "kind", "assignment_count", "is_open")
         .annotate(
-            steps_n=Count("steps"),
-            gold_n=Count("steps", filter=Q(steps__gold_rating__isnull=False)),
-        )
-        .values("id", "kind", "steps_n", "gold_n", "assignment_count", "is_open")
-        .annotate(problem=Left("problem__text", 120))
-        .order_by("kind", "id")[:limit]
+            problem=Left("problem__text", 120),
+            steps_n=Subquery(steps.annotate(n=Count("id")).values("n")),
+            gold_n=Subquery(
+                steps.filter(gold_rating__isnull=False).annotate(n=Count("id")).values("n")
+            ),
+        )[start : start + per_page + 1]
     )
+    return rows[:per_page], len(rows) > per_page

@@ -230,9 +230,11 @@ def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict
     ):
         gold[sid].append((index, rating))
     given: dict[int, dict[int, int]] = defaultdict(dict)
-    for aid, index, rating in StepLabel.objects.filter(
-        assignment__in=assignments.values("pk"), rating__isnull=False
-    ).values_list("assignment_id", "step__index", "rating"):
+    for aid, index, rating in (
+        StepLabel.objects.filter(assignment__in=assignments.values("pk"), rating__isnull=False)
+        .order_by()
+        .values_list("assignment_id", "step__index", "rating")
+    ):
         given[aid][index] = rating
     per: dict[int, dict] = defaultdict(lambda: {"agree": 0, "scored": 0})
     days: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -259,18 +261,32 @@ def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict
 
 
 def agreement_triples(*, campaign: Campaign) -> list[tuple[int, int, int]]:
-    """(step, annotator, rating) of every submitted rating on a step that two or more rated."""
-    labels = StepLabel.objects.filter(
-        assignment__campaign=campaign,
-        assignment__status=Assignment.Status.SUBMITTED,
-        rating__isnull=False,
-    ).exclude(step__solution__kind=Solution.Kind.SCREENING)
-    shared = labels.values("step_id").annotate(n=Count("id")).filter(n__gte=2).values("step_id")
-    return list(
-        labels.filter(step_id__in=shared).values_list(
-            "step_id", "assignment__annotator_id", "rating"
-        )
+    """(step, annotator, rating) of every submitted rating on a step that two or more rated.
+
+    Only solutions with two or more submitted assignments can have such steps: they are found
+    first among the assignments (a small GROUP BY), so only their labels are read.
+    """
+    submitted = Assignment.objects.filter(
+        campaign=campaign, status=Assignment.Status.SUBMITTED
+    ).exclude(solution__kind=Solution.Kind.SCREENING)
+    shared = (
+        submitted.order_by()
+        .values("solution_id")
+        .annotate(n=Count("id"))
+        .filter(n__gte=2)
+        .values("solution_id")
     )
+    by_step: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for step, annotator, rating in (
+        StepLabel.objects.filter(
+            assignment__in=submitted.filter(solution_id__in=shared).values("pk"),
+            rating__isnull=False,
+        )
+        .order_by()
+        .values_list("step_id", "assignment__annotator_id", "rating")
+    ):
+        by_step[step].append((step, annotator, rating))
+    return [t for ratings in by_step.values() if len(ratings) >= 2 for t in ratings]
 
 
 def _agreement(*, campaign: Campaign, submitted) -> dict:

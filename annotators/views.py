@@ -31,7 +31,7 @@ from annotators.models import CampaignSnapshot, ImportJob, Invitation, Membershi
 from annotators.permissions import LABEL, MANAGE, REVIEW, campaign_for, campaigns_visible_to
 from annotators.stats import qc_agreement
 from annotators.tables import Column, table
-from labeling.models import Assignment, Campaign, Solution, Step
+from labeling.models import Assignment, Campaign, Review, Solution, Step
 
 
 def _page(
@@ -59,6 +59,13 @@ def _page(
 def _posted(request: HttpRequest):
     """The form data of a POST (even an empty one, which must fail validation), else None."""
     return request.POST if request.method == "POST" else None
+
+
+def _page_number(request: HttpRequest) -> int:
+    try:
+        return max(int(request.GET.get("page", "1")), 1)
+    except ValueError:
+        return 1
 
 
 def _label_url(campaign: Campaign) -> str | None:
@@ -124,7 +131,9 @@ def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """The campaign's home: instructions, the viewer's standing (screening), links by role."""
     campaign, membership = campaign_for(request.user, slug, roles=LABEL)
     reviewed = (
-        selectors.my_reviews(campaign=campaign, user=request.user, limit=5) if membership else []
+        selectors.my_reviews(campaign=campaign, user=request.user, per_page=5)[0]
+        if membership
+        else []
     )
     return _page(
         request,
@@ -173,15 +182,12 @@ def campaign_pause(request: HttpRequest, slug: str) -> HttpResponse:
 def import_list(request: HttpRequest, slug: str) -> HttpResponse:
     """Upload a file (imported in the background) and follow the imports."""
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    status = 200
+    status, refused = 200, None
     form = UploadForm()
-    too_large = request.method == "POST" and (
-        int(request.META.get("CONTENT_LENGTH") or 0) > services.upload_limit_bytes() + 65536
-    )
-    if too_large:
-        # Refused before the form reads the file.
-        form.add_error(None, services.upload_too_large_message(int(request.META["CONTENT_LENGTH"])))
-        status = 413
+    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    if request.method == "POST" and length > services.upload_limit_bytes() + 65536:
+        # Refused on the request's size, before the form reads the file.
+        refused, status = services.upload_too_large_message(length), 413
     elif request.method == "POST":
         form = UploadForm(request.POST, request.FILES)
         if form.is_valid():
@@ -206,7 +212,12 @@ def import_list(request: HttpRequest, slug: str) -> HttpResponse:
         "annotators/import_list.html",
         campaign,
         membership,
-        {"form": form, "jobs": jobs, "limit_mb": settings.STEPWISE_MAX_UPLOAD_MB},
+        {
+            "form": form,
+            "refused": refused,
+            "jobs": jobs,
+            "limit_mb": settings.STEPWISE_MAX_UPLOAD_MB,
+        },
         status=status,
     )
 
@@ -392,12 +403,14 @@ def gold_list(request: HttpRequest, slug: str) -> HttpResponse:
         if wanted.isdigit() and Solution.objects.filter(campaign=campaign, pk=wanted).exists():
             return redirect("annotators:gold-edit", slug=campaign.slug, pk=int(wanted))
         messages.error(request, f"This campaign has no solution {wanted}.")
+    page = _page_number(request)
+    solutions, has_next = selectors.gold_solutions(campaign=campaign, page=page)
     return _page(
         request,
         "annotators/gold_list.html",
         campaign,
         membership,
-        {"solutions": selectors.gold_solutions(campaign=campaign)},
+        {"solutions": solutions, "page": page, "has_next": has_next, "query": ""},
     )
 
 
@@ -561,10 +574,7 @@ def review_list(request: HttpRequest, slug: str) -> HttpResponse:
     if data.get("low_qc"):
         snapshot = services.snapshot_current(campaign=campaign)
         annotator_ids = selectors.low_qc_annotators(campaign=campaign, snapshot=snapshot)
-    try:
-        page = max(int(request.GET.get("page", "1")), 1)
-    except ValueError:
-        page = 1
+    page = _page_number(request)
     rows, has_next = selectors.review_queue(
         campaign=campaign,
         state=data.get("state") or "unreviewed",
@@ -646,13 +656,21 @@ def review_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def my_reviews(request: HttpRequest, slug: str) -> HttpResponse:
     """An annotator's reviewed work: accepted or rejected, the comment, corrected ratings."""
     campaign, membership = campaign_for(request.user, slug, roles=LABEL)
+    page = _page_number(request)
+    reviews, has_next = selectors.my_reviews(campaign=campaign, user=request.user, page=page)
     return _page(
         request,
         "annotators/my_reviews.html",
         campaign,
         membership,
         {
-            "reviews": selectors.my_reviews(campaign=campaign, user=request.user),
+            "reviews": reviews,
+            "page": page,
+            "has_next": has_next,
+            "query": "",
+            "reviewed": Review.objects.filter(
+                assignment__campaign=campaign, assignment__annotator=request.user
+            ).count(),
             "submitted": Assignment.objects.filter(
                 campaign=campaign, annotator=request.user, status=Assignment.Status.SUBMITTED
             ).count(),
