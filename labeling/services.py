@@ -657,8 +657,14 @@ def step_label_set(
     return label
 
 
-def step_label_undo(*, assignment: Assignment, annotator: AbstractBaseUser) -> int | None:
-    """Remove the last rating (with its flag and correction); returns its step index, or None."""
+def step_label_undo(
+    *, assignment: Assignment, annotator: AbstractBaseUser, step_index: int | None = None
+) -> int | None:
+    """Remove the last rating (with its flag and correction); returns its step index, or None.
+
+    With ``step_index`` it removes that step's rating only while it is the last one, so a
+    retried request (a double press, a resent form) cannot undo the rating before it as well.
+    """
     with transaction.atomic():
         locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
         last = (
@@ -667,7 +673,7 @@ def step_label_undo(*, assignment: Assignment, annotator: AbstractBaseUser) -> i
             .order_by("-step__index")
             .first()
         )
-        if last is None:
+        if last is None or (step_index is not None and last.step.index != step_index):
             return None
         last.delete()
         return last.step.index

@@ -1,13 +1,400 @@
+"""Annotator pages: "my campaigns" and the labelling page.
+
+The labelling page is one template with named partials: ``workspace`` (one solution, or why there
+is none) and ``steps`` (the steps revealed so far and the controls of the current one). Every
+action is a plain form that posts and redirects, so the page works without JavaScript; with htmx
+the same forms post in the background and get back only the partial they change: a rating
+returns ``steps``, a submission returns the *next* solution's ``workspace`` in the same
+response (submit and claim in one round trip), so no extra request stands between two solutions.
+
+Views only parse input and call ``labeling.services`` (every labelling rule lives there) or
+``labeling.selectors`` (which never read gold ratings or other annotators' labels).
+"""
+
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from dataclasses import dataclass
+from datetime import timedelta
 
-from annotators.permissions import campaigns_visible_to
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import retarget
+
+from annotators.models import Membership
+from annotators.permissions import campaign_for, campaigns_visible_to
+from labeling import selectors, services
+from labeling.forms import (
+    STEP_TIME_MAX_MS,
+    TOTAL_TIME_MAX_MS,
+    FlagForm,
+    RateForm,
+    SubmitForm,
+    UndoForm,
+    clamp_ms,
+)
+from labeling.models import Assignment, Campaign, FinishReason, Rating, Solution, StepLabel
+
+TEMPLATE = "labeling/label.html"
+
+# --- My campaigns ------------------------------------------------------------------------------
 
 
 @login_required
+@require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    """The campaigns this person belongs to."""
-    return render(request, "labeling/home.html", {"campaigns": campaigns_visible_to(request.user)})
+    """The campaigns this person belongs to, with what is left for them and what they did today."""
+    user = request.user
+    now = timezone.now()
+    today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    mine = Assignment.objects.filter(campaign=OuterRef("pk"), annotator=user)
+    done_today = mine.filter(status=Assignment.Status.SUBMITTED, submitted_at__gte=today)
+    open_for_me = Solution.objects.filter(
+        campaign=OuterRef("pk"), kind=Solution.Kind.REGULAR, is_open=True
+    ).exclude(Exists(Assignment.objects.filter(solution=OuterRef("pk"), annotator=user)))
+    steps_today = StepLabel.objects.filter(
+        assignment__campaign=OuterRef("pk"),
+        assignment__annotator=user,
+        assignment__status=Assignment.Status.SUBMITTED,
+        assignment__submitted_at__gte=today,
+        rating__isnull=False,
+    )
+    campaigns = campaigns_visible_to(user).annotate(
+        left=_count(open_for_me),
+        solutions_today=_count(done_today),
+        steps_today=_count(steps_today),
+        in_progress=Exists(mine.filter(status=Assignment.Status.LEASED, lease_expires_at__gt=now)),
+        role=Subquery(
+            Membership.objects.filter(campaign=OuterRef("pk"), user=user).values("role")[:1]
+        ),
+    )
+    return render(request, "labeling/home.html", {"campaigns": campaigns})
+
+
+def _count(queryset) -> Coalesce:
+    """``COUNT(*)`` of a correlated queryset as an annotation (0 when it has no rows)."""
+    counted = queryset.order_by().annotate(_one=Value(1)).values("_one")
+    counted = counted.annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+# --- What the page shows ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepRow:
+    index: int
+    text: str
+    label: selectors.LabelView | None
+
+    @property
+    def number(self) -> int:
+        return self.index + 1
+
+
+@dataclass(frozen=True)
+class LabelPage:
+    """One assignment as the page lays it out: steps rated so far, the current one, the end.
+
+    Steps are revealed one at a time: the rated prefix, then the current step. The solution is
+    finished when every step is rated or, with stop-at-first-error, when a step is negative.
+    """
+
+    view: selectors.AssignmentView
+    rated: list[StepRow]
+    current: StepRow | None
+    found_error: bool
+    submission_key: str
+
+    @classmethod
+    def build(cls, view: selectors.AssignmentView) -> LabelPage:
+        labels = {label.step_index: label for label in view.labels}
+        rated: list[StepRow] = []
+        found_error = False
+        for step in view.steps:
+            label = labels.get(step.index)
+            if label is None:
+                break
+            rated.append(StepRow(index=step.index, text=step.text, label=label))
+            if label.rating == Rating.NEGATIVE:
+                found_error = True
+                if view.stop_at_first_error:
+                    break
+        ended = (found_error and view.stop_at_first_error) or len(rated) == len(view.steps)
+        current = None
+        if not ended:
+            step = view.steps[len(rated)]
+            current = StepRow(index=step.index, text=step.text, label=None)
+        return cls(
+            view=view,
+            rated=rated,
+            current=current,
+            found_error=found_error,
+            # One key per assignment: every submission of it from the page (a retried request,
+            # a second tab, the no-JavaScript form) is the same submission.
+            submission_key=f"web-{view.id}-{view.solution_id}",
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.current is None
+
+    @property
+    def last_rated(self) -> StepRow | None:
+        return self.rated[-1] if self.rated else None
+
+    @property
+    def error_step(self) -> StepRow | None:
+        return next((r for r in self.rated if r.label.rating == Rating.NEGATIVE), None)
+
+    @property
+    def announcement(self) -> str:
+        """What a screen reader hears after each change (the page's live region reads it)."""
+        parts = []
+        if self.last_rated is not None:
+            last = self.last_rated
+            parts.append(f"Step {last.number} rated {Rating(last.label.rating).label}.")
+        if self.current is not None:
+            parts.append(f"Step {self.current.number} of {len(self.view.steps)}.")
+        elif self.found_error and self.view.stop_at_first_error:
+            parts.append("Error found: add a correction if you like, then submit.")
+        else:
+            parts.append("All steps rated: press Enter to submit.")
+        return " ".join(parts)
+
+
+# --- The labelling page ------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def label(request: HttpRequest, slug: str) -> HttpResponse:
+    """The annotator's current solution (their draft, after a reload) or the next one."""
+    campaign, _ = campaign_for(request.user, slug)
+    return _render(request, _next_context(request, campaign=campaign))
+
+
+@login_required
+@require_POST
+def step_rate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Rate one step. Setting a rating is idempotent: a retried request rates it again, the same."""
+    assignment = _assignment(request, slug=slug, pk=pk)
+    form = RateForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, assignment, "That rating could not be read.")
+    data = form.cleaned_data
+    time_ms = data["time_ms"]
+    if time_ms is None:
+        # No JavaScript: the time since the previous draft action (each renews the lease).
+        time_ms = _since_last_action_ms(assignment, maximum=STEP_TIME_MAX_MS)
+    try:
+        services.step_label_set(
+            assignment=assignment,
+            annotator=request.user,
+            step_index=data["step_index"],
+            rating=data["rating"],
+            flagged=data["flagged"],
+            time_spent_ms=time_ms,
+        )
+    except services.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _drafted(request, assignment)
+
+
+@login_required
+@require_POST
+def step_undo(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Remove the last rating (only the one the page showed as last: retries are harmless)."""
+    assignment = _assignment(request, slug=slug, pk=pk)
+    form = UndoForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, assignment, "That undo could not be read.")
+    try:
+        services.step_label_undo(
+            assignment=assignment,
+            annotator=request.user,
+            step_index=form.cleaned_data["step_index"],
+        )
+    except services.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _drafted(request, assignment)
+
+
+@login_required
+@require_POST
+def step_flag(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Flag a rated step as unsure, or clear the flag (a set, so retries are harmless)."""
+    assignment = _assignment(request, slug=slug, pk=pk)
+    form = FlagForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, assignment, "That flag could not be read.")
+    try:
+        services.step_label_flag(
+            assignment=assignment,
+            annotator=request.user,
+            step_index=form.cleaned_data["step_index"],
+            flagged=form.cleaned_data["flagged"],
+        )
+    except services.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _drafted(request, assignment)
+
+
+@login_required
+@require_POST
+def assignment_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Submit the drafts (or give up, or report a bad problem) and serve the next solution.
+
+    Idempotent on the submission key the page rendered: a retry changes nothing and still gets
+    the next solution.
+    """
+    assignment = _assignment(request, slug=slug, pk=pk)
+    form = SubmitForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, assignment, "That submission could not be read.")
+    data = form.cleaned_data
+    total_ms = data["total_time_ms"]
+    if total_ms is None:
+        # No JavaScript: the time since the solution was served.
+        elapsed = timezone.now() - assignment.leased_at
+        total_ms = clamp_ms(int(elapsed.total_seconds() * 1000), maximum=TOTAL_TIME_MAX_MS)
+    try:
+        result = services.assignment_submit(
+            assignment=assignment,
+            annotator=request.user,
+            submission_key=data["submission_key"],
+            human_completion=data["human_completion"] or None,
+            finish_reason=data["finish_reason"] or None,
+            total_time_ms=total_ms,
+        )
+    except services.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _finished(request, assignment, notice=_submitted_notice(result))
+
+
+@login_required
+@require_POST
+def assignment_skip(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Hand the solution back unlabelled and serve the next one."""
+    assignment = _assignment(request, slug=slug, pk=pk)
+    try:
+        services.assignment_skip(assignment=assignment, annotator=request.user)
+    except services.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _finished(request, assignment, notice="Skipped. It will not be shown to you again.")
+
+
+# --- Helpers -----------------------------------------------------------------------------------
+
+
+def _assignment(request: HttpRequest, *, slug: str, pk: int) -> Assignment:
+    """The user's own assignment in this campaign; 404 for anything else (nothing is revealed).
+
+    Superusers may read any assignment through the selector, but only the holder may act on it.
+    """
+    try:
+        assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
+    except services.NotLeaseHolder:
+        raise Http404("No such assignment") from None
+    if assignment.campaign.slug != slug or assignment.annotator_id != request.user.pk:
+        raise Http404("No such assignment")
+    return assignment
+
+
+def _since_last_action_ms(assignment: Assignment, *, maximum: int) -> int | None:
+    """Time since the last draft action: every one renews the lease to ``now + lease``."""
+    if assignment.lease_expires_at is None:
+        return None
+    last = assignment.lease_expires_at - timedelta(seconds=assignment.campaign.lease_seconds)
+    return clamp_ms(int((timezone.now() - last).total_seconds() * 1000), maximum=maximum)
+
+
+def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | None = None) -> dict:
+    """The context of the workspace: the annotator's next solution, or why there is none."""
+    context: dict = {"campaign": campaign, "notice": notice}
+    try:
+        assignment = services.assignment_next(campaign=campaign, annotator=request.user)
+    except services.LabelingError as error:
+        return {**context, "refusal": error.detail}
+    if assignment is None:
+        nothing = selectors.queue_no_work(campaign=campaign, annotator=request.user)
+        # The page looks again by itself when a lease is due to expire, at least once a minute.
+        retry_in = min(nothing.retry_after, 60) if nothing.retry_after else None
+        return {**context, "no_work": nothing, "retry_in": retry_in}
+    assignment.campaign = campaign
+    return {**context, "page": LabelPage.build(selectors.assignment_view(assignment=assignment))}
+
+
+def _page_context(assignment: Assignment, *, error: str | None = None) -> dict:
+    view = selectors.assignment_view(assignment=assignment)
+    return {"campaign": assignment.campaign, "page": LabelPage.build(view), "error": error}
+
+
+def _render(request: HttpRequest, context: dict, *, status: int = 200) -> HttpResponse:
+    """The whole page, or only the workspace for htmx."""
+    name = f"{TEMPLATE}#workspace" if request.htmx else TEMPLATE
+    return render(request, name, context, status=status)
+
+
+def _label_url(assignment: Assignment) -> str:
+    return reverse("labeling:label", kwargs={"slug": assignment.campaign.slug})
+
+
+def _drafted(request: HttpRequest, assignment: Assignment) -> HttpResponse:
+    """After a draft change: htmx gets the new steps partial, a plain form the page again."""
+    if not request.htmx:
+        return redirect(_label_url(assignment))
+    return render(request, f"{TEMPLATE}#steps", _page_context(assignment))
+
+
+def _finished(request: HttpRequest, assignment: Assignment, *, notice: str) -> HttpResponse:
+    """After a submission or a skip: the next solution (htmx) or a redirect to it."""
+    if not request.htmx:
+        messages.success(request, notice)
+        return redirect(_label_url(assignment))
+    return _render(request, _next_context(request, campaign=assignment.campaign, notice=notice))
+
+
+def _refused(
+    request: HttpRequest, assignment: Assignment, error: services.LabelingError | str
+) -> HttpResponse:
+    """Say why an action was refused, next to the steps (htmx) or as a message (plain forms).
+
+    An assignment that is no longer the annotator's to change (submitted elsewhere, or its
+    lease taken by someone else) cannot be shown again: the next solution is, with the reason.
+    """
+    if isinstance(error, services.NotLeaseHolder | services.NotAMember):
+        raise Http404("No such assignment")
+    if isinstance(error, services.MembershipInactive):
+        raise PermissionDenied(error.detail)
+    message = error if isinstance(error, str) else error.detail
+    closed = isinstance(error, services.LeaseTaken | services.AssignmentClosed)
+    status = 409 if closed else 400
+    if not request.htmx:
+        messages.error(request, message)
+        return redirect(_label_url(assignment))
+    if closed:
+        context = _next_context(request, campaign=assignment.campaign, notice=message)
+        return retarget(_render(request, context, status=status), "#workspace")
+    return render(
+        request, f"{TEMPLATE}#steps", _page_context(assignment, error=message), status=status
+    )
+
+
+def _submitted_notice(result: services.SubmitResult) -> str:
+    said = {
+        FinishReason.SOLUTION: "Submitted.",
+        FinishReason.FOUND_ERROR: "Submitted: error found.",
+        FinishReason.GIVE_UP: "You gave up on that one; your ratings are kept.",
+        FinishReason.BAD_PROBLEM: "Reported as a bad problem. Thank you.",
+    }[FinishReason(result.finish_reason)]
+    if result.screening == Membership.Screening.PASSED:
+        said += " You passed the screening: welcome aboard."
+    return said

@@ -13,5 +13,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("campaigns/<slug:slug>/exports/", include("exports.urls")),
     path("api/", include("labeling.api_urls")),
+    path("", include("labeling.urls")),
     path("", include("annotators.urls")),
 ]

@@ -1,0 +1,303 @@
+/* The labelling page: keys, time measurement, math rendering and htmx glue.
+ *
+ * Everything the page does works without this file (plain forms that post and redirect); this
+ * adds the keyboard, KaTeX, client-measured times and the htmx niceties. No inline scripts or
+ * on*= handlers anywhere (the site runs under a Content Security Policy): the templates mark
+ * what this file needs with data- attributes:
+ *   #steps[data-assignment, data-current, data-announce]   state of the solution being labelled
+ *   [data-key="1|2|3"]  rating buttons;   [data-key-flag]  the current step's "unsure" box
+ *   [data-key-flag-last] [data-key-undo] [data-key-skip] [data-key-submit]   buttons for keys
+ *   [data-time="step|total"]  hidden inputs filled with milliseconds just before a form posts
+ *   [data-correction]  the correction textarea (keys are off inside it)
+ */
+(function () {
+  "use strict";
+
+  var KATEX_OPTIONS = {
+    delimiters: [
+      { left: "$$", right: "$$", display: true },
+      { left: "\\[", right: "\\]", display: true },
+      { left: "\\(", right: "\\)", display: false },
+      { left: "$", right: "$", display: false },
+    ],
+    trust: false,
+    throwOnError: false,
+    strict: "ignore",
+  };
+  // Queued key presses while a request is in flight: fast typists keep their presses in order.
+  var QUEUE_MAX = 8;
+  var STORE_PREFIX = "stepwise:";
+
+  var busy = false;
+  var queue = [];
+
+  // --- Storage (times and correction drafts survive a reload; private modes may refuse it) ---
+
+  var store = {
+    get: function (k) {
+      try { return window.sessionStorage.getItem(STORE_PREFIX + k); } catch (e) { return null; }
+    },
+    set: function (k, v) {
+      try { window.sessionStorage.setItem(STORE_PREFIX + k, v); } catch (e) { /* ignore */ }
+    },
+    forgetOthers: function (assignment) {
+      try {
+        var keep = STORE_PREFIX + assignment + ":";
+        for (var i = window.sessionStorage.length - 1; i >= 0; i--) {
+          var k = window.sessionStorage.key(i);
+          if (k && k.indexOf(STORE_PREFIX) === 0 && k.indexOf(keep) !== 0) {
+            window.sessionStorage.removeItem(k);
+          }
+        }
+      } catch (e) { /* ignore */ }
+    },
+  };
+
+  function startedAt(assignment, what) {
+    var key = assignment + ":" + what;
+    var value = Number(store.get(key));
+    if (!value) {
+      value = Date.now();
+      store.set(key, String(value));
+    }
+    return value;
+  }
+
+  function stepsEl() { return document.getElementById("steps"); }
+
+  // --- Math ---
+
+  function renderMath(root) {
+    if (typeof window.renderMathInElement !== "function") return;
+    var nodes = root.querySelectorAll ? root.querySelectorAll(".math:not([data-rendered])") : [];
+    for (var i = 0; i < nodes.length; i++) {
+      window.renderMathInElement(nodes[i], KATEX_OPTIONS);
+      nodes[i].setAttribute("data-rendered", "");
+    }
+  }
+
+  // --- New content: math, timers, announcements, scrolling ---
+
+  function onNewContent(root) {
+    renderMath(root);
+    var steps = stepsEl();
+    if (!steps) return;
+    var assignment = steps.getAttribute("data-assignment");
+    store.forgetOthers(assignment);
+    startedAt(assignment, "total");
+    startedAt(assignment, "step:" + steps.getAttribute("data-current"));
+    var help = document.querySelector("[data-open-help]");
+    if (help) help.hidden = false;
+    var correction = steps.querySelector("[data-correction]");
+    if (correction && !correction.value) correction.value = store.get(assignment + ":correction") || "";
+    var current = steps.querySelector(".step.current, #finish");
+    if (root === document.body) {
+      // A reload in the middle of a solution: bring the step being rated into view.
+      if (current && steps.querySelector(".step.rated") && current.scrollIntoView) {
+        current.scrollIntoView({ block: "nearest" });
+      }
+      return;
+    }
+    var announce = document.getElementById("announce");
+    var notice = document.querySelector("#workspace .notice");
+    var said = steps.getAttribute("data-announce") || "";
+    if (root.id === "workspace") {
+      if (notice) said = notice.textContent + " " + said;
+      window.scrollTo(0, 0);
+    } else if (current && current.scrollIntoView) {
+      current.scrollIntoView({ block: "nearest" });
+    }
+    if (announce) announce.textContent = said;
+  }
+
+  // --- Times: filled in just before a form posts (capture phase runs before htmx's handler) ---
+
+  document.addEventListener("submit", function (event) {
+    var steps = stepsEl();
+    if (!steps) return;
+    var assignment = steps.getAttribute("data-assignment");
+    var now = Date.now();
+    var inputs = event.target.querySelectorAll("[data-time]");
+    for (var i = 0; i < inputs.length; i++) {
+      var what = inputs[i].getAttribute("data-time") === "step"
+        ? "step:" + steps.getAttribute("data-current")
+        : "total";
+      inputs[i].value = String(now - startedAt(assignment, what));
+    }
+  }, true);
+
+  document.addEventListener("input", function (event) {
+    var target = event.target;
+    var steps = stepsEl();
+    if (steps && target.matches && target.matches("[data-correction]")) {
+      store.set(steps.getAttribute("data-assignment") + ":correction", target.value);
+    }
+  });
+
+  // --- Keys ---
+
+  function press(el) {
+    if (!el || el.disabled) return false;
+    el.click();
+    return true;
+  }
+
+  function act(key) {
+    var steps = stepsEl();
+    if (!steps) return false;
+    switch (key) {
+      case "1": case "2": case "3":
+        return press(steps.querySelector('[data-key="' + key + '"]'));
+      case "f": {
+        var box = steps.querySelector("[data-key-flag]");
+        if (box) {
+          box.checked = !box.checked;
+          return true;
+        }
+        return press(steps.querySelector("[data-key-flag-last]"));
+      }
+      case "u": case "Backspace":
+        return press(steps.querySelector("[data-key-undo]"));
+      case "s":
+        return press(steps.querySelector("[data-key-skip]"));
+      case "Enter":
+        return press(steps.querySelector("[data-key-submit]"));
+      case "c": {
+        var correction = steps.querySelector("[data-correction]");
+        if (correction) correction.focus();
+        return Boolean(correction);
+      }
+    }
+    return false;
+  }
+
+  var KEYS = { "1": 1, "2": 1, "3": 1, f: 1, u: 1, Backspace: 1, s: 1, Enter: 1, c: 1 };
+
+  function run(key) {
+    if (busy) {
+      if (queue.length < QUEUE_MAX) queue.push(key);
+      return;
+    }
+    act(key);
+  }
+
+  function drain() {
+    // One at a time: an action that posts makes us busy again until its answer has settled.
+    while (!busy && queue.length) act(queue.shift());
+  }
+
+  function isTextEntry(el) {
+    if (!el || !el.closest) return false;
+    return Boolean(el.closest(
+      "textarea, select, [contenteditable]:not([contenteditable='false']), " +
+      "input:not([type=checkbox]):not([type=radio]):not([type=button]):not([type=submit]):not([type=hidden])"
+    ));
+  }
+
+  function openHelp() {
+    var dialog = document.getElementById("key-help");
+    if (dialog && !dialog.open && dialog.showModal) dialog.showModal();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.defaultPrevented || event.isComposing) return;
+    var target = event.target;
+    var dialog = document.getElementById("key-help");
+    if (dialog && dialog.open) {
+      if (event.key === "?") {
+        dialog.close();
+        event.preventDefault();
+      }
+      return; // Escape closes it natively
+    }
+    if (target && target.matches && target.matches("[data-correction]")) {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        target.blur();
+        run("Enter");
+      } else if (event.key === "Escape") {
+        target.blur();
+      }
+      return;
+    }
+    if (isTextEntry(target) || event.ctrlKey || event.metaKey || event.altKey) return;
+    var key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
+    if (key === "?") {
+      event.preventDefault();
+      openHelp();
+      return;
+    }
+    if (!KEYS[key]) return;
+    // Enter on a focused button, link or summary keeps its own meaning.
+    if (key === "Enter" && target.closest && target.closest("button, a, summary, [role=button]")) return;
+    event.preventDefault();
+    run(key);
+  });
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("[data-open-help]")) openHelp();
+  });
+
+  // --- htmx ---
+
+  // Busy from the request until its content has settled: only then has htmx wired up the new
+  // forms (a click before that would post the plain form and load a whole page).
+  document.addEventListener("htmx:beforeRequest", function () { busy = true; });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (!status || (status >= 400 && status !== 400 && status !== 409)) {
+      busy = false;
+      queue.length = 0; // the action failed: later presses were meant for a state that never came
+    } else if (status === 400 || status === 409) {
+      queue.length = 0; // refused: its answer (with the reason) is swapped in, nothing more runs
+    } else if (status === 204) {
+      busy = false;
+    }
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    busy = false;
+    drain();
+  });
+
+  // Refusals (400: a broken rule, 409: the assignment is no longer yours to change) come back as
+  // the partial with the reason in it: show it instead of dropping it like other errors.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var status = event.detail.xhr.status;
+    if (status === 400 || status === 409) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
+  function showRequestError(text) {
+    var box = document.getElementById("request-error");
+    if (!box) {
+      box = document.createElement("p");
+      box.id = "request-error";
+      box.className = "error";
+      box.setAttribute("role", "alert");
+      var main = document.getElementById("main");
+      main.insertBefore(box, main.firstChild);
+    }
+    box.textContent = text;
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    var status = event.detail.xhr.status;
+    if (status === 400 || status === 409) return;
+    showRequestError("The server refused that (" + status + "). Reload the page to continue.");
+  });
+  document.addEventListener("htmx:sendError", function () {
+    showRequestError("The server could not be reached: your last action was not saved. Try again.");
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    var box = document.getElementById("request-error");
+    if (box) box.remove();
+  });
+
+  if (window.htmx) {
+    window.htmx.onLoad(onNewContent);
+  } else {
+    document.addEventListener("DOMContentLoaded", function () { onNewContent(document.body); });
+  }
+})();
