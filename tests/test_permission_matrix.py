@@ -47,8 +47,8 @@ class Route:
 
     ``level``: ``manage`` / ``review`` / ``label`` (campaign roles, site admins pass),
     ``login`` (anyone logged in), ``public``, ``api-member`` (a member of the campaign, site
-    admins included only if they are members), ``api-holder`` (the annotator holding the
-    assignment; ``admin_reads``: site admins may read it too). ``kwargs`` names the objects
+    admins included only if they are members), ``holder`` / ``api-holder`` (the annotator
+    holding the assignment; ``admin_ok``: what site admins get instead). ``kwargs`` names the objects
     that fill the URL; ``data`` is posted (empty: the form is invalid, which still proves
     the visitor got past the permission check).
     """
@@ -65,6 +65,13 @@ ROUTES: dict[str, Route] = {
     "home": Route("login", {"GET": 200}),
     "login": Route("public", {"GET": 200}),
     "logout": Route("public", {"POST": 302}),
+    "labeling:label": Route("label", {"GET": 200}, ("slug",)),
+    # The labelling page's actions: only the assignment's holder (an empty form: back to the page).
+    "labeling:rate": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:undo": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:flag": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:submit": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:skip": Route("holder", {"POST": 302}, ("slug", "assignment")),
     # annotators
     "annotators:list": Route("login", {"GET": 200}),
     "annotators:create": Route("login", {"GET": 200, "POST": 400}),
@@ -218,6 +225,8 @@ def expected(route: Route, method: str, visitor: str, campaign: str) -> int:
         return ok
     if route.level == "api-member":
         return ok if campaign == "own" and visitor in CAMPAIGN_ROLES else 404
+    if route.level == "holder":
+        return ok if campaign == "own" and visitor == "annotator" else 404
     if route.level == "api-holder":
         if visitor == "site admin" and route.admin_ok:
             return route.admin_ok[method]
