@@ -48,9 +48,9 @@ class Route:
     ``level``: ``manage`` / ``review`` / ``label`` (campaign roles, site admins pass),
     ``login`` (anyone logged in), ``public``, ``api-member`` (a member of the campaign, site
     admins included only if they are members), ``holder`` / ``api-holder`` (the annotator
-    holding the assignment; ``admin_ok``: what site admins get instead). ``kwargs`` names the objects
-    that fill the URL; ``data`` is posted (empty: the form is invalid, which still proves
-    the visitor got past the permission check).
+    holding the assignment; ``admin_ok``: what site admins get instead). ``kwargs`` names the
+    objects that fill the URL; ``data`` is posted (empty: the form is invalid, which still
+    proves the visitor got past the permission check).
     """
 
     level: str
