@@ -122,6 +122,7 @@ def test_a_campaign_from_creation_to_a_rejected_assignment_on_the_dashboard(
 
     # Labels: the screening question first (rated as the reference), then the regular solution.
     annotator.get_by_role("link", name="Start labelling").click()
+    annotator.wait_for_load_state("load")  # the page's keyboard script is running
     for _ in range(2):
         annotator.wait_for_selector("#steps[data-current='0']")
         served = annotator.get_attribute("#steps", "data-assignment")
