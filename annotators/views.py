@@ -15,7 +15,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotators import selectors, services
+from annotators import charts, selectors, services
 from annotators.dashboard import dashboard_context
 from annotators.forms import (
     CampaignForm,
@@ -283,8 +283,6 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"{member.user.get_username()} updated.")
             return redirect("annotators:member", slug=campaign.slug, pk=member.pk)
-    from annotators import charts
-
     qc = qc_agreement(campaign=campaign, annotator_id=member.user_id)
     chart = charts.line(
         title=f"{member.user.get_username()}: agreement with gold by day (UTC)",
