@@ -77,6 +77,16 @@ def _every(n: int, most: int) -> int:
     return max(1, -(-n // most))
 
 
+def _labelled(n: int, k: int, extra: Sequence[int] = ()) -> set[int]:
+    """Indexes to write a label at: every k-th and the last, plus ``extra`` (e.g. the peak),
+    leaving out any that would sit on top of a neighbour's label."""
+    chosen = {n - 1}
+    for i in [*extra, *range(0, n, k)]:
+        if all(abs(i - j) >= max(k * 0.75, 1) for j in chosen):
+            chosen.add(i)
+    return chosen
+
+
 def columns(
     *,
     title: str,
@@ -88,7 +98,7 @@ def columns(
 ) -> SafeString:
     """Vertical bars (e.g. per day) with values on them; with many bars every k-th is labelled,
     and always the highest and the last."""
-    left, right, top, bottom = 8, 8, 22, 34
+    left, right, top, bottom = 28, 28, 22, 34
     n = len(points)
     body: list[str] = []
     if not n:
@@ -98,6 +108,7 @@ def columns(
     scale = max(v for _, v in points) or 1
     k = _every(n, most_labels)
     peak = max(range(n), key=lambda i: points[i][1])
+    values, ticks = _labelled(n, k, [peak]), _labelled(n, k)
     body.append(
         format_html(
             '<line x1="{}" y1="{}" x2="{}" y2="{}" class="axis"></line>',
@@ -119,9 +130,9 @@ def columns(
                 f"{h:.1f}",
             )
         )
-        if i % k == 0 or i in (peak, n - 1):
+        if i in values:
             body.append(_text(x + step / 2, top + plot_h - h - 4, fmt(value), "value", "middle"))
-        if i % k == 0 or i == n - 1:
+        if i in ticks:
             body.append(_text(x + step / 2, height - bottom + 16, label, "label", "middle"))
     return _svg(width, height, title, body)
 
@@ -137,7 +148,7 @@ def line(
     most_labels: int = 12,
 ) -> SafeString:
     """A line through the points (None: a gap), with values written on every k-th point."""
-    left, right, top, bottom = 8, 8, 22, 34
+    left, right, top, bottom = 28, 28, 22, 34
     known = [v for _, v in points if v is not None]
     if not known:
         return _svg(width, 40, title, [_text(8, 20, "no data yet", "label")])
@@ -173,7 +184,10 @@ def line(
             body.append(
                 format_html('<polyline points="{}" class="line"></polyline>', " ".join(seg))
             )
-    last = max(i for i, (_, v) in enumerate(points) if v is not None)
+    rated = [i for i, (_, v) in enumerate(points) if v is not None]
+    values = _labelled(len(rated), k)
+    values = {rated[j] for j in values}
+    ticks = _labelled(n, k)
     for i, (label, v) in enumerate(points):
         if v is not None:
             x, y = xy(i, v)
@@ -182,9 +196,9 @@ def line(
                     '<circle cx="{}" cy="{}" r="3" class="dot"></circle>', f"{x:.1f}", f"{y:.1f}"
                 )
             )
-            if i % k == 0 or i == last:
+            if i in values:
                 body.append(_text(x, y - 7, fmt(v), "value", "middle"))
-        if i % k == 0 or i == n - 1:
+        if i in ticks:
             x = left + plot_w * (i + 0.5) / n
             body.append(_text(x, height - bottom + 16, label, "label", "middle"))
     return _svg(width, height, title, body)

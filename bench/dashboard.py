@@ -33,7 +33,7 @@ os.environ["STEPWISE_SNAPSHOT_MAX_AGE"] = str(10**9)
 
 SLUG = "bench-dashboard"
 BASE_LABELS = 800_000
-MARKER = "bench/dashboard.py v1"
+MARKER = "bench/dashboard.py v2"
 
 
 def build(*, rebuild: bool):
@@ -142,12 +142,13 @@ def build(*, rebuild: bool):
             """,
             [c],
         )
-        # Every fiftieth solution is a quality-control one; its gold is the first label, so the
-        # first annotator agrees fully and the second as often as the copy kept the rating.
+        # Every fiftieth solution is a quality-control one (half of them with two annotators); its
+        # gold is the first label, so the first annotator agrees fully and the second as often
+        # as the copy kept the rating.
         cur.execute(
             """
             UPDATE labeling_solution SET kind = 'qc', is_open = true
-            WHERE campaign_id = %s AND id %% 50 = 1
+            WHERE campaign_id = %s AND id %% 50 = 0
             """,
             [c],
         )
