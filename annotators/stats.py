@@ -230,12 +230,17 @@ def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict
     ):
         gold[sid].append((index, rating))
     given: dict[int, dict[int, int]] = defaultdict(dict)
-    for aid, index, rating in (
-        StepLabel.objects.filter(assignment__in=assignments.values("pk"), rating__isnull=False)
-        .order_by()
-        .values_list("assignment_id", "step__index", "rating")
-    ):
-        given[aid][index] = rating
+    ids = [m[0] for m in meta]
+    # By explicit ids, in chunks: a subquery lets PostgreSQL scan every label of the campaign,
+    # and SQLite takes a limited number of parameters.
+    for start in range(0, len(ids), 5000):
+        for aid, index, rating in (
+            StepLabel.objects.filter(assignment_id__in=ids[start : start + 5000])
+            .filter(rating__isnull=False)
+            .order_by()
+            .values_list("assignment_id", "step__index", "rating")
+        ):
+            given[aid][index] = rating
     per: dict[int, dict] = defaultdict(lambda: {"agree": 0, "scored": 0})
     days: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     agree_all = scored_all = 0
