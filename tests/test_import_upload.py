@@ -156,3 +156,66 @@ def test_the_status_row_polls_while_running_and_stops_when_finished(manager_clie
         and "running: writing" in running
     )
     assert "hx-trigger" not in done and "5 new solutions" in done
+
+
+def _wait_for(predicate, seconds: float = 30.0) -> bool:
+    """Poll until ``predicate()`` holds (a failure bound, not a timing assertion)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_progress_is_written_by_its_own_connection():
+    from annotators.services import _ProgressWriter
+
+    job = ImportJob.objects.create(
+        campaign=make_campaign(), file_name="x.jsonl", format="jsonl", status="running"
+    )
+    with _ProgressWriter(job.pk) as writer:
+        writer.report("writing", 0.5)
+        seen = _wait_for(lambda: ImportJob.objects.get(pk=job.pk).progress == 0.5)
+
+    assert seen
+    assert ImportJob.objects.get(pk=job.pk).phase == "writing"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_progress_shows_while_the_import_transaction_is_still_open():
+    from django.db import transaction
+
+    from annotators.services import _ProgressWriter
+
+    campaign = make_campaign()
+    job = ImportJob.objects.create(
+        campaign=campaign, file_name="x.jsonl", format="jsonl", status="running"
+    )
+    with transaction.atomic():
+        make_member(campaign=campaign)  # the import's writes, not committed yet
+        with _ProgressWriter(job.pk) as writer:
+            writer.report("writing", 0.25)
+            assert _wait_for(lambda: _progress_elsewhere(job.pk) == 0.25)
+
+
+def _progress_elsewhere(pk: int) -> float:
+    """The job's progress as another connection (a web request) sees it."""
+    import threading
+
+    from django.db import connection
+
+    out = []
+
+    def read():
+        out.append(ImportJob.objects.get(pk=pk).progress)
+        connection.close()
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join()
+    return out[0]
