@@ -19,8 +19,6 @@ from datetime import timedelta
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery, Value
-from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -29,7 +27,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import retarget
 
 from annotators.models import Membership
-from annotators.permissions import campaign_for, campaigns_visible_to
+from annotators.permissions import campaign_for
 from labeling import selectors, services
 from labeling.forms import (
     STEP_TIME_MAX_MS,
@@ -40,7 +38,7 @@ from labeling.forms import (
     UndoForm,
     clamp_ms,
 )
-from labeling.models import Assignment, Campaign, FinishReason, Rating, Solution, StepLabel
+from labeling.models import Assignment, Campaign, FinishReason, Rating
 
 TEMPLATE = "labeling/label.html"
 
@@ -51,38 +49,8 @@ TEMPLATE = "labeling/label.html"
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     """The campaigns this person belongs to, with what is left for them and what they did today."""
-    user = request.user
-    now = timezone.now()
-    today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
-    mine = Assignment.objects.filter(campaign=OuterRef("pk"), annotator=user)
-    done_today = mine.filter(status=Assignment.Status.SUBMITTED, submitted_at__gte=today)
-    open_for_me = Solution.objects.filter(
-        campaign=OuterRef("pk"), kind=Solution.Kind.REGULAR, is_open=True
-    ).exclude(Exists(Assignment.objects.filter(solution=OuterRef("pk"), annotator=user)))
-    steps_today = StepLabel.objects.filter(
-        assignment__campaign=OuterRef("pk"),
-        assignment__annotator=user,
-        assignment__status=Assignment.Status.SUBMITTED,
-        assignment__submitted_at__gte=today,
-        rating__isnull=False,
-    )
-    campaigns = campaigns_visible_to(user).annotate(
-        left=_count(open_for_me),
-        solutions_today=_count(done_today),
-        steps_today=_count(steps_today),
-        in_progress=Exists(mine.filter(status=Assignment.Status.LEASED, lease_expires_at__gt=now)),
-        role=Subquery(
-            Membership.objects.filter(campaign=OuterRef("pk"), user=user).values("role")[:1]
-        ),
-    )
+    campaigns = selectors.campaigns_progress(user=request.user)
     return render(request, "labeling/home.html", {"campaigns": campaigns})
-
-
-def _count(queryset) -> Coalesce:
-    """``COUNT(*)`` of a correlated queryset as an annotation (0 when it has no rows)."""
-    counted = queryset.order_by().annotate(_one=Value(1)).values("_one")
-    counted = counted.annotate(n=Count("*")).values("n")
-    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
 # --- What the page shows ---------------------------------------------------------------------

@@ -105,14 +105,25 @@ def test_a_whole_solution_with_the_keyboard_only(labeller, campaign):
     assert assignment.total_time_ms is not None
 
 
-def test_fast_presses_are_queued_not_lost(labeller, campaign):
-    make_solution(campaign=campaign, steps=["a", "b", "c", "d", "e"])
+def test_keys_pressed_while_waiting_for_the_server_are_dropped(labeller, campaign):
+    """Nothing is rated before it is shown: presses during a request do not carry over."""
+    make_solution(campaign=campaign, steps=["a", "b", "c", "d"])
     page = labeller()
-    for key in "33233":
+    held = []
+    page.route("**/rate/", lambda route: held.append(route))  # held until released below
+    with page.expect_request("**/rate/"):
+        page.keyboard.press("3")
+    for key in "321u":
         page.keyboard.press(key)
-    current_is(page, "end")
-    assignment = Assignment.objects.get()
-    assert [r for r, _, _ in labels(assignment)] == [1, 1, 0, 1, 1]
+    page.wait_for_function("document.querySelector('#workspace.htmx-request') !== null")
+    assert len(held) == 1
+    held[0].continue_()
+    current_is(page, 1)
+    assert len(held) == 1
+    page.unroute("**/rate/")
+    page.keyboard.press("2")  # once the answer is in, keys work again
+    current_is(page, 2)
+    assert [r for r, _, _ in labels(Assignment.objects.get())] == [1, 0]
 
 
 def test_undo_with_u_and_backspace_and_a_reload_resumes(labeller, campaign):
@@ -233,9 +244,8 @@ def test_script_and_img_payloads_stay_inert_text(labeller, campaign):
     make_solution(campaign=campaign, steps=[*XSS, "last"])
     campaign.problems.update(text=payload, ground_truth_answer=XSS[1])
     page = labeller()
-    for _ in XSS:
-        page.keyboard.press("3")
-    current_is(page, len(XSS))
+    for i in range(len(XSS)):
+        press(page, "3", i + 1)
     page.click(".instructions summary")
     assert page.evaluate("window.__xss") is None
     assert page.dialogs == []
@@ -243,3 +253,18 @@ def test_script_and_img_payloads_stay_inert_text(labeller, campaign):
     text = page.inner_text("#steps")
     assert "<script>window.__xss = 'script'</script>" in text
     assert "<img src=x onerror=\"window.__xss = 'img'\">" in text
+
+
+def test_an_expired_session_goes_to_the_login_page_instead_of_swapping_it_in(
+    labeller, campaign, live_server
+):
+    from django.contrib.sessions.models import Session
+
+    make_solution(campaign=campaign, steps=["a", "b"])
+    page = labeller()
+    Session.objects.all().delete()
+    page.keyboard.press("3")
+    page.wait_for_url("**/login/**")
+    assert page.locator("#steps").count() == 0
+    assert page.locator("input[name=username]").is_visible()
+    assert not Assignment.objects.get().labels.exists()

@@ -24,12 +24,12 @@
     throwOnError: false,
     strict: "ignore",
   };
-  // Queued key presses while a request is in flight: fast typists keep their presses in order.
-  var QUEUE_MAX = 8;
   var STORE_PREFIX = "stepwise:";
 
+  // True from a request until its answer has settled. Keys pressed meanwhile are dropped, not
+  // queued: a rating must be of a step the annotator has seen, and the next step is not shown
+  // until the answer arrives (the same holds for Enter and the next solution).
   var busy = false;
-  var queue = [];
 
   // --- Storage (times and correction drafts survive a reload; private modes may refuse it) ---
 
@@ -174,16 +174,7 @@
   var KEYS = { "1": 1, "2": 1, "3": 1, f: 1, u: 1, Backspace: 1, s: 1, Enter: 1, c: 1 };
 
   function run(key) {
-    if (busy) {
-      if (queue.length < QUEUE_MAX) queue.push(key);
-      return;
-    }
-    act(key);
-  }
-
-  function drain() {
-    // One at a time: an action that posts makes us busy again until its answer has settled.
-    while (!busy && queue.length) act(queue.shift());
+    if (!busy) act(key);
   }
 
   function isTextEntry(el) {
@@ -240,29 +231,34 @@
 
   // --- htmx ---
 
-  // Busy from the request until its content has settled: only then has htmx wired up the new
-  // forms (a click before that would post the plain form and load a whole page).
+  // Busy until the answer has settled: only then has htmx wired up the new forms (a click
+  // before that would post the plain form and load a whole page). The templates swap with
+  // ``settle:0ms``, so that is the moment the new content appears. Answers that swap nothing
+  // (failures, 204) end it at once.
   document.addEventListener("htmx:beforeRequest", function () { busy = true; });
   document.addEventListener("htmx:afterRequest", function (event) {
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
-    if (!status || (status >= 400 && status !== 400 && status !== 409)) {
-      busy = false;
-      queue.length = 0; // the action failed: later presses were meant for a state that never came
-    } else if (status === 400 || status === 409) {
-      queue.length = 0; // refused: its answer (with the reason) is swapped in, nothing more runs
-    } else if (status === 204) {
-      busy = false;
-    }
+    var swapped = (status >= 200 && status < 400 && status !== 204) || status === 400 || status === 409;
+    if (!swapped) busy = false;
   });
-  document.addEventListener("htmx:afterSettle", function () {
-    busy = false;
-    drain();
-  });
+  document.addEventListener("htmx:afterSettle", function () { busy = false; });
 
   // Refusals (400: a broken rule, 409: the assignment is no longer yours to change) come back as
   // the partial with the reason in it: show it instead of dropping it like other errors.
   document.addEventListener("htmx:beforeSwap", function (event) {
-    var status = event.detail.xhr.status;
+    var xhr = event.detail.xhr;
+    // The page's views never redirect an htmx request; a redirect that was followed is the
+    // login page (the session expired): go there for real instead of swapping it in.
+    if (xhr.responseURL && event.detail.requestConfig) {
+      var asked = new URL(event.detail.requestConfig.path, window.location.href);
+      var got = new URL(xhr.responseURL);
+      if (got.pathname !== asked.pathname) {
+        event.detail.shouldSwap = false;
+        window.location.assign(got.href);
+        return;
+      }
+    }
+    var status = xhr.status;
     if (status === 400 || status === 409) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;
