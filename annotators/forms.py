@@ -11,7 +11,7 @@ from django.utils.text import slugify
 
 from annotators.models import Membership
 from annotators.services import upload_limit_bytes, upload_too_large_message
-from labeling.models import Campaign, Rating, Review, Solution
+from labeling.models import Campaign, Review, Solution
 
 # Paths under /campaigns/ that are not campaigns.
 RESERVED_SLUGS = {"new"}
@@ -257,6 +257,3 @@ class ReviewFilterForm(forms.Form):
     def __init__(self, *args, annotators: list[tuple[int, str]], **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["annotator"].choices = [("", "anyone"), *annotators]
-
-
-RATINGS = {r.value: r.label for r in Rating}
