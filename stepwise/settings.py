@@ -175,6 +175,16 @@ CELERY_BEAT_SCHEDULE["labeling-leases-sweep"] = {
     "schedule": envint("STEPWISE_LEASE_SWEEP_SECONDS", "60"),
 }
 
+# Campaign management (annotators/). Who may create campaigns: "users" (anyone logged in, who
+# becomes the campaign's manager) or "staff" (Django staff and superusers only).
+STEPWISE_CAMPAIGN_CREATORS = envstr("STEPWISE_CAMPAIGN_CREATORS", "users")
+# Largest import file accepted from the browser, in MB (bigger files: manage.py import_solutions).
+STEPWISE_MAX_UPLOAD_MB = envint("STEPWISE_MAX_UPLOAD_MB", "200")
+# Dashboard and agreement figures older than this many seconds are recomputed by a worker.
+STEPWISE_SNAPSHOT_MAX_AGE = envint("STEPWISE_SNAPSHOT_MAX_AGE", "300")
+# How long a new invitation link works unless the manager says otherwise, in days.
+STEPWISE_INVITATION_DAYS = envint("STEPWISE_INVITATION_DAYS", "7")
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 if envbool("STEPWISE_FAST_HASHER", "False"):
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

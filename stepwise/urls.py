@@ -14,4 +14,5 @@ urlpatterns = [
     path("campaigns/<slug:slug>/exports/", include("exports.urls")),
     path("api/", include("labeling.api_urls")),
     path("", include("labeling.urls")),
+    path("", include("annotators.urls")),
 ]

@@ -102,14 +102,16 @@ def import_file(
     campaign: Campaign,
     fmt: str,
     grade: bool = True,
-    progress: bool = False,
+    progress: bool | Callable[[str, float], None] = False,
     **options: Any,
 ) -> ImportResult:
     """Import a file of one of ``FORMATS`` into ``campaign``: all of it, or nothing.
 
     Options: ``as_gold`` (``qc``/``screening``: ProcessBench labels and JSONL ``gold_ratings``
     become gold step ratings), ``generator`` (default generator name), ``labeler`` (account of
-    the trajectories' labels). Raises ImportValidationError on bad input.
+    the trajectories' labels). Raises ImportValidationError on bad input. ``progress``: True
+    shows bars on a terminal; a callable is called with the phase (``validating``, ``writing``,
+    ``grading``) and the share of the file read in it (the web upload's job records them).
     """
     started = time.monotonic()
     path = Path(path)
@@ -127,7 +129,9 @@ def import_file(
         solutions = Solution.objects.filter(
             campaign=campaign, pk__gte=min(writer.created), pk__lte=max(writer.created)
         )
-        result.grading = solutions_grade(solutions=solutions, progress=progress)
+        if callable(progress):
+            progress("grading", 0.0)
+        result.grading = solutions_grade(solutions=solutions, progress=progress is True)
         result.solutions_graded = result.grading.graded
     return result
 
@@ -174,12 +178,32 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield number, raw
 
 
-def _bar(path: Path, progress: bool, desc: str):
+def _bar(path: Path, progress, desc: str):
     if not progress:
         return None
+    if callable(progress):
+        return _Progress(progress, "writing" if desc == "importing" else desc, path.stat().st_size)
     from tqdm import tqdm
 
     return tqdm(total=path.stat().st_size, desc=desc, unit="B", unit_scale=True, leave=False)
+
+
+class _Progress:
+    """A progress bar's ``update``/``close`` that report to a callable, at most every 1%."""
+
+    def __init__(self, report: Callable[[str, float], None], phase: str, total: int) -> None:
+        self.report, self.phase, self.total = report, phase, max(total, 1)
+        self.done = self.reported = 0
+        report(phase, 0.0)
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.done - self.reported >= self.total / 100:
+            self.reported = self.done
+            self.report(self.phase, min(self.done / self.total, 1.0))
+
+    def close(self) -> None:
+        self.report(self.phase, 1.0)
 
 
 def _parse_line(raw: bytes, parse: Parser, options: dict) -> list[SolutionIn]:
@@ -192,7 +216,7 @@ def _parse_line(raw: bytes, parse: Parser, options: dict) -> list[SolutionIn]:
     return parse(record, options)
 
 
-def _validate(path: Path, parse: Parser, options: dict, progress: bool) -> set[str]:
+def _validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
     """Check every line; returns the labelers named. Raises ImportValidationError."""
     errors: list[LineError] = []
     labelers: set[str] = set()
@@ -232,7 +256,7 @@ def _validate(path: Path, parse: Parser, options: dict, progress: bool) -> set[s
 
 
 def _batches(
-    path: Path, parse: Parser, options: dict, progress: bool
+    path: Path, parse: Parser, options: dict, progress
 ) -> Iterator[list[tuple[int, SolutionIn]]]:
     bar = _bar(path, progress, "importing")
     items: list[tuple[int, SolutionIn]] = []

@@ -1,0 +1,272 @@
+"""Reads behind the manager's and reviewer's pages. No writes here.
+
+Lists that grow with the labels (the review queue) are cut in the database with an indexed order
+and no total count; lists that grow with the people (members) are small enough to merge with the
+snapshot's per-annotator figures in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Exists, F, OuterRef, Subquery
+from django.db.models.functions import Left
+
+from annotators.models import CampaignSnapshot, Invitation, Membership
+from labeling.models import Assignment, Campaign, Review, Solution, Step, StepLabel
+
+REVIEW_PAGE = 25
+
+
+def annotator_figures(snapshot: CampaignSnapshot | None) -> dict[int, dict]:
+    """The snapshot's per-annotator figures by user id (empty without a snapshot)."""
+    if snapshot is None:
+        return {}
+    return {row["id"]: row for row in snapshot.data.get("annotators", [])}
+
+
+def low_qc_annotators(*, campaign: Campaign, snapshot: CampaignSnapshot | None) -> list[int]:
+    """Annotators whose QC agreement is below the campaign's screening threshold."""
+    return [
+        uid
+        for uid, row in annotator_figures(snapshot).items()
+        if row.get("qc_agreement") is not None
+        and row["qc_agreement"] < campaign.screening_threshold
+    ]
+
+
+def members_rows(*, campaign: Campaign, snapshot: CampaignSnapshot | None) -> list[dict]:
+    """Every member with their role, state, screening and figures from the snapshot."""
+    figures = annotator_figures(snapshot)
+    rows = []
+    for m in (
+        Membership.objects.filter(campaign=campaign)
+        .select_related("user", "invitation")
+        .order_by("user__username")
+    ):
+        f = figures.get(m.user_id, {})
+        rows.append(
+            {
+                "id": m.pk,
+                "user_id": m.user_id,
+                "username": m.user.get_username(),
+                "role": m.role,
+                "status": m.status,
+                "screening": m.screening,
+                "screening_score": m.screening_score,
+                "joined": m.joined_at,
+                "invitation": m.invitation.token_hint if m.invitation else "",
+                "assignments": f.get("assignments"),
+                "labels": f.get("labels"),
+                "median_seconds_per_step": f.get("median_seconds_per_step"),
+                "qc_agreement": f.get("qc_agreement"),
+                "kappa": f.get("kappa"),
+                "last": f.get("last"),
+            }
+        )
+    return rows
+
+
+def invitations_list(*, campaign: Campaign) -> list[Invitation]:
+    return list(
+        Invitation.objects.filter(campaign=campaign)
+        .select_related("created_by")
+        .order_by("-created_at", "-id")[:200]
+    )
+
+
+def review_queue(
+    *,
+    campaign: Campaign,
+    state: str = "unreviewed",
+    annotator_id: int | None = None,
+    kind: str = "",
+    annotator_ids: list[int] | None = None,
+    disagreement: bool = False,
+    oldest_first: bool = False,
+    page: int = 1,
+    per_page: int = REVIEW_PAGE,
+) -> tuple[list[dict], bool]:
+    """One page of submitted assignments to review, and whether another page follows.
+
+    No total count: with a disagreement filter it would test every assignment of the campaign,
+    while a page stops at its last row (ordered by the ``assignment_by_time`` index).
+    """
+    qs = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SUBMITTED)
+    if state == "unreviewed":
+        qs = qs.filter(~Exists(Review.objects.filter(assignment=OuterRef("pk"))))
+    elif state in Review.Decision.values:
+        qs = qs.filter(review__decision=state)
+    if annotator_id is not None:
+        qs = qs.filter(annotator_id=annotator_id)
+    if kind:
+        qs = qs.filter(solution__kind=kind)
+    if annotator_ids is not None:
+        qs = qs.filter(annotator_id__in=annotator_ids)
+    if disagreement:
+        qs = qs.filter(Exists(_disagreeing_labels()))
+    order = ("submitted_at", "id") if oldest_first else ("-submitted_at", "-id")
+    start = (max(page, 1) - 1) * per_page
+    rows = list(
+        qs.order_by(*order).values(
+            "id",
+            "solution_id",
+            "submitted_at",
+            "finish_reason",
+            "total_time_ms",
+            "annotator_id",
+            annotator_name=F("annotator__username"),
+            kind=F("solution__kind"),
+            answer_is_correct=F("solution__answer_is_correct"),
+            problem=Left("solution__problem__text", 140),
+            decision=F("review__decision"),
+        )[start : start + per_page + 1]
+    )
+    return rows[:per_page], len(rows) > per_page
+
+
+def _disagreeing_labels():
+    """Labels of the outer assignment that another submitted assignment rated differently."""
+    others = (
+        StepLabel.objects.filter(
+            step_id=OuterRef("step_id"),
+            rating__isnull=False,
+            assignment__status=Assignment.Status.SUBMITTED,
+        )
+        .exclude(assignment_id=OuterRef("assignment_id"))
+        .exclude(rating=OuterRef("rating"))
+    )
+    return StepLabel.objects.filter(assignment_id=OuterRef("pk"), rating__isnull=False).filter(
+        Exists(others)
+    )
+
+
+@dataclass(frozen=True)
+class StepRow:
+    index: int
+    text: str
+    gold: int | None
+    rating: int | None
+    flagged: bool
+    correction: int | None  # the reviewer's, if any
+    human_completion: str | None
+    others: list[int | None]  # the other annotators' ratings, in ``ReviewDetail.others`` order
+
+
+@dataclass(frozen=True)
+class ReviewDetail:
+    assignment: Assignment
+    solution: Solution
+    steps: list[StepRow]
+    others: list[str]  # usernames of the other annotators who submitted this solution
+    review: Review | None
+
+    @property
+    def rated_indexes(self) -> list[int]:
+        return [s.index for s in self.steps if s.rating is not None]
+
+
+def review_detail(*, campaign: Campaign, assignment_id: int) -> ReviewDetail | None:
+    """A submitted assignment as a reviewer sees it: the problem, every step with its gold
+    rating, this annotator's ratings and the other annotators' ratings of the same steps."""
+    assignment = (
+        Assignment.objects.select_related("annotator", "solution__problem")
+        .filter(campaign=campaign, pk=assignment_id, status=Assignment.Status.SUBMITTED)
+        .first()
+    )
+    if assignment is None:
+        return None
+    review = Review.objects.filter(assignment=assignment).select_related("reviewer").first()
+    corrections = review.corrections if review else {}
+    others = list(
+        Assignment.objects.filter(
+            solution_id=assignment.solution_id, status=Assignment.Status.SUBMITTED
+        )
+        .exclude(pk=assignment.pk)
+        .select_related("annotator")
+        .order_by("submitted_at", "id")
+    )
+    ratings: dict[tuple[int, int], StepLabel] = {
+        (label.assignment_id, label.step_id): label
+        for label in StepLabel.objects.filter(
+            assignment_id__in=[assignment.pk, *(o.pk for o in others)]
+        )
+    }
+    steps = []
+    for step in Step.objects.filter(solution_id=assignment.solution_id).order_by("index"):
+        own = ratings.get((assignment.pk, step.pk))
+        correction = corrections.get(str(step.index))
+        steps.append(
+            StepRow(
+                index=step.index,
+                text=step.text,
+                gold=step.gold_rating,
+                rating=own.rating if own else None,
+                flagged=bool(own and own.flagged),
+                correction=int(correction) if correction is not None else None,
+                human_completion=(own.human_completion or {}).get("text") if own else None,
+                others=[getattr(ratings.get((o.pk, step.pk)), "rating", None) for o in others],
+            )
+        )
+    return ReviewDetail(
+        assignment=assignment,
+        solution=assignment.solution,
+        steps=steps,
+        others=[o.annotator.get_username() for o in others],
+        review=review,
+    )
+
+
+def my_reviews(*, campaign: Campaign, user, page: int = 1, per_page: int = 50) -> tuple[list, bool]:
+    """A page of the annotator's reviewed work, newest review first: outcome, comment and
+    corrected ratings. Says nothing about who reviewed, the solution's kind or others' labels."""
+    start = (max(page, 1) - 1) * per_page
+    reviews = list(
+        Review.objects.filter(assignment__campaign=campaign, assignment__annotator=user)
+        .order_by("-created_at", "-id")
+        .values(
+            "assignment_id",
+            "decision",
+            "comment",
+            "corrections",
+            "created_at",
+            submitted_at=F("assignment__submitted_at"),
+            problem=Left("assignment__solution__problem__text", 200),
+        )[start : start + per_page + 1]
+    )
+    has_next = len(reviews) > per_page
+    reviews = reviews[:per_page]
+    corrected = [r["assignment_id"] for r in reviews if r["corrections"]]
+    mine: dict[tuple[int, int], int | None] = {
+        (a, i): rating
+        for a, i, rating in StepLabel.objects.filter(assignment_id__in=corrected).values_list(
+            "assignment_id", "step__index", "rating"
+        )
+    }
+    for r in reviews:
+        r["reviewed_at"] = r.pop("created_at")
+        r["corrections"] = [
+            {"step": int(i) + 1, "yours": mine.get((r["assignment_id"], int(i))), "corrected": v}
+            for i, v in sorted(r["corrections"].items(), key=lambda kv: int(kv[0]))
+        ]
+    return reviews, has_next
+
+
+def gold_solutions(*, campaign: Campaign, page: int = 1, per_page: int = 50) -> tuple[list, bool]:
+    """A page of quality-control and screening solutions, with how many steps carry gold."""
+    steps = Step.objects.filter(solution=OuterRef("pk")).order_by().values("solution")
+    start = (max(page, 1) - 1) * per_page
+    rows = list(
+        Solution.objects.filter(campaign=campaign)
+        .exclude(kind=Solution.Kind.REGULAR)
+        .order_by("kind", "id")
+        .values("id", "kind", "assignment_count", "is_open")
+        .annotate(
+            problem=Left("problem__text", 120),
+            steps_n=Subquery(steps.annotate(n=Count("id")).values("n")),
+            gold_n=Subquery(
+                steps.filter(gold_rating__isnull=False).annotate(n=Count("id")).values("n")
+            ),
+        )[start : start + per_page + 1]
+    )
+    return rows[:per_page], len(rows) > per_page

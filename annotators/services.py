@@ -1,0 +1,618 @@
+"""Writes of the manager's tools: campaigns, uploads, invitations, members, gold, reviews, figures.
+
+Views, the API and Celery tasks call these keyword-only functions; each checks its own rules and
+raises a ``ManageError`` (with a message for people) when a request breaks one. Who may call
+what is the caller's check (``annotators.permissions.campaign_for``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import shutil
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.uploadedfile import UploadedFile
+from django.db import OperationalError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.text import get_valid_filename
+
+from annotators.models import CampaignSnapshot, ImportJob, Invitation, Membership
+from labeling.models import Assignment, Campaign, Rating, Review, Solution, Step, StepLabel
+
+log = logging.getLogger(__name__)
+
+Role = Membership.Role
+
+
+class ManageError(Exception):
+    """A request that breaks one of the rules below; the text is shown to the person."""
+
+    code = "refused"
+
+
+# --- Campaigns -------------------------------------------------------------------------------
+
+# Settings that decide whether a solution is open (``Solution.is_open``): changing them recounts.
+_QUEUE_SETTINGS = ("overlap", "bad_problem_limit")
+
+
+def campaign_create(*, creator: AbstractBaseUser, **fields: Any) -> Campaign:
+    """Create a campaign; its creator becomes its manager (exempt from screening)."""
+    with transaction.atomic():
+        campaign = Campaign.objects.create(created_by=creator, **fields)
+        Membership.objects.create(
+            user=creator,
+            campaign=campaign,
+            role=Role.MANAGER,
+            screening=Membership.Screening.PASSED,
+        )
+    return campaign
+
+
+def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
+    """Change a campaign's settings. A new overlap or bad-problem limit reopens or closes
+    solutions at once (``refresh_queue_state``), so the queue follows the new rule."""
+    changed = [name for name, value in fields.items() if getattr(campaign, name) != value]
+    for name, value in fields.items():
+        setattr(campaign, name, value)
+    with transaction.atomic():
+        campaign.save()
+        if any(name in _QUEUE_SETTINGS for name in changed):
+            Solution.objects.filter(campaign=campaign).refresh_queue_state()
+    return campaign
+
+
+def campaign_pause_set(*, campaign: Campaign, paused: bool) -> Campaign:
+    """Pause (the queue serves nothing, leases run out) or resume a campaign."""
+    Campaign.objects.filter(pk=campaign.pk).update(is_paused=paused)
+    campaign.is_paused = paused
+    return campaign
+
+
+# --- Uploads ---------------------------------------------------------------------------------
+
+
+def upload_limit_bytes() -> int:
+    return settings.STEPWISE_MAX_UPLOAD_MB * 1024 * 1024
+
+
+def upload_too_large_message(size: int) -> str:
+    return (
+        f"The file is {size / 1024 / 1024:.1f} MB; uploads are limited to "
+        f"{settings.STEPWISE_MAX_UPLOAD_MB} MB (STEPWISE_MAX_UPLOAD_MB). Split it, or import it "
+        "with `python manage.py import_solutions` on the server."
+    )
+
+
+def import_job_create(
+    *,
+    campaign: Campaign,
+    created_by: AbstractBaseUser | None,
+    upload: UploadedFile,
+    fmt: str,
+    as_gold: str | None = None,
+    generator: str = "",
+    grade: bool = True,
+) -> ImportJob:
+    """Store an uploaded file under ``MEDIA_ROOT/imports/<job>/`` and queue its import.
+
+    The file is checked by the importer in the worker (all or nothing), so an upload returns at
+    once whatever its size; the job row carries the outcome.
+    """
+    from annotators.tasks import import_run_task
+    from exports.importers import FORMATS
+
+    if fmt not in FORMATS:
+        raise ManageError(f"Unknown format {fmt!r}; one of {', '.join(FORMATS)}.")
+    if as_gold not in (None, "", Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING):
+        raise ManageError("Gold solutions are either quality control (qc) or screening.")
+    if upload.size > upload_limit_bytes():
+        raise ManageError(upload_too_large_message(upload.size))
+    options = {k: v for k, v in {"as_gold": as_gold, "generator": generator}.items() if v}
+    name = get_valid_filename(Path(upload.name or "upload.jsonl").name) or "upload.jsonl"
+    with transaction.atomic():
+        job = ImportJob.objects.create(
+            campaign=campaign,
+            created_by=created_by,
+            file_name=name[:255],
+            format=fmt,
+            options=options,
+            grade=grade,
+        )
+        job.stored_path = f"imports/{job.pk}/{name}"
+        job.path.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        with open(job.path, "wb") as out:
+            for chunk in upload.chunks():
+                digest.update(chunk)
+                out.write(chunk)
+        job.size, job.sha256 = job.path.stat().st_size, digest.hexdigest()
+        job.save(update_fields=["stored_path", "size", "sha256"])
+        transaction.on_commit(lambda: import_run_task.delay(job.pk))
+    return job
+
+
+class _ProgressWriter:
+    """Writes an import's phase and progress to its row every half second, from a thread.
+
+    The import writes inside one long transaction; progress written there would only appear
+    at its commit. This thread has its own connection, so the page sees it as it happens. On
+    SQLite (one writer at a time) a tick that finds the database busy is skipped, not waited for.
+    """
+
+    EVERY_S = 0.5
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        self.phase, self.progress = "validating", 0.0
+        self.written: tuple[str, float] | None = None
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"import-{job_id}-progress")
+
+    def report(self, phase: str, progress: float) -> None:
+        self.phase, self.progress = phase, progress
+
+    def __enter__(self) -> _ProgressWriter:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_event.set()
+        self.thread.join()
+
+    def _run(self) -> None:
+        try:
+            if connection.vendor == "sqlite":
+                with connection.cursor() as cursor:
+                    cursor.execute("PRAGMA busy_timeout = 0")
+            while not self.stop_event.wait(self.EVERY_S):
+                now = (self.phase, round(self.progress, 3))
+                if now == self.written:
+                    continue
+                try:
+                    ImportJob.objects.filter(
+                        pk=self.job_id, status=ImportJob.Status.RUNNING
+                    ).update(phase=now[0], progress=now[1])
+                    self.written = now
+                except OperationalError:
+                    pass  # SQLite busy with the import's own transaction: next tick
+        finally:
+            connection.close()
+
+
+def import_job_run(*, job: ImportJob) -> ImportJob:
+    """Run an uploaded import (the Celery task): claim the job, import, record the outcome.
+
+    A job runs once: a repeated message finds it no longer pending and leaves it alone. The file
+    is deleted afterwards (its size and sha256 stay on the row).
+    """
+    from exports.importers import ImportValidationError, import_file
+
+    claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.PENDING).update(
+        status=ImportJob.Status.RUNNING, started_at=timezone.now(), phase="validating"
+    )
+    if not claimed:
+        job.refresh_from_db()
+        return job
+    fields: dict[str, Any]
+    try:
+        with _ProgressWriter(job.pk) as writer:
+            result = import_file(
+                job.path,
+                campaign=job.campaign,
+                fmt=job.format,
+                grade=job.grade,
+                progress=writer.report,
+                **job.options,
+            )
+    except ImportValidationError as error:
+        fields = {
+            "status": ImportJob.Status.FAILED,
+            "errors": [
+                {"file": e.file, "line": e.line, "field": e.field, "message": e.message}
+                for e in error.errors
+            ],
+            "errors_truncated": error.truncated,
+        }
+    except Exception as error:
+        log.exception("import job %s failed", job.pk)
+        fields = {
+            "status": ImportJob.Status.FAILED,
+            "errors": [
+                {
+                    "file": job.file_name,
+                    "line": None,
+                    "field": "",
+                    "message": "the import stopped with an internal error "
+                    f"({type(error).__name__}); nothing was written",
+                }
+            ],
+        }
+    else:
+        fields = {
+            "status": ImportJob.Status.DONE,
+            "progress": 1.0,
+            "counts": {
+                name: getattr(result, name)
+                for name in (
+                    "lines",
+                    "problems_created",
+                    "solutions_created",
+                    "solutions_existing",
+                    "steps_created",
+                    "assignments_created",
+                    "assignments_existing",
+                    "step_labels_created",
+                    "users_created",
+                    "solutions_graded",
+                )
+            }
+            | {"seconds": round(result.seconds, 2)},
+        }
+    fields |= {"phase": "", "finished_at": timezone.now()}
+    ImportJob.objects.filter(pk=job.pk).update(**fields)
+    shutil.rmtree(job.path.parent, ignore_errors=True)
+    job.refresh_from_db()
+    return job
+
+
+# --- Invitations -----------------------------------------------------------------------------
+
+
+class InvitationRefused(ManageError):
+    """Why an invitation link cannot be used; ``code`` is one of the states or ``unknown``."""
+
+    MESSAGES = {
+        "unknown": "This invitation link is not valid. Check that you copied all of it.",
+        Invitation.State.EXPIRED: "This invitation link has expired. Ask for a new one.",
+        Invitation.State.USED_UP: "This invitation link has been used as often as it may be.",
+        Invitation.State.REVOKED: "This invitation link was withdrawn.",
+        "removed": "You were removed from this campaign; ask one of its managers.",
+    }
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        super().__init__(self.MESSAGES[code])
+
+
+def invitation_create(
+    *,
+    campaign: Campaign,
+    created_by: AbstractBaseUser | None,
+    role: str = Role.ANNOTATOR,
+    max_uses: int = 1,
+    expires_in: timedelta = timedelta(days=7),
+    note: str = "",
+) -> tuple[Invitation, str]:
+    """A new invitation and its token (shown once: only its hash is kept)."""
+    if role not in Role.values:
+        raise ManageError(f"Unknown role {role!r}.")
+    if max_uses < 1:
+        raise ManageError("An invitation allows at least one use.")
+    if expires_in <= timedelta(0):
+        raise ManageError("An invitation must expire in the future.")
+    token = secrets.token_urlsafe(24)
+    invitation = Invitation.objects.create(
+        campaign=campaign,
+        role=role,
+        token_hash=Invitation.hash_token(token),
+        token_hint=token[:6],
+        max_uses=max_uses,
+        expires_at=timezone.now() + expires_in,
+        created_by=created_by,
+        note=note,
+    )
+    return invitation, token
+
+
+def invitation_find(*, token: str) -> Invitation:
+    """The invitation of a token, whatever its state; ``InvitationRefused("unknown")`` if none."""
+    invitation = (
+        Invitation.objects.select_related("campaign")
+        .filter(token_hash=Invitation.hash_token(token or ""))
+        .first()
+    )
+    if invitation is None:
+        raise InvitationRefused("unknown")
+    return invitation
+
+
+def invitation_revoke(*, invitation: Invitation) -> Invitation:
+    """Withdraw a link; people who already joined with it stay members."""
+    if invitation.revoked_at is None:
+        invitation.revoked_at = timezone.now()
+        invitation.save(update_fields=["revoked_at"])
+    return invitation
+
+
+def invitation_redeem(*, token: str, user: AbstractBaseUser) -> Membership:
+    """Join the invitation's campaign with its role; returns the membership.
+
+    The invitation row is locked, so two people cannot both take the last use. Someone who is
+    already a member keeps their membership as it is and uses nothing up; someone a manager
+    removed cannot come back through a link.
+    """
+    with transaction.atomic():
+        invitation = (
+            Invitation.objects.select_for_update()
+            .filter(token_hash=Invitation.hash_token(token or ""))
+            .first()
+        )
+        if invitation is None:
+            raise InvitationRefused("unknown")
+        existing = Membership.objects.filter(user=user, campaign_id=invitation.campaign_id).first()
+        if existing is not None:
+            if existing.status == Membership.Status.REMOVED:
+                raise InvitationRefused("removed")
+            return existing
+        state = invitation.state()
+        if state != Invitation.State.ACTIVE:
+            raise InvitationRefused(state)
+        membership = Membership.objects.create(
+            user=user,
+            campaign_id=invitation.campaign_id,
+            role=invitation.role,
+            invitation=invitation,
+            # Only annotators are screened; reviewers and managers are chosen by a manager.
+            screening=(
+                Membership.Screening.PENDING
+                if invitation.role == Role.ANNOTATOR
+                else Membership.Screening.PASSED
+            ),
+        )
+        Invitation.objects.filter(pk=invitation.pk).update(uses=F("uses") + 1)
+    return membership
+
+
+def user_signup(*, token: str, username: str, password: str, email: str = "") -> Membership:
+    """Create an account through an invitation and join with it, in one transaction.
+
+    The link is checked first, so a dead link creates no account.
+    """
+    with transaction.atomic():
+        invitation = invitation_find(token=token)
+        if (state := invitation.state()) != Invitation.State.ACTIVE:
+            raise InvitationRefused(state)
+        user = get_user_model().objects.create_user(
+            username=username, password=password, email=email
+        )
+        return invitation_redeem(token=token, user=user)
+
+
+# --- Members ---------------------------------------------------------------------------------
+
+
+def membership_update(
+    *, membership: Membership, role: str | None = None, status: str | None = None
+) -> Membership:
+    """Change a member's role or state (active, paused, removed).
+
+    A campaign keeps at least one active manager. Pausing or removing someone ends their live
+    leases at once, so the solutions they held go back to the queue.
+    """
+    role = role or membership.role
+    status = status or membership.status
+    if role not in Role.values or status not in Membership.Status.values:
+        raise ManageError("Unknown role or state.")
+    with transaction.atomic():
+        locked = Membership.objects.select_for_update().get(pk=membership.pk)
+        was_manager = locked.role == Role.MANAGER and locked.status == Membership.Status.ACTIVE
+        stays_manager = role == Role.MANAGER and status == Membership.Status.ACTIVE
+        if was_manager and not stays_manager:
+            others = (
+                Membership.objects.select_for_update()
+                .filter(
+                    campaign_id=locked.campaign_id,
+                    role=Role.MANAGER,
+                    status=Membership.Status.ACTIVE,
+                )
+                .exclude(pk=locked.pk)
+            )
+            if not others.exists():
+                raise ManageError("A campaign needs an active manager: appoint another one first.")
+        if role != Role.ANNOTATOR and locked.screening == Membership.Screening.PENDING:
+            locked.screening = Membership.Screening.PASSED
+        locked.role, locked.status = role, status
+        locked.save(update_fields=["role", "status", "screening"])
+        if status != Membership.Status.ACTIVE:
+            # Expire their live leases; the queue's own reclaim releases the slots below.
+            Assignment.objects.filter(
+                campaign_id=locked.campaign_id,
+                annotator_id=locked.user_id,
+                status=Assignment.Status.LEASED,
+            ).update(lease_expires_at=timezone.now())
+    if status != Membership.Status.ACTIVE:
+        from labeling.services import leases_reclaim
+
+        leases_reclaim(campaign=locked.campaign, limit=None)
+    return locked
+
+
+# --- Gold ratings ----------------------------------------------------------------------------
+
+
+def solution_gold_set(*, solution: Solution, kind: str, gold: list[int | None]) -> Solution:
+    """Make a solution a quality-control or screening question with these gold step ratings,
+    or a regular one again (gold ratings cleared).
+
+    ``gold`` has one entry per step, -1/0/1 or None (not scored). A gold solution needs at least
+    one gold rating, or it would score nobody.
+    """
+    steps = list(Step.objects.filter(solution=solution).order_by("index"))
+    if kind not in Solution.Kind.values:
+        raise ManageError(f"Unknown kind {kind!r}.")
+    if len(gold) != len(steps):
+        raise ManageError(f"The solution has {len(steps)} steps; {len(gold)} ratings were given.")
+    if any(g not in (None, *Rating.values) for g in gold):
+        raise ManageError("A gold rating is -1, 0, 1 or empty.")
+    if kind == Solution.Kind.REGULAR:
+        gold = [None] * len(steps)
+    elif all(g is None for g in gold):
+        raise ManageError("A quality-control or screening solution needs at least one gold rating.")
+    with transaction.atomic():
+        for step, rating in zip(steps, gold, strict=True):
+            step.gold_rating = rating
+        Step.objects.bulk_update(steps, ["gold_rating"])
+        Solution.objects.filter(pk=solution.pk).update(kind=kind)
+        # Gold solutions are open to everyone, regular ones up to the overlap: recount.
+        Solution.objects.filter(pk=solution.pk).refresh_queue_state()
+    solution.refresh_from_db()
+    return solution
+
+
+# --- Reviews ---------------------------------------------------------------------------------
+
+
+def review_submit(
+    *,
+    assignment: Assignment,
+    reviewer: AbstractBaseUser,
+    decision: str,
+    comment: str = "",
+    corrections: dict[int, int] | None = None,
+) -> Review:
+    """Accept (optionally correcting ratings) or reject (with a comment) a submitted assignment.
+
+    ``corrections`` map a rated step's index to the rating it should have had; a correction
+    equal to the annotator's rating is dropped. Exports with "only reviewed" take accepted work
+    with its corrections and never rejected work. A later review of the same assignment
+    replaces the earlier one. Nobody reviews their own work.
+    """
+    comment = (comment or "").strip()
+    corrections = corrections or {}
+    if assignment.status != Assignment.Status.SUBMITTED:
+        raise ManageError("Only submitted work can be reviewed.")
+    if assignment.annotator_id == reviewer.pk:
+        raise ManageError("You cannot review your own work.")
+    if decision not in Review.Decision.values:
+        raise ManageError("A review accepts or rejects.")
+    if decision == Review.Decision.REJECTED:
+        if not comment:
+            raise ManageError("Say why you reject it: the annotator reads your comment.")
+        if corrections:
+            raise ManageError("Rejected work is never exported: correct it, or reject it.")
+    rated = dict(
+        StepLabel.objects.filter(assignment=assignment, rating__isnull=False).values_list(
+            "step__index", "rating"
+        )
+    )
+    kept: dict[str, int] = {}
+    for index, rating in corrections.items():
+        if index not in rated:
+            raise ManageError(f"Step {index} was not rated by the annotator: nothing to correct.")
+        if rating not in Rating.values:
+            raise ManageError(f"Step {index}: a rating is -1, 0 or 1.")
+        if rating != rated[index]:
+            kept[str(index)] = rating
+    review, _ = Review.objects.update_or_create(
+        assignment=assignment,
+        defaults={
+            "reviewer": reviewer,
+            "decision": decision,
+            "comment": comment,
+            "corrections": kept,
+            "created_at": timezone.now(),
+        },
+    )
+    return review
+
+
+# --- Figures (snapshots) ---------------------------------------------------------------------
+
+# A requested snapshot that has not finished after this long is presumed lost (a worker died);
+# the next page view may request another.
+SNAPSHOT_LOST_AFTER = timedelta(minutes=10)
+SNAPSHOTS_KEPT = 5
+
+
+def snapshot_current(*, campaign: Campaign, refresh: bool = True) -> CampaignSnapshot | None:
+    """The newest finished snapshot; with ``refresh``, a missing or stale one is recomputed.
+
+    Stale: older than ``STEPWISE_SNAPSHOT_MAX_AGE`` seconds. The page shows the old figures with
+    their time until the new ones are in.
+    """
+    snapshot = (
+        CampaignSnapshot.objects.filter(campaign=campaign, status=CampaignSnapshot.Status.DONE)
+        .order_by("-computed_at", "-id")
+        .first()
+    )
+    max_age = timedelta(seconds=settings.STEPWISE_SNAPSHOT_MAX_AGE)
+    if refresh and (snapshot is None or snapshot.computed_at < timezone.now() - max_age):
+        snapshot_request(campaign=campaign)
+    return snapshot
+
+
+def snapshot_pending(*, campaign: Campaign) -> CampaignSnapshot | None:
+    """The snapshot being computed (or waiting for a worker), if any."""
+    return (
+        CampaignSnapshot.objects.filter(
+            campaign=campaign,
+            status__in=[CampaignSnapshot.Status.PENDING, CampaignSnapshot.Status.RUNNING],
+            requested_at__gte=timezone.now() - SNAPSHOT_LOST_AFTER,
+        )
+        .order_by("-requested_at")
+        .first()
+    )
+
+
+def snapshot_request(*, campaign: Campaign) -> CampaignSnapshot:
+    """Have a worker compute fresh figures, unless a computation is already under way."""
+    from annotators.tasks import snapshot_refresh_task
+
+    pending = snapshot_pending(campaign=campaign)
+    if pending is not None:
+        return pending
+    snapshot = CampaignSnapshot.objects.create(campaign=campaign)
+    transaction.on_commit(lambda: snapshot_refresh_task.delay(snapshot.pk))
+    return snapshot
+
+
+def snapshot_run(*, snapshot: CampaignSnapshot) -> CampaignSnapshot:
+    """Compute and store a snapshot's figures (the Celery task); keeps the newest few."""
+    from annotators.stats import campaign_stats
+
+    claimed = CampaignSnapshot.objects.filter(
+        pk=snapshot.pk, status=CampaignSnapshot.Status.PENDING
+    ).update(status=CampaignSnapshot.Status.RUNNING, started_at=timezone.now())
+    if not claimed:
+        snapshot.refresh_from_db()
+        return snapshot
+    started = time.monotonic()
+    try:
+        data = campaign_stats(campaign=snapshot.campaign)
+    except Exception as error:
+        log.exception("snapshot %s failed", snapshot.pk)
+        CampaignSnapshot.objects.filter(pk=snapshot.pk).update(
+            status=CampaignSnapshot.Status.FAILED, error=f"{type(error).__name__}: {error}"
+        )
+        raise
+    CampaignSnapshot.objects.filter(pk=snapshot.pk).update(
+        status=CampaignSnapshot.Status.DONE,
+        computed_at=timezone.now(),
+        seconds=time.monotonic() - started,
+        data=data,
+    )
+    keep = (
+        CampaignSnapshot.objects.filter(
+            campaign_id=snapshot.campaign_id, status=CampaignSnapshot.Status.DONE
+        )
+        .order_by("-computed_at", "-id")
+        .values_list("pk", flat=True)[:SNAPSHOTS_KEPT]
+    )
+    CampaignSnapshot.objects.filter(campaign_id=snapshot.campaign_id).exclude(
+        pk__in=list(keep)
+    ).exclude(
+        status__in=[CampaignSnapshot.Status.PENDING, CampaignSnapshot.Status.RUNNING]
+    ).delete()
+    snapshot.refresh_from_db()
+    return snapshot

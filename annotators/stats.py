@@ -1,0 +1,419 @@
+"""A campaign's progress and quality figures, as plain JSON for ``CampaignSnapshot.data``.
+
+``campaign_stats`` reads every submitted label of the campaign, so at a million labels it takes
+seconds: a Celery task runs it (``annotators.snapshot_refresh``) and pages render what it stored.
+Definitions, all over submitted assignments:
+
+- progress: assignments and rated step labels per day (UTC) of submission, and cumulative;
+- seconds per step: an assignment's total time over its rated steps (both recorded by the queue
+  and by PRM800K's ``total_time``); the median over assignments, overall and per annotator;
+- QC agreement: on quality-control solutions, the share of scored steps equal to the gold rating,
+  by the queue's own rule (``labeling.services.gold_agreement``: steps with a gold rating, up to
+  the first gold negative with stop-at-first-error; an unrated step disagrees);
+- inter-annotator agreement: Krippendorff's alpha (nominal, and interval as a second figure) and
+  pairwise Cohen's kappa over steps rated by at least two annotators, on regular and QC solutions
+  (screening is left out: it is everyone's first, unscreened work). Raw ratings: a reviewer's
+  corrections are the reviewer's, not the annotator's;
+- queue: open solutions by kind, and among open regular ones how many have a wrong final answer
+  (``answer_is_correct`` false), in the whole queue and in its head (the next 100 served).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Q
+
+from annotators import agreement
+from annotators.models import Membership
+from labeling.models import Assignment, Campaign, Review, Solution, Step, StepLabel
+from labeling.services import gold_agreement
+
+# The queue's head: how many solutions the next annotators will be served (active learning puts
+# convincing wrong answers there).
+QUEUE_HEAD = 100
+# Pairs of annotators kept in a snapshot, most shared steps first: with hundreds of annotators the
+# full list would be tens of thousands of rows nobody reads; the per-annotator figures use them all.
+MAX_PAIRS = 5000
+
+
+def _day(value: datetime | None) -> str | None:
+    """The UTC day of a time, as ``YYYY-MM-DD`` (JSON keys and chart labels)."""
+    return value.astimezone(UTC).date().isoformat() if value else None
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def campaign_stats(*, campaign: Campaign) -> dict:
+    """Every figure the dashboard, the members list and the agreement page show (JSON-ready)."""
+    submitted = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SUBMITTED)
+    work = _work(submitted)
+    qc = qc_agreement(campaign=campaign)
+    inter = _agreement(campaign=campaign, submitted=submitted)
+    users = dict(
+        get_user_model()
+        .objects.filter(pk__in=set(work["annotators"]) | set(qc["annotators"]) | inter["coders"])
+        .values_list("pk", "username")
+    )
+    annotators = []
+    for uid in sorted(set(work["annotators"]) | set(qc["annotators"]) | inter["coders"]):
+        row = {"id": uid, "username": users.get(uid, str(uid))}
+        row.update(work["annotators"].get(uid, _empty_work()))
+        q = qc["annotators"].get(uid, {"agree": 0, "scored": 0})
+        row["qc_steps"] = q["scored"]
+        row["qc_agreement"] = _ratio(q["agree"], q["scored"])
+        row.update(inter["per_annotator"].get(uid, _empty_agreement()))
+        annotators.append(row)
+    for pair in inter["pairs"]:
+        pair["a"] = users.get(pair["a_id"], str(pair["a_id"]))
+        pair["b"] = users.get(pair["b_id"], str(pair["b_id"]))
+    return {
+        "totals": _totals(campaign=campaign, work=work),
+        "progress": work["days"],
+        "ratings": _ratings(submitted),
+        "seconds_per_step": work["seconds_per_step"],
+        "annotators": annotators,
+        "qc": {
+            "steps": qc["scored"],
+            "agreement": _ratio(qc["agree"], qc["scored"]),
+            "days": qc["days"],
+        },
+        "agreement": {key: inter[key] for key in ("alpha_nominal", "alpha_interval", "units")}
+        | {"labels": inter["labels"], "pairs": inter["pairs"], "pairs_total": inter["pairs_total"]},
+        "queue": _queue(campaign=campaign),
+        "reviews": _reviews(campaign=campaign),
+        "members": _members(campaign=campaign),
+    }
+
+
+def _empty_work() -> dict:
+    return {
+        "assignments": 0,
+        "labels": 0,
+        "hours": 0.0,
+        "labels_per_hour": None,
+        "median_seconds_per_step": None,
+        "first": None,
+        "last": None,
+    }
+
+
+def _empty_agreement() -> dict:
+    return {"shared": 0, "percent": None, "kappa": None, "alpha": None}
+
+
+def _work(submitted) -> dict:
+    """Per day and per annotator: assignments, rated labels, time; medians of seconds per step."""
+    rows = submitted.annotate(
+        n=Count("labels", filter=Q(labels__rating__isnull=False))
+    ).values_list("annotator_id", "submitted_at", "total_time_ms", "n")
+    days: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    per: dict[int, dict] = {}
+    per_step: dict[int, list[float]] = defaultdict(list)
+    everyone: list[float] = []
+    for uid, at, total_ms, n in rows.iterator(chunk_size=10_000):
+        day = _day(at)
+        if day is not None:
+            days[day][0] += 1
+            days[day][1] += n
+        p = per.setdefault(uid, {"assignments": 0, "labels": 0, "ms": 0, "timed_labels": 0})
+        p["assignments"] += 1
+        p["labels"] += n
+        if total_ms is not None and n:
+            p["ms"] += total_ms
+            p["timed_labels"] += n
+            seconds = total_ms / 1000 / n
+            per_step[uid].append(seconds)
+            everyone.append(seconds)
+        if at is not None:
+            p["first"] = min(p.get("first") or at, at)
+            p["last"] = max(p.get("last") or at, at)
+    out_days, cum_a, cum_l = [], 0, 0
+    for day in sorted(days):
+        a, n = days[day]
+        cum_a, cum_l = cum_a + a, cum_l + n
+        out_days.append(
+            {
+                "day": day,
+                "assignments": a,
+                "labels": n,
+                "cum_assignments": cum_a,
+                "cum_labels": cum_l,
+            }
+        )
+    annotators = {}
+    for uid, p in per.items():
+        hours = p["ms"] / 3_600_000
+        annotators[uid] = {
+            "assignments": p["assignments"],
+            "labels": p["labels"],
+            "hours": round(hours, 3),
+            "labels_per_hour": round(p["timed_labels"] / hours, 1) if hours else None,
+            "median_seconds_per_step": (
+                round(statistics.median(per_step[uid]), 2) if per_step[uid] else None
+            ),
+            "first": p.get("first").isoformat() if p.get("first") else None,
+            "last": p.get("last").isoformat() if p.get("last") else None,
+        }
+    return {
+        "days": out_days,
+        "annotators": annotators,
+        "assignments": sum(p["assignments"] for p in per.values()),
+        "labels": sum(p["labels"] for p in per.values()),
+        "seconds_per_step": {
+            "median": round(statistics.median(everyone), 2) if everyone else None,
+            "assignments": len(everyone),
+            "histogram": _histogram(everyone),
+        },
+    }
+
+
+# Bins of the seconds-per-step histogram: fine where most work falls, one bin for the long tail.
+BINS = [0, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300]
+
+
+def _histogram(values: Iterable[float]) -> list[dict]:
+    counts = Counter()
+    for v in values:
+        for lo, hi in zip(BINS, [*BINS[1:], None], strict=True):
+            if hi is None or v < hi:
+                counts[lo] += 1
+                break
+    return [
+        {"from": lo, "to": hi, "n": counts[lo]}
+        for lo, hi in zip(BINS, [*BINS[1:], None], strict=True)
+    ]
+
+
+def _ratings(submitted) -> dict:
+    labels = StepLabel.objects.filter(assignment__in=submitted.values("pk"))
+    by_rating = dict(
+        labels.filter(rating__isnull=False)
+        .values_list("rating")
+        .annotate(n=Count("id"))
+        .values_list("rating", "n")
+    )
+    return {
+        "negative": by_rating.get(-1, 0),
+        "neutral": by_rating.get(0, 0),
+        "positive": by_rating.get(1, 0),
+        "flagged": labels.filter(flagged=True).count(),
+    }
+
+
+def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict:
+    """Agreement with gold on quality-control solutions: overall, per day, per annotator.
+
+    Per assignment it applies the queue's screening rule (``gold_agreement``). With
+    ``annotator_id`` only that annotator's work is read (the member page, live); the result then
+    also holds their per-day series in ``days``.
+    """
+    assignments = Assignment.objects.filter(
+        campaign=campaign,
+        status=Assignment.Status.SUBMITTED,
+        solution__kind=Solution.Kind.QUALITY_CONTROL,
+    )
+    if annotator_id is not None:
+        assignments = assignments.filter(annotator_id=annotator_id)
+    meta = list(assignments.values_list("pk", "solution_id", "annotator_id", "submitted_at"))
+    gold: dict[int, list[tuple[int, int | None]]] = defaultdict(list)
+    for sid, index, rating in (
+        Step.objects.filter(solution_id__in={m[1] for m in meta})
+        .order_by("solution_id", "index")
+        .values_list("solution_id", "index", "gold_rating")
+    ):
+        gold[sid].append((index, rating))
+    given: dict[int, dict[int, int]] = defaultdict(dict)
+    ids = [m[0] for m in meta]
+    # By explicit ids, in chunks: a subquery lets PostgreSQL scan every label of the campaign,
+    # and SQLite takes a limited number of parameters.
+    for start in range(0, len(ids), 5000):
+        for aid, index, rating in (
+            StepLabel.objects.filter(assignment_id__in=ids[start : start + 5000])
+            .filter(rating__isnull=False)
+            .order_by()
+            .values_list("assignment_id", "step__index", "rating")
+        ):
+            given[aid][index] = rating
+    per: dict[int, dict] = defaultdict(lambda: {"agree": 0, "scored": 0})
+    days: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    agree_all = scored_all = 0
+    for aid, sid, uid, at in meta:
+        agree, scored = gold_agreement(
+            gold=gold[sid], ratings=given[aid], stop_at_first_error=campaign.stop_at_first_error
+        )
+        per[uid]["agree"] += agree
+        per[uid]["scored"] += scored
+        agree_all, scored_all = agree_all + agree, scored_all + scored
+        if (day := _day(at)) is not None:
+            days[day][0] += agree
+            days[day][1] += scored
+    return {
+        "agree": agree_all,
+        "scored": scored_all,
+        "annotators": dict(per),
+        "days": [
+            {"day": d, "agree": a, "scored": s, "agreement": _ratio(a, s)}
+            for d, (a, s) in sorted(days.items())
+        ],
+    }
+
+
+def agreement_triples(*, campaign: Campaign) -> list[tuple[int, int, int]]:
+    """(step, annotator, rating) of every submitted rating on a step that two or more rated.
+
+    Only solutions with two or more submitted assignments can have such steps: they are found
+    first among the assignments (a small GROUP BY), so only their labels are read.
+    """
+    submitted = Assignment.objects.filter(
+        campaign=campaign, status=Assignment.Status.SUBMITTED
+    ).exclude(solution__kind=Solution.Kind.SCREENING)
+    shared = (
+        submitted.order_by()
+        .values("solution_id")
+        .annotate(n=Count("id"))
+        .filter(n__gte=2)
+        .values("solution_id")
+    )
+    by_step: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for step, annotator, rating in (
+        StepLabel.objects.filter(
+            assignment__in=submitted.filter(solution_id__in=shared).values("pk"),
+            rating__isnull=False,
+        )
+        .order_by()
+        .values_list("step_id", "assignment__annotator_id", "rating")
+    ):
+        by_step[step].append((step, annotator, rating))
+    return [t for ratings in by_step.values() if len(ratings) >= 2 for t in ratings]
+
+
+def _agreement(*, campaign: Campaign, submitted) -> dict:
+    triples = agreement_triples(campaign=campaign)
+    pairs = agreement.pairwise_kappa(triples)
+    coders = agreement.per_coder(pairs)
+    by_unit: dict[int, list] = defaultdict(list)
+    by_coder: dict[int, list] = defaultdict(list)
+    for t in triples:
+        by_unit[t[0]].append(t)
+        by_coder[t[1]].append(t[0])
+    per_annotator = {}
+    for coder, units in by_coder.items():
+        # Alpha over the steps this annotator rated, with everyone's ratings of them.
+        mine = [t for unit in units for t in by_unit[unit]]
+        c = coders.get(coder)
+        per_annotator[coder] = {
+            "shared": c.shared if c else 0,
+            "percent": c.percent if c else None,
+            "kappa": c.kappa if c else None,
+            "alpha": agreement.krippendorff_alpha(mine),
+        }
+    ordered = sorted(pairs, key=lambda p: (-p.shared, str(p.coder_a), str(p.coder_b)))
+    return {
+        "alpha_nominal": agreement.krippendorff_alpha(triples, metric="nominal"),
+        "alpha_interval": agreement.krippendorff_alpha(triples, metric="interval"),
+        "units": len({t[0] for t in triples}),
+        "labels": len(triples),
+        "coders": set(by_coder),
+        "per_annotator": per_annotator,
+        "pairs_total": len(pairs),
+        "pairs": [
+            {
+                "a_id": p.coder_a,
+                "b_id": p.coder_b,
+                "shared": p.shared,
+                "percent": p.percent,
+                "kappa": p.kappa,
+            }
+            for p in ordered[:MAX_PAIRS]
+        ],
+    }
+
+
+def _totals(*, campaign: Campaign, work: dict) -> dict:
+    kinds = {
+        kind: {"solutions": n, "open": n_open, "done": n_done}
+        for kind, n, n_open, n_done in Solution.objects.filter(campaign=campaign)
+        .values_list("kind")
+        .annotate(
+            n=Count("id"),
+            n_open=Count("id", filter=Q(is_open=True)),
+            n_done=Count("id", filter=Q(assignment_count__gte=campaign.overlap)),
+        )
+        .values_list("kind", "n", "n_open", "n_done")
+    }
+    regular = kinds.get(Solution.Kind.REGULAR, {"solutions": 0, "open": 0, "done": 0})
+    return {
+        "solutions": sum(k["solutions"] for k in kinds.values()),
+        "by_kind": kinds,
+        "regular": regular["solutions"],
+        # "Done": holds as many slots as the overlap asks for (submitted, or still being labelled).
+        "regular_done": regular["done"],
+        "regular_done_share": _ratio(regular["done"], regular["solutions"]),
+        "assignments": work["assignments"],
+        "labels": work["labels"],
+        "annotators": len(work["annotators"]),
+    }
+
+
+def _queue(*, campaign: Campaign) -> dict:
+    open_ = Solution.objects.filter(campaign=campaign, is_open=True)
+    by_kind = dict(open_.values_list("kind").annotate(n=Count("id")).values_list("kind", "n"))
+    answers = dict(
+        open_.filter(kind=Solution.Kind.REGULAR)
+        .values_list("answer_is_correct")
+        .annotate(n=Count("id"))
+        .values_list("answer_is_correct", "n")
+    )
+    head = list(
+        open_.filter(kind=Solution.Kind.REGULAR)
+        .order_by("-priority", "pk")
+        .values_list("answer_is_correct", flat=True)[:QUEUE_HEAD]
+    )
+    regular = sum(answers.values())
+    return {
+        "open": sum(by_kind.values()),
+        "by_kind": by_kind,
+        "regular": regular,
+        "wrong": answers.get(False, 0),
+        "correct": answers.get(True, 0),
+        "ungraded": answers.get(None, 0),
+        "wrong_share": _ratio(answers.get(False, 0), regular),
+        "head": len(head),
+        "head_wrong": sum(1 for c in head if c is False),
+        "head_wrong_share": _ratio(sum(1 for c in head if c is False), len(head)),
+    }
+
+
+def _reviews(*, campaign: Campaign) -> dict:
+    reviews = Review.objects.filter(assignment__campaign=campaign)
+    by = dict(reviews.values_list("decision").annotate(n=Count("id")).values_list("decision", "n"))
+    return {
+        "accepted": by.get(Review.Decision.ACCEPTED, 0),
+        "rejected": by.get(Review.Decision.REJECTED, 0),
+        "corrected": reviews.exclude(corrections={}).count(),
+    }
+
+
+def _members(*, campaign: Campaign) -> dict:
+    rows = (
+        Membership.objects.filter(campaign=campaign)
+        .values_list("role", "status", "screening")
+        .annotate(n=Count("id"))
+        .values_list("role", "status", "screening", "n")
+    )
+    out: dict[str, Counter] = {"role": Counter(), "status": Counter(), "screening": Counter()}
+    for role, status, screening, n in rows:
+        out["status"][status] += n
+        if status == Membership.Status.REMOVED:
+            continue
+        out["role"][role] += n
+        if role == Membership.Role.ANNOTATOR:
+            out["screening"][screening] += n
+    return {k: dict(v) for k, v in out.items()}

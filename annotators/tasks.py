@@ -1,0 +1,26 @@
+"""Celery tasks of the manager's tools: take an id, load the row, call one service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from annotators import services
+from annotators.models import CampaignSnapshot, ImportJob
+
+
+@shared_task(name="annotators.import_run")
+def import_run_task(job_id: int) -> str:
+    """Run an uploaded import. A message for a job that no longer exists is dropped."""
+    job = ImportJob.objects.select_related("campaign").filter(pk=job_id).first()
+    if job is None:
+        return "missing"
+    return services.import_job_run(job=job).status
+
+
+@shared_task(name="annotators.snapshot_refresh")
+def snapshot_refresh_task(snapshot_id: int) -> str:
+    """Compute a campaign's figures. A message for a snapshot that no longer exists is dropped."""
+    snapshot = CampaignSnapshot.objects.select_related("campaign").filter(pk=snapshot_id).first()
+    if snapshot is None:
+        return "missing"
+    return services.snapshot_run(snapshot=snapshot).status

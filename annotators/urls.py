@@ -1,0 +1,38 @@
+"""The manager's, reviewer's and invitee's pages; mounted at the site root by stepwise/urls.py."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from annotators import views
+
+app_name = "annotators"
+
+campaign = "campaigns/<slug:slug>/"
+urlpatterns = [
+    path("campaigns/", views.campaign_list, name="list"),
+    path("campaigns/new/", views.campaign_create, name="create"),
+    path(campaign, views.campaign_detail, name="detail"),
+    path(campaign + "settings/", views.campaign_settings, name="settings"),
+    path(campaign + "pause/", views.campaign_pause, name="pause"),
+    path(campaign + "imports/", views.import_list, name="imports"),
+    path(campaign + "imports/<int:pk>/", views.import_status, name="import-status"),
+    path(campaign + "members/", views.member_list, name="members"),
+    path(campaign + "members/<int:pk>/", views.member_detail, name="member"),
+    path(campaign + "invitations/", views.invitation_list, name="invitations"),
+    path(
+        campaign + "invitations/<int:pk>/revoke/",
+        views.invitation_revoke,
+        name="invitation-revoke",
+    ),
+    path(campaign + "gold/", views.gold_list, name="gold"),
+    path(campaign + "gold/<int:pk>/", views.gold_edit, name="gold-edit"),
+    path(campaign + "dashboard/", views.dashboard, name="dashboard"),
+    path(campaign + "figures/refresh/", views.snapshot_refresh, name="snapshot-refresh"),
+    path(campaign + "figures/status/", views.snapshot_status, name="snapshot-status"),
+    path(campaign + "agreement/", views.agreement, name="agreement"),
+    path(campaign + "reviews/", views.review_list, name="reviews"),
+    path(campaign + "reviews/<int:pk>/", views.review_detail, name="review"),
+    path(campaign + "my-reviews/", views.my_reviews, name="my-reviews"),
+    path("join/<str:token>/", views.join, name="join"),
+]

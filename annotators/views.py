@@ -1,0 +1,676 @@
+"""The manager's, reviewer's and invitee's pages. Each view checks the role, calls one service
+or selector, and renders (``campaign_for``: 404 for outsiders, 403 for a role that is not enough).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRefresh
+
+from annotators import charts, selectors, services
+from annotators.dashboard import dashboard_context
+from annotators.forms import (
+    CampaignForm,
+    GoldForm,
+    InvitationForm,
+    MemberForm,
+    ReviewFilterForm,
+    ReviewForm,
+    SignUpForm,
+    UploadForm,
+)
+from annotators.models import CampaignSnapshot, ImportJob, Invitation, Membership
+from annotators.permissions import LABEL, MANAGE, REVIEW, campaign_for, campaigns_visible_to
+from annotators.stats import qc_agreement
+from annotators.tables import Column, table
+from labeling.models import Assignment, Campaign, Review, Solution, Step
+
+
+def _page(
+    request: HttpRequest,
+    template: str,
+    campaign: Campaign,
+    membership: Membership | None,
+    context: dict | None = None,
+    *,
+    status: int = 200,
+) -> HttpResponse:
+    """Render a campaign page with what the campaign menu needs to know about the viewer."""
+    superuser = request.user.is_superuser
+    role = membership.role if membership else None
+    base = {
+        "campaign": campaign,
+        "membership": membership,
+        "can_manage": superuser or role in MANAGE,
+        "can_review": superuser or role in REVIEW,
+        "label_url": _label_url(campaign),
+    }
+    return render(request, template, base | (context or {}), status=status)
+
+
+def _posted(request: HttpRequest):
+    """The form data of a POST (even an empty one, which must fail validation), else None."""
+    return request.POST if request.method == "POST" else None
+
+
+def _page_number(request: HttpRequest) -> int:
+    try:
+        return max(int(request.GET.get("page", "1")), 1)
+    except ValueError:
+        return 1
+
+
+def _label_url(campaign: Campaign) -> str | None:
+    """The labelling page of the campaign, once the labelling app provides one."""
+    for name in ("labeling:label", "label"):
+        try:
+            return reverse(name, kwargs={"slug": campaign.slug})
+        except NoReverseMatch:
+            continue
+    return None
+
+
+def _may_create_campaigns(user) -> bool:
+    if settings.STEPWISE_CAMPAIGN_CREATORS == "staff":
+        return user.is_staff or user.is_superuser
+    return True
+
+
+# --- Campaigns -------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def campaign_list(request: HttpRequest) -> HttpResponse:
+    """The campaigns this person belongs to, with their role, and a way to create one."""
+    roles = dict(
+        Membership.objects.filter(user=request.user, status=Membership.Status.ACTIVE).values_list(
+            "campaign_id", "role"
+        )
+    )
+    campaigns = [
+        {"campaign": c, "role": roles.get(c.pk, "site admin")}
+        for c in campaigns_visible_to(request.user).order_by("name")
+    ]
+    return render(
+        request,
+        "annotators/campaign_list.html",
+        {"campaigns": campaigns, "may_create": _may_create_campaigns(request.user)},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def campaign_create(request: HttpRequest) -> HttpResponse:
+    if not _may_create_campaigns(request.user):
+        raise PermissionDenied("Only staff create campaigns on this site.")
+    form = CampaignForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        campaign = services.campaign_create(creator=request.user, **form.settings())
+        messages.success(request, f"Campaign “{campaign.name}” created. Next: import solutions.")
+        return redirect("annotators:imports", slug=campaign.slug)
+    return render(
+        request,
+        "annotators/campaign_form.html",
+        {"form": form, "creating": True},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_GET
+def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """The campaign's home: instructions, the viewer's standing (screening), links by role."""
+    campaign, membership = campaign_for(request.user, slug, roles=LABEL)
+    reviewed = (
+        selectors.my_reviews(campaign=campaign, user=request.user, per_page=5)[0]
+        if membership
+        else []
+    )
+    return _page(
+        request,
+        "annotators/campaign_detail.html",
+        campaign,
+        membership,
+        {"recent_reviews": reviewed},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def campaign_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    form = CampaignForm(_posted(request), instance=Campaign.objects.get(pk=campaign.pk))
+    if request.method == "POST" and form.is_valid():
+        services.campaign_update(campaign=campaign, **form.settings())
+        messages.success(request, "Settings saved.")
+        return redirect("annotators:settings", slug=campaign.slug)
+    return _page(
+        request,
+        "annotators/campaign_form.html",
+        campaign,
+        membership,
+        {"form": form, "creating": False},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_POST
+def campaign_pause(request: HttpRequest, slug: str) -> HttpResponse:
+    """Pause or resume (``paused=1`` / ``paused=0``)."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    paused = request.POST.get("paused") == "1"
+    services.campaign_pause_set(campaign=campaign, paused=paused)
+    messages.success(request, "Campaign paused: no work is served." if paused else "Resumed.")
+    return redirect("annotators:detail", slug=campaign.slug)
+
+
+# --- Imports ---------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """Upload a file (imported in the background) and follow the imports."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    status, refused = 200, None
+    form = UploadForm()
+    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    if request.method == "POST" and length > services.upload_limit_bytes() + 65536:
+        # Refused on the request's size, before the form reads the file.
+        refused, status = services.upload_too_large_message(length), 413
+    elif request.method == "POST":
+        form = UploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                services.import_job_create(
+                    campaign=campaign,
+                    created_by=request.user,
+                    upload=form.cleaned_data["file"],
+                    fmt=form.cleaned_data["format"],
+                    as_gold=form.cleaned_data["as_gold"] or None,
+                    generator=form.cleaned_data["generator"],
+                    grade=form.cleaned_data["grade"],
+                )
+            except services.ManageError as error:
+                form.add_error(None, str(error))
+            else:
+                return redirect("annotators:imports", slug=campaign.slug)
+        status = 400
+    jobs = ImportJob.objects.filter(campaign=campaign).select_related("created_by")[:50]
+    return _page(
+        request,
+        "annotators/import_list.html",
+        campaign,
+        membership,
+        {
+            "form": form,
+            "refused": refused,
+            "jobs": jobs,
+            "limit_mb": settings.STEPWISE_MAX_UPLOAD_MB,
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_GET
+def import_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One import's row; htmx polls it while the import runs. Without htmx: the list."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    job = get_object_or_404(ImportJob, campaign=campaign, pk=pk)
+    if not request.htmx:
+        return redirect("annotators:imports", slug=campaign.slug)
+    return _page(request, "annotators/import_list.html#job-row", campaign, membership, {"job": job})
+
+
+# --- Members and invitations -------------------------------------------------------------------
+
+MEMBER_COLUMNS = [
+    Column("username", "member", link=True),
+    Column("role", "role"),
+    Column("status", "state"),
+    Column("screening", "screening"),
+    Column("screening_score", "screening score", numeric=True, fmt="pct"),
+    Column("assignments", "solutions", numeric=True, fmt="int"),
+    Column("labels", "step labels", numeric=True, fmt="int"),
+    Column("median_seconds_per_step", "median s / step", numeric=True, fmt="num"),
+    Column("qc_agreement", "QC agreement", numeric=True, fmt="pct"),
+    Column("kappa", "kappa", numeric=True, fmt="num"),
+    Column("last", "last submitted", fmt="time"),
+]
+
+
+@login_required
+@require_GET
+def member_list(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    context = _snapshot_context(campaign)
+    rows = selectors.members_rows(campaign=campaign, snapshot=context["snapshot"])
+    for row in rows:
+        row["url"] = reverse("annotators:member", kwargs={"slug": campaign.slug, "pk": row["id"]})
+    context["members"] = table(rows, MEMBER_COLUMNS, query=request.GET, default_sort="username")
+    return _page(request, "annotators/member_list.html", campaign, membership, context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One member: change role or state; their QC agreement over time (read live)."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    member = get_object_or_404(
+        Membership.objects.select_related("user", "invitation"), campaign=campaign, pk=pk
+    )
+    form = MemberForm(_posted(request), initial={"role": member.role, "status": member.status})
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.membership_update(
+                membership=member,
+                role=form.cleaned_data["role"],
+                status=form.cleaned_data["status"],
+            )
+        except services.ManageError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"{member.user.get_username()} updated.")
+            return redirect("annotators:member", slug=campaign.slug, pk=member.pk)
+    qc = qc_agreement(campaign=campaign, annotator_id=member.user_id)
+    chart = charts.line(
+        title=f"{member.user.get_username()}: agreement with gold by day (UTC)",
+        points=[(d["day"][5:], d["agreement"]) for d in qc["days"]],
+    )
+    figures = selectors.annotator_figures(services.snapshot_current(campaign=campaign))
+    return _page(
+        request,
+        "annotators/member_detail.html",
+        campaign,
+        membership,
+        {
+            "member": member,
+            "form": form,
+            "qc": qc,
+            "qc_share": qc["agree"] / qc["scored"] if qc["scored"] else None,
+            "qc_chart": chart,
+            "figures": figures.get(member.user_id),
+        },
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def invitation_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """Create invitation links (the new link is shown once, on this response) and list them."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    form = InvitationForm(_posted(request))
+    new_link = None
+    if request.method == "POST" and form.is_valid():
+        _, token = services.invitation_create(
+            campaign=campaign,
+            created_by=request.user,
+            role=form.cleaned_data["role"],
+            max_uses=form.cleaned_data["max_uses"],
+            expires_in=form.expires_in,
+            note=form.cleaned_data["note"],
+        )
+        new_link = request.build_absolute_uri(reverse("annotators:join", kwargs={"token": token}))
+        form = InvitationForm()
+    return _page(
+        request,
+        "annotators/invitation_list.html",
+        campaign,
+        membership,
+        {
+            "form": form,
+            "new_link": new_link,
+            "invitations": selectors.invitations_list(campaign=campaign),
+        },
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_POST
+def invitation_revoke(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    invitation = get_object_or_404(Invitation, campaign=campaign, pk=pk)
+    services.invitation_revoke(invitation=invitation)
+    messages.success(request, f"Invitation {invitation.token_hint}… revoked.")
+    return redirect("annotators:invitations", slug=campaign.slug)
+
+
+@require_http_methods(["GET", "POST"])
+def join(request: HttpRequest, token: str) -> HttpResponse:
+    """An invitation link: sign up (or log in) and join the campaign with the invited role."""
+    try:
+        invitation = services.invitation_find(token=token)
+    except services.InvitationRefused as error:
+        return render(request, "annotators/join.html", {"error": error}, status=404)
+    state = invitation.state()
+    campaign = invitation.campaign
+    member = None
+    if request.user.is_authenticated:
+        member = Membership.objects.filter(user=request.user, campaign=campaign).first()
+    if state != Invitation.State.ACTIVE and member is None:
+        error = services.InvitationRefused(state)
+        return render(request, "annotators/join.html", {"error": error}, status=410)
+    form = SignUpForm(_posted(request)) if not request.user.is_authenticated else None
+    if request.method == "POST" and (form is None or form.is_valid()):
+        try:
+            if form is None:
+                member = services.invitation_redeem(token=token, user=request.user)
+            else:
+                member = services.user_signup(
+                    token=token,
+                    username=form.cleaned_data["username"],
+                    password=form.cleaned_data["password1"],
+                    email=form.cleaned_data.get("email") or "",
+                )
+                login(request, member.user, backend="django.contrib.auth.backends.ModelBackend")
+        except services.InvitationRefused as error:
+            return render(request, "annotators/join.html", {"error": error}, status=410)
+        messages.success(request, f"Welcome to {campaign.name}: you joined as {member.role}.")
+        return redirect("annotators:detail", slug=campaign.slug)
+    return render(
+        request,
+        "annotators/join.html",
+        {"invitation": invitation, "campaign": campaign, "form": form, "member": member},
+        status=400 if form is not None and form.errors else 200,
+    )
+
+
+# --- Gold ratings ----------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def gold_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """Quality-control and screening solutions; open any solution by id to mark it."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    wanted = request.GET.get("solution", "").strip()
+    if wanted:
+        if wanted.isdigit() and Solution.objects.filter(campaign=campaign, pk=wanted).exists():
+            return redirect("annotators:gold-edit", slug=campaign.slug, pk=int(wanted))
+        messages.error(request, f"This campaign has no solution {wanted}.")
+    page = _page_number(request)
+    solutions, has_next = selectors.gold_solutions(campaign=campaign, page=page)
+    return _page(
+        request,
+        "annotators/gold_list.html",
+        campaign,
+        membership,
+        {"solutions": solutions, "page": page, "has_next": has_next, "query": ""},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    solution = get_object_or_404(
+        Solution.objects.select_related("problem"), campaign=campaign, pk=pk
+    )
+    steps = list(Step.objects.filter(solution=solution).order_by("index"))
+    initial = {"kind": solution.kind} | {
+        f"gold_{s.index}": "" if s.gold_rating is None else str(s.gold_rating) for s in steps
+    }
+    form = GoldForm(_posted(request), initial=initial, step_indexes=[s.index for s in steps])
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.solution_gold_set(
+                solution=solution, kind=form.cleaned_data["kind"], gold=form.gold()
+            )
+        except services.ManageError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"Solution {solution.pk} saved.")
+            return redirect("annotators:gold", slug=campaign.slug)
+    return _page(
+        request,
+        "annotators/gold_edit.html",
+        campaign,
+        membership,
+        {
+            "solution": solution,
+            "rows": [(s, form[f"gold_{s.index}"]) for s in steps],
+            "form": form,
+        },
+        status=400 if form.errors else 200,
+    )
+
+
+# --- Figures ---------------------------------------------------------------------------------
+
+
+def _snapshot_context(campaign: Campaign) -> dict:
+    """The figures to show, and whether fresher ones are being computed (the page polls)."""
+    snapshot = services.snapshot_current(campaign=campaign)
+    return {
+        "snapshot": snapshot,
+        "shown": snapshot.pk if snapshot else "",
+        "pending": services.snapshot_pending(campaign=campaign),
+    }
+
+
+@login_required
+@require_GET
+def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
+    """Progress, throughput, time, ratings, QC, agreement and the queue, from the snapshot."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    context = _snapshot_context(campaign)
+    if context["snapshot"] is not None:
+        context |= dashboard_context(context["snapshot"].data, query=request.GET)
+    return _page(request, "annotators/dashboard.html", campaign, membership, context)
+
+
+@login_required
+@require_POST
+def snapshot_refresh(request: HttpRequest, slug: str) -> HttpResponse:
+    """Ask a worker for fresh figures now; back to the page that asked."""
+    campaign, _ = campaign_for(request.user, slug, roles=REVIEW)
+    services.snapshot_request(campaign=campaign)
+    back = request.POST.get("next", "")
+    if not back.startswith(f"/campaigns/{campaign.slug}/"):
+        back = reverse("annotators:dashboard", kwargs={"slug": campaign.slug})
+    return redirect(back)
+
+
+@login_required
+@require_GET
+def snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
+    """Polled by htmx while figures are being computed: reloads the page once they are in."""
+    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
+    shown = request.GET.get("shown", "")
+    latest = (
+        CampaignSnapshot.objects.filter(campaign=campaign, status=CampaignSnapshot.Status.DONE)
+        .order_by("-computed_at", "-id")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if latest is not None and str(latest) != shown:
+        return HttpResponseClientRefresh()
+    return _page(
+        request,
+        "annotators/_snapshot.html#snapshot-status",
+        campaign,
+        membership,
+        {"pending": services.snapshot_pending(campaign=campaign), "shown": shown},
+    )
+
+
+AGREEMENT_COLUMNS = [
+    Column("username", "annotator"),
+    Column("shared", "shared steps", numeric=True, fmt="int"),
+    Column("percent", "agreement", numeric=True, fmt="pct"),
+    Column("kappa", "Cohen's kappa (mean)", numeric=True, fmt="num"),
+    Column("alpha", "alpha on their steps", numeric=True, fmt="num"),
+    Column("qc_agreement", "QC agreement", numeric=True, fmt="pct"),
+]
+PAIR_COLUMNS = [
+    Column("a", "annotator"),
+    Column("b", "annotator"),
+    Column("shared", "shared steps", numeric=True, fmt="int"),
+    Column("percent", "agreement", numeric=True, fmt="pct"),
+    Column("kappa", "Cohen's kappa", numeric=True, fmt="num"),
+]
+
+
+@login_required
+@require_GET
+def agreement(request: HttpRequest, slug: str) -> HttpResponse:
+    """Inter-annotator agreement: alpha (nominal, interval), kappa per annotator and per pair."""
+    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
+    context = _snapshot_context(campaign)
+    if (snapshot := context["snapshot"]) is not None:
+        data = snapshot.data
+        context |= {
+            "figures": data["agreement"],
+            "annotators": table(
+                [r for r in data["annotators"] if r.get("shared")],
+                AGREEMENT_COLUMNS,
+                query=request.GET,
+                default_sort="kappa",
+                prefix="a_",
+            ),
+            "pairs": table(
+                data["agreement"]["pairs"],
+                PAIR_COLUMNS,
+                query=request.GET,
+                default_sort="-shared",
+                prefix="p_",
+            ),
+        }
+    return _page(request, "annotators/agreement.html", campaign, membership, context)
+
+
+# --- Review ----------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def review_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """Submitted assignments to review, filtered by annotator, kind, QC agreement, disagreement."""
+    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
+    people = list(
+        Membership.objects.filter(campaign=campaign)
+        .order_by("user__username")
+        .values_list("user_id", "user__username")
+    )
+    filters = ReviewFilterForm(request.GET or None, annotators=people)
+    data = filters.cleaned_data if filters.is_valid() else {}
+    snapshot = None
+    annotator_ids = None
+    if data.get("low_qc"):
+        snapshot = services.snapshot_current(campaign=campaign)
+        annotator_ids = selectors.low_qc_annotators(campaign=campaign, snapshot=snapshot)
+    page = _page_number(request)
+    rows, has_next = selectors.review_queue(
+        campaign=campaign,
+        state=data.get("state") or "unreviewed",
+        annotator_id=data.get("annotator"),
+        kind=data.get("kind") or "",
+        annotator_ids=annotator_ids,
+        disagreement=bool(data.get("disagreement")),
+        oldest_first=data.get("sort") == "submitted",
+        page=page,
+    )
+    query = request.GET.copy()
+    query.pop("page", None)
+    return _page(
+        request,
+        "annotators/review_list.html",
+        campaign,
+        membership,
+        {
+            "filters": filters,
+            "rows": rows,
+            "page": page,
+            "has_next": has_next,
+            "query": query.urlencode(),
+            "snapshot": snapshot,
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def review_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One submitted assignment: steps, the annotator's and others' ratings; accept or reject."""
+    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
+    detail = selectors.review_detail(campaign=campaign, assignment_id=pk)
+    if detail is None:
+        raise Http404("No such submitted assignment")
+    review = detail.review
+    initial = {}
+    if review is not None:
+        initial = {"decision": review.decision, "comment": review.comment} | {
+            f"step_{i}": str(r) for i, r in review.corrections.items()
+        }
+    form = ReviewForm(_posted(request), initial=initial, step_indexes=detail.rated_indexes)
+    own = detail.assignment.annotator_id == request.user.pk
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.review_submit(
+                assignment=detail.assignment,
+                reviewer=request.user,
+                decision=form.cleaned_data["decision"],
+                comment=form.cleaned_data["comment"],
+                corrections=form.corrections(),
+            )
+        except services.ManageError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"Review of assignment {pk} saved.")
+            return redirect("annotators:reviews", slug=campaign.slug)
+    return _page(
+        request,
+        "annotators/review_detail.html",
+        campaign,
+        membership,
+        {
+            "detail": detail,
+            "form": form,
+            "own": own,
+            "rows": [
+                (step, form[f"step_{step.index}"] if step.rating is not None else None)
+                for step in detail.steps
+            ],
+        },
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_GET
+def my_reviews(request: HttpRequest, slug: str) -> HttpResponse:
+    """An annotator's reviewed work: accepted or rejected, the comment, corrected ratings."""
+    campaign, membership = campaign_for(request.user, slug, roles=LABEL)
+    page = _page_number(request)
+    reviews, has_next = selectors.my_reviews(campaign=campaign, user=request.user, page=page)
+    return _page(
+        request,
+        "annotators/my_reviews.html",
+        campaign,
+        membership,
+        {
+            "reviews": reviews,
+            "page": page,
+            "has_next": has_next,
+            "query": "",
+            "reviewed": Review.objects.filter(
+                assignment__campaign=campaign, assignment__annotator=request.user
+            ).count(),
+            "submitted": Assignment.objects.filter(
+                campaign=campaign, annotator=request.user, status=Assignment.Status.SUBMITTED
+            ).count(),
+        },
+    )

@@ -1,0 +1,221 @@
+"""Uploading import files from the browser: stored, imported in the background, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from annotators.models import ImportJob
+from annotators.services import import_job_run
+from labeling.models import Solution, Step
+from tests.conftest import FIXTURES
+from tests.factories import make_campaign, make_member
+
+pytestmark = pytest.mark.django_db
+
+GSM8K = FIXTURES / "gsm8k_model_solutions" / "example_model_solutions.sample.jsonl"
+PROCESSBENCH = FIXTURES / "processbench_samples" / "processbench_verbatim_samples.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def _media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture
+def campaign():
+    return make_campaign(slug="up")
+
+
+@pytest.fixture
+def manager_client(client, campaign):
+    client.force_login(make_member(campaign=campaign, role="manager").user)
+    return client
+
+
+def upload(client, campaign, name: str, content: bytes, **fields):
+    data = {"format": "jsonl", "grade": "on", "file": SimpleUploadedFile(name, content)} | fields
+    return client.post(reverse("annotators:imports", kwargs={"slug": campaign.slug}), data)
+
+
+def test_an_upload_is_stored_and_queued_then_imported_with_its_counts(
+    manager_client, campaign, django_capture_on_commit_callbacks
+):
+    content = GSM8K.read_bytes()
+    with django_capture_on_commit_callbacks() as queued:
+        response = upload(manager_client, campaign, "gsm8k.jsonl", content)
+
+    job = ImportJob.objects.get()
+    assert response.status_code == 302
+    assert (job.status, job.file_name, job.size, job.format) == (
+        "pending",
+        "gsm8k.jsonl",
+        len(content),
+        "jsonl",
+    )
+    assert job.path.read_bytes() == content
+    assert len(queued) == 1  # the Celery task, sent once the row is committed
+
+    job = import_job_run(job=job)
+
+    assert job.status == "done" and job.progress == 1.0
+    assert job.counts["solutions_created"] == Solution.objects.filter(campaign=campaign).count() > 0
+    assert not job.path.exists()  # the upload is removed; its size and sha256 stay
+    page = manager_client.get(reverse("annotators:imports", kwargs={"slug": campaign.slug}))
+    assert f"{job.counts['solutions_created']} new solutions" in page.content.decode()
+
+
+def test_a_bad_file_fails_whole_with_its_file_line_and_field(manager_client, campaign):
+    good = GSM8K.read_text().splitlines()[0]
+    content = f'{good}\nnot json\n{{"problem": "x", "solutions": [{{"steps": []}}]}}\n'.encode()
+    upload(manager_client, campaign, "broken.jsonl", content)
+
+    job = import_job_run(job=ImportJob.objects.get())
+
+    assert job.status == "failed"
+    assert job.errors[0]["file"] == "broken.jsonl" and job.errors[0]["line"] == 2
+    assert "not valid JSON" in job.errors[0]["message"]
+    assert job.errors[1]["line"] == 3 and job.errors[1]["field"]
+    assert not Solution.objects.exists()  # all or nothing
+    page = manager_client.get(
+        reverse("annotators:imports", kwargs={"slug": campaign.slug})
+    ).content.decode()
+    assert "Nothing was imported" in page
+    assert "<code>broken.jsonl:2</code>" in page
+
+
+def test_gold_imports_become_screening_questions(manager_client, campaign):
+    upload(
+        manager_client,
+        campaign,
+        "pb.jsonl",
+        PROCESSBENCH.read_bytes(),
+        format="processbench",
+        as_gold="screening",
+    )
+
+    job = import_job_run(job=ImportJob.objects.get())
+
+    assert job.status == "done", job.errors
+    assert job.options == {"as_gold": "screening"}
+    assert set(Solution.objects.values_list("kind", flat=True)) == {"screening"}
+    assert Step.objects.filter(gold_rating__isnull=False).exists()
+
+
+def test_a_file_over_the_size_limit_is_refused_with_a_clear_message(
+    manager_client, campaign, settings
+):
+    settings.STEPWISE_MAX_UPLOAD_MB = 1
+
+    response = upload(manager_client, campaign, "big.jsonl", b"x" * (1024 * 1024 + 1))
+
+    assert response.status_code in (400, 413)
+    assert "uploads are limited to 1 MB (STEPWISE_MAX_UPLOAD_MB)" in response.content.decode()
+    assert not ImportJob.objects.exists()
+
+
+def test_a_far_too_large_request_is_refused_before_its_file_is_read(
+    manager_client, campaign, settings
+):
+    settings.STEPWISE_MAX_UPLOAD_MB = 1
+
+    response = upload(manager_client, campaign, "huge.jsonl", b"x" * (3 * 1024 * 1024))
+
+    assert response.status_code == 413
+    assert "The file is 3.0 MB" in response.content.decode()
+
+
+def test_a_job_runs_once(campaign):
+    job = ImportJob.objects.create(
+        campaign=campaign, file_name="x.jsonl", format="jsonl", status="done"
+    )
+
+    assert import_job_run(job=job).status == "done"
+    assert ImportJob.objects.get().finished_at is None  # untouched
+
+
+def test_the_status_row_polls_while_running_and_stops_when_finished(manager_client, campaign):
+    job = ImportJob.objects.create(
+        campaign=campaign,
+        file_name="x.jsonl",
+        format="jsonl",
+        status="running",
+        phase="writing",
+        progress=0.42,
+    )
+    url = reverse("annotators:import-status", kwargs={"slug": campaign.slug, "pk": job.pk})
+
+    running = manager_client.get(url, headers={"HX-Request": "true"}).content.decode()
+    ImportJob.objects.filter(pk=job.pk).update(status="done", counts={"solutions_created": 5})
+    done = manager_client.get(url, headers={"HX-Request": "true"}).content.decode()
+
+    assert (
+        'hx-trigger="every 1s"' in running
+        and 'value="0.420"' in running
+        and "running: writing" in running
+    )
+    assert "hx-trigger" not in done and "5 new solutions" in done
+
+
+def _wait_for(predicate, seconds: float = 30.0) -> bool:
+    """Poll until ``predicate()`` holds (a failure bound, not a timing assertion)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_progress_is_written_by_its_own_connection():
+    from annotators.services import _ProgressWriter
+
+    job = ImportJob.objects.create(
+        campaign=make_campaign(), file_name="x.jsonl", format="jsonl", status="running"
+    )
+    with _ProgressWriter(job.pk) as writer:
+        writer.report("writing", 0.5)
+        seen = _wait_for(lambda: ImportJob.objects.get(pk=job.pk).progress == 0.5)
+
+    assert seen
+    assert ImportJob.objects.get(pk=job.pk).phase == "writing"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_progress_shows_while_the_import_transaction_is_still_open():
+    from django.db import transaction
+
+    from annotators.services import _ProgressWriter
+
+    campaign = make_campaign()
+    job = ImportJob.objects.create(
+        campaign=campaign, file_name="x.jsonl", format="jsonl", status="running"
+    )
+    with transaction.atomic():
+        make_member(campaign=campaign)  # the import's writes, not committed yet
+        with _ProgressWriter(job.pk) as writer:
+            writer.report("writing", 0.25)
+            assert _wait_for(lambda: _progress_elsewhere(job.pk) == 0.25)
+
+
+def _progress_elsewhere(pk: int) -> float:
+    """The job's progress as another connection (a web request) sees it."""
+    import threading
+
+    from django.db import connection
+
+    out = []
+
+    def read():
+        out.append(ImportJob.objects.get(pk=pk).progress)
+        connection.close()
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join()
+    return out[0]

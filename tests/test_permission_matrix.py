@@ -1,0 +1,264 @@
+"""Every route of the site x every kind of visitor x their own campaign or another one.
+
+The routes are read from the URL resolver, so a new view or API endpoint without an entry in
+``ROUTES`` fails ``test_every_route_has_an_entry``: whoever adds a route decides who may use it.
+Visitors: a manager, a reviewer and an annotator of campaign "own" (and of nothing else), an
+outsider (a member of no campaign), a site admin (superuser, member of nothing) and an anonymous
+visitor. Each visits the URLs built with campaign "own"'s objects and with campaign "other"'s.
+
+Expected statuses by access level, for a visitor who may not:
+- outsiders of the campaign (and anyone in "other"): 404, so a campaign's existence does not leak;
+- members whose role is not enough: 403;
+- anonymous visitors: a redirect to the login page (web pages), 401 (API).
+Every request runs in a transaction that is rolled back, so one visitor's POST changes nothing
+for the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from django.db import transaction
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from annotators.models import ImportJob, Membership
+from annotators.services import invitation_create
+from exports.models import Export
+from labeling.services import assignment_next
+from tests.factories import (
+    make_campaign,
+    make_gold_solution,
+    make_labelled,
+    make_member,
+    make_solution,
+    make_user,
+)
+
+pytestmark = pytest.mark.django_db
+
+VISITORS = ["manager", "reviewer", "annotator", "outsider", "site admin", "anonymous"]
+CAMPAIGN_ROLES = {"manager", "reviewer", "annotator"}
+
+
+@dataclass(frozen=True)
+class Route:
+    """Who may use a route, and the status a permitted visitor gets for each method.
+
+    ``level``: ``manage`` / ``review`` / ``label`` (campaign roles, site admins pass),
+    ``login`` (anyone logged in), ``public``, ``api-member`` (a member of the campaign, site
+    admins included only if they are members), ``holder`` / ``api-holder`` (the annotator
+    holding the assignment; ``admin_ok``: what site admins get instead). ``kwargs`` names the
+    objects that fill the URL; ``data`` is posted (empty: the form is invalid, which still
+    proves the visitor got past the permission check).
+    """
+
+    level: str
+    ok: dict[str, int]
+    kwargs: tuple[str, ...] = ()
+    data: dict = field(default_factory=dict)
+    admin_ok: dict[str, int] | None = None
+
+
+ROUTES: dict[str, Route] = {
+    # labeling
+    "home": Route("login", {"GET": 200}),
+    "login": Route("public", {"GET": 200}),
+    "logout": Route("public", {"POST": 302}),
+    "labeling:label": Route("label", {"GET": 200}, ("slug",)),
+    # The labelling page's actions: only the assignment's holder (an empty form: back to the page).
+    "labeling:rate": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:undo": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:flag": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:submit": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:skip": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    # annotators
+    "annotators:list": Route("login", {"GET": 200}),
+    "annotators:create": Route("login", {"GET": 200, "POST": 400}),
+    "annotators:detail": Route("label", {"GET": 200}, ("slug",)),
+    "annotators:settings": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "annotators:pause": Route("manage", {"POST": 302}, ("slug",), {"paused": "1"}),
+    "annotators:imports": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "annotators:import-status": Route("manage", {"GET": 302}, ("slug", "import_job")),
+    "annotators:members": Route("manage", {"GET": 200}, ("slug",)),
+    "annotators:member": Route("manage", {"GET": 200, "POST": 400}, ("slug", "membership")),
+    "annotators:invitations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "annotators:invitation-revoke": Route("manage", {"POST": 302}, ("slug", "invitation")),
+    "annotators:gold": Route("manage", {"GET": 200}, ("slug",)),
+    "annotators:gold-edit": Route("manage", {"GET": 200, "POST": 400}, ("slug", "solution")),
+    "annotators:dashboard": Route("manage", {"GET": 200}, ("slug",)),
+    "annotators:snapshot-refresh": Route("review", {"POST": 302}, ("slug",)),
+    "annotators:snapshot-status": Route("review", {"GET": 200}, ("slug",)),
+    "annotators:agreement": Route("review", {"GET": 200}, ("slug",)),
+    "annotators:reviews": Route("review", {"GET": 200}, ("slug",)),
+    "annotators:review": Route("review", {"GET": 200, "POST": 400}, ("slug", "assignment")),
+    "annotators:my-reviews": Route("label", {"GET": 200}, ("slug",)),
+    "annotators:join": Route("public", {"GET": 200}, ("token",)),
+    # exports
+    "exports:list": Route("manage", {"GET": 200, "POST": 400}, ("slug",), {"format": "nope"}),
+    "exports:status": Route("manage", {"GET": 302}, ("slug", "export")),
+    "exports:download": Route("manage", {"GET": 200}, ("slug", "export", "file")),
+    # API
+    "api-campaign-next": Route("api-member", {"POST": 200}, ("slug",)),
+    "api-assignment": Route("api-holder", {"GET": 200}, ("assignment",), admin_ok={"GET": 200}),
+    "api-assignment-submit": Route(
+        "api-holder", {"POST": 400}, ("assignment",), {"submission_key": "k-1"}
+    ),
+    "api-assignment-skip": Route("api-holder", {"POST": 200}, ("assignment",)),
+}
+# Django's admin checks staff status itself.
+IGNORED_NAMESPACES = ("admin",)
+ROLE_LEVELS = {
+    "manage": {"manager"},
+    "review": {"manager", "reviewer"},
+    "label": {"manager", "reviewer", "annotator"},
+}
+
+
+def _routes(resolver: URLResolver, namespace: str = "") -> list[tuple[str, URLPattern]]:
+    found = []
+    for entry in resolver.url_patterns:
+        if isinstance(entry, URLResolver):
+            ns = entry.namespace or ""
+            if ns in IGNORED_NAMESPACES:
+                continue
+            found += _routes(entry, f"{namespace}{ns}:" if ns else namespace)
+        else:
+            found.append((f"{namespace}{entry.name}" if entry.name else repr(entry), entry))
+    return found
+
+
+ALL_ROUTES = _routes(get_resolver())
+
+
+def test_every_route_has_an_entry():
+    names = {name for name, _ in ALL_ROUTES}
+    missing = sorted(names - set(ROUTES))
+    assert not missing, f"routes without an entry in the permission matrix: {missing}"
+    assert not sorted(set(ROUTES) - names), "entries for routes that no longer exist"
+
+
+@dataclass
+class CampaignObjects:
+    slug: str
+    objects: dict
+
+
+@pytest.fixture
+def world(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    users = {
+        "manager": make_user(username="m"),
+        "reviewer": make_user(username="r"),
+        "annotator": make_user(username="a"),
+        "outsider": make_user(username="o"),
+        "site admin": make_user(username="admin", is_superuser=True, is_staff=True),
+    }
+    campaigns = {}
+    for name in ("own", "other"):
+        campaign = make_campaign(slug=name)
+        if name == "own":
+            for role in CAMPAIGN_ROLES:
+                make_member(campaign=campaign, user=users[role], role=role)
+            annotator = users["annotator"]
+        else:
+            make_member(campaign=campaign, role=Membership.Role.MANAGER)
+            annotator = make_member(campaign=campaign).user
+        make_solution(campaign=campaign)  # open work for "next"
+        gold = make_gold_solution(campaign=campaign, kind="qc", gold=[1, -1])
+        labelled = make_labelled(solution=make_solution(campaign=campaign), ratings=[1, 1, -1])
+        held = assignment_next(campaign=campaign, annotator=annotator)
+        invitation, token = invitation_create(campaign=campaign, created_by=None)
+        export = Export.objects.create(
+            campaign=campaign,
+            format="csv",
+            status=Export.Status.DONE,
+            files=[{"name": "labels.csv"}],
+        )
+        export.directory.mkdir(parents=True)
+        (export.directory / "labels.csv").write_text("a,b\n")
+        campaigns[name] = CampaignObjects(
+            slug=campaign.slug,
+            objects={
+                "slug": campaign.slug,
+                "import_job": ImportJob.objects.create(
+                    campaign=campaign, file_name="x", format="jsonl"
+                ).pk,
+                "membership": Membership.objects.filter(campaign=campaign).first().pk,
+                "invitation": invitation.pk,
+                "token": token,
+                "solution": gold.pk,
+                "assignment": labelled.pk if name == "other" else held.pk,
+                "review_assignment": labelled.pk,
+                "export": export.pk,
+                "file": "labels.csv",
+            },
+        )
+    return users, campaigns
+
+
+# The URL parameter each object fills; primary keys go in "pk".
+URL_KWARG = {"file": "name", "slug": "slug", "token": "token"}
+
+
+def _url(name: str, route: Route, objects: dict) -> str:
+    kwargs = {}
+    for key in route.kwargs:
+        value = (
+            objects["review_assignment"]
+            if (name, key) == ("annotators:review", "assignment")
+            else objects[key]
+        )
+        kwargs[URL_KWARG.get(key, "pk")] = value
+    return reverse(name, kwargs=kwargs)
+
+
+def expected(route: Route, method: str, visitor: str, campaign: str) -> int:
+    """The status ``visitor`` should get for ``method`` on ``route`` with ``campaign``'s objects."""
+    ok = route.ok[method]
+    api = route.level.startswith("api")
+    if visitor == "anonymous":
+        if route.level == "public":
+            return ok
+        return 401 if api else 302
+    if route.level in ("public", "login"):
+        return ok
+    if route.level == "api-member":
+        return ok if campaign == "own" and visitor in CAMPAIGN_ROLES else 404
+    if route.level == "holder":
+        return ok if campaign == "own" and visitor == "annotator" else 404
+    if route.level == "api-holder":
+        if visitor == "site admin" and route.admin_ok:
+            return route.admin_ok[method]
+        return ok if campaign == "own" and visitor == "annotator" else 404
+    if visitor == "site admin":
+        return ok
+    if campaign == "other" or visitor not in CAMPAIGN_ROLES:
+        return 404
+    return ok if visitor in ROLE_LEVELS[route.level] else 403
+
+
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_the_route_answers_each_visitor_as_the_matrix_says(name, world, client):
+    users, campaigns = world
+    route = ROUTES[name]
+    wrong = []
+    table = []
+    for method in route.ok:
+        for campaign in ("own", "other") if route.kwargs else ("own",):
+            url = _url(name, route, campaigns[campaign].objects)
+            for visitor in VISITORS:
+                client.logout()
+                if visitor != "anonymous":
+                    client.force_login(users[visitor])
+                with transaction.atomic():
+                    send = client.get if method == "GET" else client.post
+                    response = send(url, route.data)
+                    transaction.set_rollback(True)
+                want = expected(route, method, visitor, campaign)
+                table.append(
+                    f"{method:4} {campaign:5} {visitor:10} {response.status_code} (want {want})"
+                )
+                if response.status_code != want:
+                    wrong.append(table[-1])
+    assert not wrong, f"{name}:\n" + "\n".join(wrong) + "\n\nfull table:\n" + "\n".join(table)
