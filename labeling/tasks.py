@@ -32,3 +32,11 @@ def active_learning_run_task(run_id: int) -> str:
     if run is None:
         return "missing"
     return active_learning_run(run=run).status
+
+
+@shared_task(name="labeling.active_learning_sweep", ignore_result=True)
+def active_learning_sweep_task() -> dict:
+    """Resend active-learning runs whose message or worker was lost (beat runs this)."""
+    from labeling.active_learning import active_learning_sweep
+
+    return active_learning_sweep()
