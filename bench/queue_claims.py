@@ -15,8 +15,8 @@ open solutions for the scaling comparison. Then, in one run:
    insert: one round trip) from 64 clients, as the ceiling the app's claims/s is compared with;
 5. invariants over every row afterwards (all must be 0).
 
-    .venv/bin/python bench/queue.py                     # full size, about 6 minutes
-    .venv/bin/python bench/queue.py --open 5000 --seconds 10 --raw-seconds 5   # a quick look
+    .venv/bin/python bench/queue_claims.py                     # full size, about 6 minutes
+    .venv/bin/python bench/queue_claims.py --open 5000 --seconds 10 --raw-seconds 5   # a quick look
 
 The database (default ``postgres://postgres@127.0.0.1:5432/sw_bench_queue``, or
 ``BENCH_DATABASE_URL``) is dropped and recreated. Disk flush times on the reference machine
@@ -29,10 +29,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# This script shares its name with the standard library's ``queue`` (which concurrent.futures
-# and others import): keep its own folder off the import path, and the repository on it.
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
 import argparse
