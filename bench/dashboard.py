@@ -24,9 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Run as a script, bench/ itself is first on the path, and its queue.py would shadow the standard
-# library's queue module (which psycopg and concurrent.futures import).
-sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
 # The bench computes the figures itself, once: pages must not ask a worker for fresh ones.
 os.environ["STEPWISE_SNAPSHOT_MAX_AGE"] = str(10**9)

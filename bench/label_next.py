@@ -10,7 +10,7 @@ solutions, less the network.
 How: Django's test client in this process, against PostgreSQL, with the full middleware stack
 (sessions in the database, authentication, messages, htmx). It times the server's work only:
 no HTTP parsing, no network and no client, which a real deployment adds on top (a fraction of a
-millisecond for gunicorn on the same machine; ``bench/queue.py`` measures the queue over real
+millisecond for gunicorn on the same machine; ``bench/queue_claims.py`` measures the queue over real
 HTTP under load). One annotator, so no lock waits: this is the latency floor of the page, not a
 load test. Database connections are persistent (``--conn-max-age``), as in production; with 0
 every request also pays a new connection.
@@ -37,9 +37,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# bench/queue.py shadows the standard library's ``queue`` (psycopg imports it): keep this
-# folder off the import path, and the repository on it.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/sw_bench_label_next"
 SOURCE = ROOT / "demo" / "qwen25math_math_samples.jsonl"
