@@ -6,7 +6,7 @@ steps. With ``--model DIR ...`` it also evaluates PRM checkpoints on the same te
 all of them side by side (AUROC with its 95% bootstrap interval over problems, accuracy,
 first-error F1).
 
-    python bench/prm_baseline.py [--data bench/out/phase1_trl.jsonl] [--model DIR ...]
+    python -m bench.prm_baseline [--data bench/out/phase1_trl.jsonl] [--model DIR ...]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from prm_common import ROOT
+from bench.prm_common import ROOT
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 

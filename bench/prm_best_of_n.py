@@ -11,7 +11,7 @@ GSM8K (whitespace-normalised comparison; the overlap found is printed), with the
 (train split, epoch chosen on validation). Pass ``--model DIR`` to use a checkpoint trained
 elsewhere (e.g. ``minilm`` on the file this script writes; the script says whether it matches).
 
-    python bench/prm_best_of_n.py [--backbone bow] [--model DIR] [--limit-gsm8k N]
+    python -m bench.prm_best_of_n [--backbone bow] [--model DIR] [--limit-gsm8k N]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 import time
 from pathlib import Path
 
-from prm_common import ROOT, require, shared_data
+from bench.prm_common import ROOT, require, shared_data
 
 from prm.data import read_dataset, sha256_file
 from prm.metrics import AGGREGATIONS, aggregate, best_of_n

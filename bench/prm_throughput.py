@@ -4,8 +4,8 @@ Solutions are made of real PRM800K phase 1 steps, each made unique by three word
 small vocabulary (so no per-text cache helps, as when a queue of fresh solutions is scored),
 ten steps per solution, behind real problems. Prints steps/s and the wall time.
 
-    python bench/prm_throughput.py --model DIR [--steps 1000000] [--workers 2]
-    python bench/prm_throughput.py --model BOW --steps 1000000 --model MINILM --steps 2000
+    python -m bench.prm_throughput --model DIR [--steps 1000000] [--workers 2]
+    python -m bench.prm_throughput --model BOW --steps 1000000 --model MINILM --steps 2000
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import random
 import time
 from pathlib import Path
 
-from prm_common import ROOT
+from bench.prm_common import ROOT
 
 from prm.data import read_dataset
 
