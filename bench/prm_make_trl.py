@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 from bench.prm_common import ROOT, require, shared_data
-
 from prm.data import SPLITS, prm800k_solutions, split_of, step_examples
 
 PHASE1 = Path("prm800k_phase1_human_labels") / "phase1_train.trajectories.jsonl"
