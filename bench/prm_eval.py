@@ -52,7 +52,11 @@ def run(cmd: list[str], *, env: dict | None = None) -> float:
 
 
 def parse_model(spec: str) -> tuple[str, str, list[str]]:
-    """``NAME=BACKBONE[,key=value...]`` -> (name, backbone, ["key=value", ...])."""
+    """``NAME=BACKBONE[,key=value...]`` -> (name, backbone, ["key=value", ...]).
+
+    Keys are backbone options (``finetune_layers=1``) or training settings (``epochs=2``,
+    ``lr=1e-3``, ``batch_size=64``).
+    """
     name, sep, rest = spec.partition("=")
     if not sep or not name or not rest:
         raise SystemExit(f"--model expects NAME=BACKBONE[,key=value...], got {spec!r}")
@@ -63,11 +67,50 @@ def parse_model(spec: str) -> tuple[str, str, list[str]]:
     return name, backbone, options
 
 
-def trained_on(checkpoint: Path) -> str | None:
-    config = checkpoint / "config.json"
-    if not config.is_file():
-        return None
-    return json.loads(config.read_text()).get("data", {}).get("sha256")
+TRAIN_KEYS = ("epochs", "lr", "batch_size", "weight_decay", "head_lr", "patience")
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def up_to_date(checkpoint: Path, sha: str, backbone: str, options: list[str], seed: int) -> bool:
+    """Whether ``checkpoint`` was trained on this export with this backbone, options and seed."""
+    path = checkpoint / "config.json"
+    if not path.is_file():
+        return False
+    config = json.loads(path.read_text())
+    described, train = config.get("backbone", {}), config.get("train_config", {})
+    if config.get("data", {}).get("sha256") != sha or train.get("backbone") != backbone:
+        return False
+    if config.get("seed") != seed:
+        return False
+    for option in options:
+        key, _, value = option.partition("=")
+        key = key.replace("-", "_")
+        have = train.get(key) if key in TRAIN_KEYS else described.get(key)
+        if have != _value(value):
+            return False
+    return True
+
+
+def train_command(export: Path, target: Path, backbone: str, options: list[str], seed: int):
+    """``python -m prm train`` for one model; training settings become flags, the rest --set."""
+    cmd = [sys.executable, "-m", "prm", "train", "--data", str(export), "--out", str(target),
+           "--backbone", backbone, "--seed", str(seed), "--quiet"]  # fmt: skip
+    for option in options:
+        key, _, value = option.partition("=")
+        key = key.replace("-", "_")
+        if key in ("epochs", "lr", "batch_size"):
+            cmd += ["--" + key.replace("_", "-"), value]
+        elif key in TRAIN_KEYS:
+            raise SystemExit(f"{key} cannot be set from the command line")
+        else:
+            cmd += ["--set", option]
+    return cmd
 
 
 def conditions() -> dict:
@@ -125,15 +168,12 @@ def main() -> None:
     specs = [parse_model(m) for m in (args.model or DEFAULT_MODELS)]
     for name, backbone, options in specs:
         target = models_dir / name
-        if not args.retrain and trained_on(target) == sha:
+        if not args.retrain and up_to_date(target, sha, backbone, options, args.seed):
             print(f"{name}: up to date ({target})")
             continue
-        cmd = [python, "-m", "prm", "train", "--data", str(export), "--out", str(target),
-               "--backbone", backbone, "--seed", str(args.seed), "--quiet"]  # fmt: skip
+        cmd = train_command(export, target, backbone, options, args.seed)
         if backbone == "minilm":
             cmd += ["--cache-dir", args.cache_dir or str(out / "cache")]
-        for option in options:
-            cmd += ["--set", option]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall = run(cmd)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
