@@ -8,8 +8,8 @@ Every step runs through the project's own entry points, in its own process, as a
    path is cut after its first negative step, every rated alternative is its own row);
 3. ``python -m prm train`` for each model (``--model NAME=BACKBONE[,key=value...]``), skipped when
    the checkpoint exists and was trained on this very export (``--retrain`` to force);
-4. ``python -m prm ensemble`` of the trained models when ``--ensemble`` (weights fitted on the
-   validation split);
+4. the ensemble of the trained models when ``--ensemble`` (what ``python -m prm ensemble`` does,
+   in this process: weights fitted on the validation split);
 5. in this process: the TF-IDF + logistic regression baseline (``bench.prm_baseline``) and
    ``prm.evaluate`` of each checkpoint on the held-out test problems (threshold for first-error
    F1 chosen on validation), then scoring throughput on fresh, all-distinct steps.
@@ -184,12 +184,23 @@ def main() -> None:
             "peak_rss_mb_of_any_child_so_far": round(after.ru_maxrss / 1024),
         }
     checkpoints = [(name, models_dir / name) for name, _, _ in specs]
+    remember_logits()
     if args.ensemble and len(checkpoints) >= 2:
+        # What `python -m prm ensemble` runs, in this process so that each member scores the
+        # validation and test steps once (a MiniLM pass over them costs minutes on 2 cores).
+        from prm.ensemble import build_ensemble
+
         target = models_dir / "ensemble"
-        cmd = [python, "-m", "prm", "ensemble", "--data", str(export), "--out", str(target)]
-        for _, path in checkpoints:
-            cmd += ["--model", str(path)]
-        run(cmd)
+        print(f"ensemble of {', '.join(name for name, _ in checkpoints)} -> {target}")
+        fitted = build_ensemble([path for _, path in checkpoints], export, target)
+        print(
+            f"  validation AUROC {fitted['validation_auroc']:.4f} (members "
+            + ", ".join(f"{a:.4f}" for a in fitted["member_validation_auroc"])
+            + "; weights "
+            + ", ".join(f"{w:.3f}" for w in fitted["weights"])
+            + ")"
+        )
+        results["ensemble_fit"] = fitted
         checkpoints.append(("ensemble", target))
 
     # 5: baseline and evaluation on the same held-out problems
@@ -232,9 +243,10 @@ def main() -> None:
         if args.throughput:
             kind = scorer.config["backbone"]["name"]
             batch = fresh_solutions(THROUGHPUT_STEPS.get(kind, 1000), data=export)
-            scorer.score(batch[:20])  # warm up
-            started, cpu = time.perf_counter(), time.process_time()
-            scorer.score(batch)
+            with fresh_logits():
+                scorer.score(batch[:20])  # warm up
+                started, cpu = time.perf_counter(), time.process_time()
+                scorer.score(batch)
             seconds = time.perf_counter() - started
             cpu = time.process_time() - cpu
             n = sum(len(steps) for _, steps in batch)
@@ -250,6 +262,47 @@ def main() -> None:
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     print("\n" + table(results))
     print(f"\nwritten {out / 'results.json'}")
+
+
+_MEMO: dict = {}
+_REMEMBER = [True]
+
+
+def remember_logits() -> None:
+    """Each checkpoint (by its weights' sha256) scores a given solution once in this process.
+
+    ``prm.evaluate`` scores validation then test, the ensemble its members on both: without this
+    the MiniLM members would encode the same steps three times. Scores are deterministic, so a
+    remembered logit is the logit. The throughput runs bypass it (``fresh_logits``).
+    """
+    from prm.scoring import Scorer, _as_pair
+
+    original = Scorer.logits
+    if getattr(original, "remembers", False):
+        return
+
+    def logits(self, solutions, *, batch_size=None, workers=1):
+        pairs = [_as_pair(s) for s in solutions]
+        if not _REMEMBER[0]:
+            return original(self, pairs, batch_size=batch_size, workers=workers)
+        model = self.config.get("weights_sha256") or self.version
+        keys = [(model, problem, tuple(steps)) for problem, steps in pairs]
+        todo = list({k: None for k in keys if k not in _MEMO})
+        if todo:
+            computed = original(self, [(k[1], k[2]) for k in todo], batch_size=batch_size)
+            _MEMO.update(zip(todo, computed, strict=True))
+        return [_MEMO[k] for k in keys]
+
+    logits.remembers = True
+    Scorer.logits = logits
+
+
+class fresh_logits:
+    def __enter__(self) -> None:
+        _REMEMBER[0] = False
+
+    def __exit__(self, *exc) -> None:
+        _REMEMBER[0] = True
 
 
 def _baseline_metrics(test, probs, threshold) -> dict:
@@ -280,7 +333,9 @@ def table(results: dict) -> str:
     rows.append(
         f"| TF-IDF + LR (baseline) | {b['auroc']:.3f} ({b['auroc_ci95'][0]:.3f}-"
         f"{b['auroc_ci95'][1]:.3f}) | {b['accuracy']:.3f} | {b['first_error']['f1']:.3f} | "
-        f"{b['train_seconds']:.0f} s (C grid) | {b.get('steps_per_second', 0):,.0f} |"
+        f"{b['train_seconds']:.0f} s (C grid) | "
+        + (f"{b['steps_per_second']:,.0f}" if "steps_per_second" in b else "-")
+        + " |"
     )
     for name, m in results["models"].items():
         if "eval" not in m:
