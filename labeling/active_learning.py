@@ -47,7 +47,7 @@ from labeling.models import (
 log = logging.getLogger(__name__)
 
 HEAD_SIZE = 100  # the queue head a run describes (and the page shows)
-SCORE_BATCH = 4096  # solutions scored at a time
+SCORE_BATCH = 4096  # solutions scored at a time, per scoring process
 WRITE_BATCH = 20000  # rows per bulk UPDATE
 
 
@@ -496,8 +496,13 @@ def _score_open(*, campaign: Campaign, scorer, beat: Callable[[], None]) -> Iter
     """Every open regular solution with its PRM score (product of step P(correct)), in batches.
 
     Steps stream in (solution, index) order from one query; a solution with no step scores 0 so
-    it goes last of its kind.
+    it goes last of its kind. Featurising steps is pure Python and the bulk of the time, so with
+    ``STEPWISE_AL_SCORE_WORKERS`` above 1 each batch is scored by that many forked processes.
     """
+    from prm.metrics import aggregate
+
+    workers = max(1, settings.STEPWISE_AL_SCORE_WORKERS)
+    batch_size = SCORE_BATCH * workers
     rows = {
         pk: (problem_id, correct)
         for pk, problem_id, correct in _open_solutions(campaign).values_list(
@@ -520,9 +525,9 @@ def _score_open(*, campaign: Campaign, scorer, beat: Callable[[], None]) -> Iter
         seen.add(sid)
 
     def flush() -> Iterator[Scored]:
-        scores = scorer.solution_scores(batch)
-        for sid, score in zip(batch_ids, scores, strict=True):
-            yield Scored(sid, float(score), rows[sid][1])
+        probs = scorer.score(batch, workers=workers)
+        for sid, p in zip(batch_ids, probs, strict=True):
+            yield Scored(sid, aggregate(p, "product"), rows[sid][1])
         batch_ids.clear()
         batch.clear()
         beat()
@@ -532,7 +537,7 @@ def _score_open(*, campaign: Campaign, scorer, beat: Callable[[], None]) -> Iter
         if sid != current:
             if current is not None:
                 add(current, steps)
-                if len(batch) >= SCORE_BATCH:
+                if len(batch) >= batch_size:
                     yield from flush()
             current, steps = sid, []
         steps.append(text)
