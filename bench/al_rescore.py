@@ -165,6 +165,11 @@ def main(argv: list[str] | None = None) -> None:
             f"{'met' if total < TARGET_S else 'MISSED'}); {n / total:,.0f} solutions/s; "
             f"head: {sum(s.wrong for s in head)} wrong of {len(head)}"
         )
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"peak RSS: this process {peak:,.0f} MB, largest featurising process {children:,.0f} MB")
 
 
 if __name__ == "__main__":
