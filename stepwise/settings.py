@@ -212,6 +212,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "WARNING")},
+    # kombu warns "No hostname was supplied" for every connection to the filesystem broker,
+    # which has no host by design.
+    "loggers": {"kombu.connection": {"level": "ERROR"}},
 }
 
 if PRODUCTION:
