@@ -561,6 +561,16 @@ def _solution_texts(*, campaign: Campaign, ids: set[int]) -> Iterator[tuple[int,
         yield current, problems[problem_of[current]], steps
 
 
+def score_workers() -> int:
+    """Processes to featurise and score with: ``STEPWISE_AL_SCORE_WORKERS``, but 1 inside a
+    daemonic process (a Celery prefork child), which may not have children of its own."""
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return 1
+    return max(1, settings.STEPWISE_AL_SCORE_WORKERS)
+
+
 _FORKED: tuple | None = None  # (backbone, rows) for forked featurising processes
 
 
@@ -579,7 +589,7 @@ def _featurise(backbone, rows: list):
     from labeling.feature_cache import Features
 
     global _FORKED
-    workers = max(1, settings.STEPWISE_AL_SCORE_WORKERS)
+    workers = score_workers()
     if workers == 1 or len(rows) < 2 * SCORE_BATCH:
         return Features.build(backbone, rows)
     size = -(-len(rows) // (workers * 4))
@@ -602,7 +612,7 @@ def _score_open_plain(*, campaign: Campaign, scorer, beat: Callable[[], None]) -
     """
     from prm.metrics import aggregate
 
-    workers = max(1, settings.STEPWISE_AL_SCORE_WORKERS)
+    workers = score_workers()
     batch_size = SCORE_BATCH * workers
     rows = {
         pk: (problem_id, correct)

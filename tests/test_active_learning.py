@@ -349,3 +349,25 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
     for name in one.bags:
         assert (one.bags[name][0] == two.bags[name][0]).all()
         assert (one.bags[name][1] == two.bags[name][1]).all()
+
+
+def _workers_in_child(queue) -> None:
+    from labeling.active_learning import score_workers
+
+    queue.put(score_workers())
+
+
+def test_a_daemonic_worker_process_scores_in_process(settings):
+    """Celery's prefork children are daemonic and may not fork a pool of their own."""
+    import multiprocessing
+
+    from labeling.active_learning import score_workers
+
+    settings.STEPWISE_AL_SCORE_WORKERS = 3
+    assert score_workers() == 3
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_workers_in_child, args=(queue,), daemon=True)
+    child.start()
+    child.join(timeout=60)
+    assert queue.get(timeout=10) == 1
