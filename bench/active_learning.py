@@ -17,11 +17,15 @@ repository has only a small extract):
 - uniform: a random sample of ``budget`` paths; active: a uniform seed of half the smallest
   budget, then rounds up to each budget, each selecting the next paths with the app's own order
   (``labeling.active_learning.queue_order``, 80/20) by the PRM trained on what was selected so far;
+- a second source (``--source reference``; both run by default) follows the paper more closely:
+  a pool of model-generated solutions (800 Qwen2.5-Math MATH and 5,276 GPT-3 GSM8K solutions,
+  graded), whose steps a reference PRM trained on every phase 1 label rates (the paper's PRM_large
+  labelling for PRM_small);
 - at each budget: the held-out AUROC of a ``bow`` PRM trained on what was selected, the share of
   wrong-answer paths among them, and the data-efficiency ratio: the budget uniform selection needs
   to reach active's AUROC (interpolated on log(budget) between uniform's points) over active's.
 
-    python -m bench.active_learning                      # about a few minutes on 2 cores
+    python -m bench.active_learning                      # a few minutes on 2 cores
     python -m bench.active_learning --seeds 0 1 2 --budgets 200 400 800 --uniform-extra 1600 3200
 """
 
