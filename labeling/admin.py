@@ -126,7 +126,7 @@ class PRMModelAdmin(admin.ModelAdmin):
 
 @admin.register(ActiveLearningRun)
 class ActiveLearningRunAdmin(admin.ModelAdmin):
-    """Read-mostly: a stuck run is best left to the sweep; deleting one frees its campaign's lock."""
+    """A stuck run is best left to the sweep; deleting one frees its campaign's lock."""
 
     list_display = ["id", "campaign", "status", "trigger", "attempts", "model", "created_at"]
     list_filter = ["status", "trigger", "campaign"]
