@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ITEMS_PER_BATCH = 65536  # steps per forward pass
+FLUSH_ITEMS = 20000  # steps featurised between conversions to arrays
 
 
 def cache_key(backbone) -> str:
@@ -60,10 +61,24 @@ class Features:
 
     @classmethod
     def build(cls, backbone, solutions: Iterable[tuple[int, str, str, Sequence[str]]]) -> Features:
-        """Featurise ``(id, content_hash, problem, steps)`` solutions with the backbone."""
+        """Featurise ``(id, content_hash, problem, steps)`` solutions with the backbone.
+
+        Ids go into int32 arrays every ``FLUSH_ITEMS`` steps: as Python lists of ints a million
+        steps would take over a gigabyte.
+        """
         ids, hashes, starts = [], [], [0]
         flat: dict[str, list[int]] = {}
         lengths: dict[str, list[int]] = {}
+        done_flat: dict[str, list[np.ndarray]] = {}
+        done_lengths: dict[str, list[np.ndarray]] = {}
+        pending = 0
+
+        def flush() -> None:
+            for name in flat:
+                done_flat.setdefault(name, []).append(np.asarray(flat[name], dtype=np.int32))
+                done_lengths.setdefault(name, []).append(np.asarray(lengths[name], dtype=np.int64))
+                flat[name], lengths[name] = [], []
+
         for sid, digest, problem, steps in solutions:
             items = backbone.prepare(problem, steps)
             for item in items:
@@ -73,12 +88,17 @@ class Features:
             ids.append(sid)
             hashes.append(digest)
             starts.append(starts[-1] + len(items))
+            pending += len(items)
+            if pending >= FLUSH_ITEMS:
+                flush()
+                pending = 0
+        flush()
         bags = {
             name: (
-                np.asarray(flat[name], dtype=np.int32),
-                np.concatenate([[0], np.cumsum(lengths[name], dtype=np.int64)]),
+                np.concatenate(done_flat[name]),
+                np.concatenate([[0], np.cumsum(np.concatenate(done_lengths[name]))]),
             )
-            for name in flat
+            for name in done_flat
         }
         return cls(
             np.asarray(ids, dtype=np.int64),
@@ -210,13 +230,14 @@ def features_for(
     backbone,
     wanted: Sequence[tuple[int, str]],
     texts: Callable[[set[int]], Iterable[tuple[int, str, Sequence[str]]]],
-    build: Callable[[list[tuple[int, str, str, Sequence[str]]]], Features] | None = None,
+    build: Callable[[Iterable[tuple[int, str, str, Sequence[str]]], int], Features] | None = None,
 ) -> tuple[Features, dict]:
     """The features of the ``(id, content_hash)`` solutions, from the cache where it has them.
 
-    ``texts(ids)`` yields ``(id, problem, steps)`` of the solutions to featurise; ``build``
-    featurises a list of them (default: in this process). The cache file is rewritten to hold
-    exactly ``wanted`` (so closed solutions drop out). Returns the features and counts.
+    ``texts(ids)`` yields ``(id, problem, steps)`` of the solutions to featurise; ``build(rows,
+    n)`` featurises them as they stream in (``n``: how many at most; default: in this process).
+    The cache file is rewritten to hold exactly ``wanted`` (so closed solutions drop out).
+    Returns the features and counts.
     """
     cached = Features.load(path)
     keep_pos, from_cache = [], []
@@ -229,8 +250,8 @@ def features_for(
         else:
             missing[sid] = digest
     reused = cached.select(keep_pos)
-    rows = [(sid, missing[sid], problem, steps) for sid, problem, steps in texts(set(missing))]
-    fresh = (build or (lambda r: Features.build(backbone, r)))(rows)
+    rows = ((sid, missing[sid], problem, steps) for sid, problem, steps in texts(set(missing)))
+    fresh = (build or (lambda r, n: Features.build(backbone, r)))(rows, len(missing))
     featured = {int(i) for i in reused.ids} | {int(i) for i in fresh.ids}
     # Solutions without any step (none in ``texts``) get an empty entry so the order is complete.
     empty = [(sid, missing[sid], "", []) for sid in missing if sid not in featured]
@@ -238,4 +259,4 @@ def features_for(
     position = merged.index
     ordered = merged.select([position[sid] for sid, _ in wanted])
     ordered.save(path)
-    return ordered, {"cached": len(from_cache), "featurised": len(rows)}
+    return ordered, {"cached": len(from_cache), "featurised": len(fresh.ids)}

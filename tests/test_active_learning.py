@@ -342,9 +342,9 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
     rows = [
         (i, "h", p, st) for i, (p, st) in enumerate([(new.problem.text, ["a = 1", "b"])] * 9000)
     ]
-    one = al._featurise(scorer.backbone, rows)
+    one = al._featurise(scorer.backbone, rows, len(rows))
     settings.STEPWISE_AL_SCORE_WORKERS = 1
-    two = al._featurise(scorer.backbone, rows)
+    two = al._featurise(scorer.backbone, rows, len(rows))
     assert (one.starts == two.starts).all() and one.bags.keys() == two.bags.keys()
     for name in one.bags:
         assert (one.bags[name][0] == two.bags[name][0]).all()
