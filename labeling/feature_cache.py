@@ -108,16 +108,29 @@ class Features:
         )
 
     def select(self, wanted: Sequence[int]) -> Features:
-        """The features of the solutions at positions ``wanted``, in that order."""
+        """The features of the solutions at positions ``wanted``, in that order.
+
+        Copied by runs of consecutive positions (slices), so the only memory used is the result's:
+        index arrays as long as the flat ids would take several times as much.
+        """
         wanted = np.asarray(wanted, dtype=np.int64)
         if not len(wanted):
             return Features.empty()
-        lo, hi = self.starts[wanted], self.starts[wanted + 1]
-        item_idx = _ranges(lo, hi)
+        if len(wanted) == len(self.ids) and (wanted == np.arange(len(wanted))).all():
+            return self
+        breaks = np.flatnonzero(np.diff(wanted) != 1) + 1
+        first = wanted[np.concatenate([[0], breaks])]
+        last = wanted[np.concatenate([breaks, [len(wanted)]]) - 1]
+        item_lo, item_hi = self.starts[first], self.starts[last + 1]
         bags = {}
         for name, (flat, off) in self.bags.items():
-            bags[name] = (flat[_ranges(off[item_idx], off[item_idx + 1])], _offsets(off, item_idx))
-        starts = np.concatenate([[0], np.cumsum(hi - lo)])
+            pieces = [flat[off[lo] : off[hi]] for lo, hi in zip(item_lo, item_hi, strict=True)]
+            sizes = [np.diff(off[lo : hi + 1]) for lo, hi in zip(item_lo, item_hi, strict=True)]
+            bags[name] = (
+                np.concatenate(pieces) if pieces else np.zeros(0, np.int32),
+                np.concatenate([[0], np.cumsum(np.concatenate(sizes))]).astype(np.int64),
+            )
+        starts = np.concatenate([[0], np.cumsum(np.diff(self.starts)[wanted])]).astype(np.int64)
         return Features(self.ids[wanted], self.hashes[wanted], starts, bags)
 
     @staticmethod
@@ -207,21 +220,6 @@ class Features:
         if self.items:
             sums[has] = np.add.reduceat(logp, self.starts[:-1][has])
         return np.where(has, np.exp(sums), 0.0)
-
-
-def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The concatenation of ``range(lo[i], hi[i])`` for every i, without a Python loop."""
-    lengths = hi - lo
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, np.int64)
-    starts = np.repeat(lo - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return starts + np.arange(total)
-
-
-def _offsets(off: np.ndarray, item_idx: np.ndarray) -> np.ndarray:
-    lengths = off[item_idx + 1] - off[item_idx]
-    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 
 def features_for(

@@ -371,3 +371,38 @@ def test_a_daemonic_worker_process_scores_in_process(settings):
     child.start()
     child.join(timeout=60)
     assert queue.get(timeout=10) == 1
+
+
+def test_selecting_and_concatenating_features_equals_featurising_again():
+    import random
+
+    from labeling.feature_cache import Features
+    from prm.backbones import build_backbone
+
+    backbone = build_backbone("bow")
+    rng = random.Random(0)
+    rows = [
+        (
+            i,
+            f"h{i}",
+            f"Problem {i % 7}: what is $2 + {i}$?",
+            [f"We have $2 + {i} = {2 + i + rng.randint(0, 1)}$." for _ in range(rng.randint(0, 4))],
+        )
+        for i in range(200)
+    ]
+    features = Features.build(backbone, rows)
+    for trial in range(20):
+        wanted = rng.sample(range(200), rng.randint(1, 200))
+        if trial % 2:
+            wanted.sort()
+        picked, again = features.select(wanted), Features.build(backbone, [rows[k] for k in wanted])
+        assert picked.ids.tolist() == again.ids.tolist() == [rows[k][0] for k in wanted]
+        assert picked.starts.tolist() == again.starts.tolist()
+        for name, (flat, offsets) in again.bags.items():
+            assert picked.bags[name][0].tolist() == flat.tolist()
+            assert picked.bags[name][1].tolist() == offsets.tolist()
+    joined = Features.concat([features.select(range(80)), features.select(range(80, 200))])
+    assert joined.starts.tolist() == features.starts.tolist()
+    for name, (flat, offsets) in features.bags.items():
+        assert joined.bags[name][0].tolist() == flat.tolist()
+        assert joined.bags[name][1].tolist() == offsets.tolist()
