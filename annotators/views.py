@@ -28,7 +28,14 @@ from annotators.forms import (
     UploadForm,
 )
 from annotators.models import CampaignSnapshot, ImportJob, Invitation, Membership
-from annotators.permissions import LABEL, MANAGE, REVIEW, campaign_for, campaigns_visible_to
+from annotators.permissions import (
+    LABEL,
+    MANAGE,
+    REVIEW,
+    campaign_for,
+    campaigns_visible_to,
+    may_create_campaigns,
+)
 from annotators.stats import qc_agreement
 from annotators.tables import Column, table
 from labeling.models import Assignment, Campaign, Review, Solution, Step
@@ -79,9 +86,7 @@ def _label_url(campaign: Campaign) -> str | None:
 
 
 def _may_create_campaigns(user) -> bool:
-    if settings.STEPWISE_CAMPAIGN_CREATORS == "staff":
-        return user.is_staff or user.is_superuser
-    return True
+    return may_create_campaigns(user)
 
 
 # --- Campaigns -------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    "drf_spectacular",
     "django_htmx",
     "template_partials",
     "labeling",
@@ -135,10 +135,34 @@ MEDIA_URL = "/media/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "stepwise.api.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Stepwise API",
+    "DESCRIPTION": "Step-level human feedback on model math solutions: campaigns, imports, "
+    "the labelling queue, labels, exports. Authenticate with `Authorization: Token <key>` "
+    "(keys on your profile page) or a browser session (with the CSRF header on writes).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"RatingEnum": "labeling.models.Rating"},
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "stepwise.api.schema_add_error_responses",
+    ],
+    # Served from static/vendor/swagger-ui (no CDN: the Content Security Policy allows 'self').
+    "SWAGGER_UI_DIST": "/static/vendor/swagger-ui",
+    "SWAGGER_UI_FAVICON_HREF": "/static/vendor/swagger-ui/favicon-32x32.png",
+    "SWAGGER_UI_SETTINGS": {"persistAuthorization": True},
 }
 
 # Celery. The embedded default is kombu's filesystem transport: no server, a real worker.

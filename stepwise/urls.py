@@ -12,7 +12,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("campaigns/<slug:slug>/exports/", include("exports.urls")),
-    path("api/", include("labeling.api_urls")),
+    path("api/", include("stepwise.api_urls")),
     path("", include("labeling.urls")),
     path("", include("annotators.urls")),
 ]
