@@ -171,7 +171,8 @@ def schema_add_error_responses(result, generator, request, public):
             "type": "object",
             "description": "Bad input: every field that broke a rule, with the reasons "
             "(`non_field_errors` for rules across fields).",
-            "additionalProperties": {"type": "array", "items": {"type": "string"}},
+            # A field's reasons: a list of strings; a nested field's or a list item's: an object.
+            "additionalProperties": {"anyOf": [{"type": "array"}, {"type": "object"}]},
         },
     )
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
@@ -205,3 +206,41 @@ def schema_add_error_responses(result, generator, request, public):
                     continue
                 responses.setdefault(status_code, {"description": text, "content": content})
     return result
+
+
+# --- Errors outside DRF's views ----------------------------------------------------------------
+# A URL under /api/ that matches no route, or a request Django refuses before any view (a body
+# over DATA_UPLOAD_MAX_MEMORY_SIZE), must still answer JSON: clients parse every API response.
+
+
+def _json_or_page(request, status_code: int, detail: str, code: str, page):
+    from django.http import JsonResponse
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": detail, "code": code}, status=status_code)
+    return page
+
+
+def handler404(request, exception=None):
+    from django.views import defaults
+
+    return _json_or_page(
+        request, 404, "Not found.", "not_found", defaults.page_not_found(request, exception)
+    )
+
+
+def handler400(request, exception=None):
+    from django.views import defaults
+
+    detail = str(exception) if exception else "Bad request."
+    return _json_or_page(
+        request, 400, detail, "bad_request", defaults.bad_request(request, exception)
+    )
+
+
+def handler500(request):
+    from django.views import defaults
+
+    return _json_or_page(
+        request, 500, "Server error.", "server_error", defaults.server_error(request)
+    )

@@ -19,3 +19,7 @@ urlpatterns = [
     path("", include("labeling.urls")),
     path("", include("annotators.urls")),
 ]
+
+handler400 = "stepwise.api.handler400"
+handler404 = "stepwise.api.handler404"
+handler500 = "stepwise.api.handler500"

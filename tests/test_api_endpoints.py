@@ -107,6 +107,7 @@ def test_an_upload_becomes_an_import_job_with_its_status(
         response = api.post(
             "/api/campaigns/api/imports/",
             {"file": SimpleUploadedFile("g.jsonl", GSM8K.read_bytes()), "format": "jsonl"},
+            format="multipart",
         )
     assert response.status_code == 202, response.json()
     assert response.json()["status"] == "pending" and len(queued) == 1
@@ -121,6 +122,7 @@ def test_an_upload_with_a_bad_format_is_refused(api):
     response = api.post(
         "/api/campaigns/api/imports/",
         {"file": SimpleUploadedFile("g.jsonl", b"{}"), "format": "yaml"},
+        format="multipart",
     )
     assert response.status_code == 400
     assert "format" in response.json()
@@ -130,6 +132,7 @@ def test_a_bad_file_fails_with_its_line(api, django_capture_on_commit_callbacks)
     api.post(
         "/api/campaigns/api/imports/",
         {"file": SimpleUploadedFile("bad.jsonl", b"{not json}\n"), "format": "jsonl"},
+        format="multipart",
     )
     job = import_job_run(job=ImportJob.objects.get())
     body = api.get(f"/api/campaigns/api/imports/{job.pk}/").json()

@@ -268,7 +268,9 @@ def test_an_api_upload_over_the_limit_is_refused_with_a_clear_message(settings, 
     settings.STEPWISE_MAX_UPLOAD_MB = 1
     big = SimpleUploadedFile("big.jsonl", b"x" * (1024 * 1024 + 200_000))
     response = api_client_for(manager).post(
-        f"/api/campaigns/{campaign.slug}/imports/", {"file": big, "format": "jsonl"}
+        f"/api/campaigns/{campaign.slug}/imports/",
+        {"file": big, "format": "jsonl"},
+        format="multipart",
     )
     assert response.status_code == 413
     assert "uploads are limited to 1 MB (STEPWISE_MAX_UPLOAD_MB)" in response.json()["detail"]
@@ -279,7 +281,9 @@ def test_an_api_upload_just_over_the_limit_is_refused_by_the_service(settings, c
     settings.STEPWISE_MAX_UPLOAD_MB = 1
     file = SimpleUploadedFile("big.jsonl", b"x" * (1024 * 1024 + 10))
     response = api_client_for(manager).post(
-        f"/api/campaigns/{campaign.slug}/imports/", {"file": file, "format": "jsonl"}
+        f"/api/campaigns/{campaign.slug}/imports/",
+        {"file": file, "format": "jsonl"},
+        format="multipart",
     )
     assert response.status_code == 400
     assert "limited to 1 MB" in response.json()["file"][0]
