@@ -39,6 +39,7 @@ from stepwise.api import (
     query_bool,
     query_choice,
     query_int,
+    query_text,
 )
 
 QUEUE = ["queue"]
@@ -172,7 +173,7 @@ class ProblemList(_CampaignList):
         campaign = _reviewable_campaign(self.request, self.kwargs["slug"])
         problems = Problem.objects.filter(campaign=campaign)
         for name in ("subject", "level"):
-            if value := self.request.query_params.get(name):
+            if value := query_text(self.request, name):
                 problems = problems.filter(**{name: value})
         return problems
 
@@ -215,7 +216,7 @@ class SolutionList(_CampaignList):
                 solutions = solutions.filter(**{name: value})
         if (problem := query_int(request, "problem")) is not None:
             solutions = solutions.filter(problem_id=problem)
-        if generator := request.query_params.get("generator"):
+        if generator := query_text(request, "generator"):
             solutions = solutions.filter(generator=generator)
         return solutions
 

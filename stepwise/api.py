@@ -114,6 +114,16 @@ def query_int(request, name: str) -> int | None:
     return value
 
 
+def query_text(request, name: str) -> str | None:
+    """A text query parameter; NUL is refused (PostgreSQL text cannot hold it)."""
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    if "\x00" in raw:
+        raise bad_request(name, f"{name} must not contain NUL characters.")
+    return raw
+
+
 def query_bool(request, name: str) -> bool | None:
     raw = request.query_params.get(name)
     if raw in (None, ""):

@@ -166,6 +166,8 @@ def test_bad_filters_are_refused_naming_the_parameter(api):
         assert response.status_code == 400, query
         assert name in response.json(), query
     assert api.get("/api/campaigns/api/labels/?status=done").status_code == 400
+    assert "generator" in api.get("/api/campaigns/api/solutions/?generator=a%00b").json()
+    assert "subject" in api.get("/api/campaigns/api/problems/?subject=%00").json()
 
 
 def test_a_solution_has_its_steps_and_problem(api, campaign):
