@@ -6,7 +6,7 @@ steps. With ``--model DIR ...`` it also evaluates PRM checkpoints on the same te
 all of them side by side (AUROC with its 95% bootstrap interval over problems, accuracy,
 first-error F1).
 
-    python bench/prm_baseline.py [--data bench/out/phase1_trl.jsonl] [--model DIR ...]
+    python -m bench.prm_baseline [--data bench/out/phase1_trl.jsonl] [--model DIR ...]
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from prm_common import ROOT
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
+from bench.prm_common import ROOT
 from prm.data import read_dataset, unique_steps
 from prm.metrics import (
     auroc,
@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, action="append", default=[])
     args = parser.parse_args()
     if not args.data.exists():
-        raise SystemExit(f"missing {args.data}: run bench/prm_make_trl.py first")
+        raise SystemExit(f"missing {args.data}: run python -m bench.prm_make_trl first")
     dataset = read_dataset(args.data)
     test = dataset.split("test")
     _, y, groups = unique_steps(test, [[0.0] * len(s.steps) for s in test])

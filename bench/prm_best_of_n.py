@@ -11,7 +11,7 @@ GSM8K (whitespace-normalised comparison; the overlap found is printed), with the
 (train split, epoch chosen on validation). Pass ``--model DIR`` to use a checkpoint trained
 elsewhere (e.g. ``minilm`` on the file this script writes; the script says whether it matches).
 
-    python bench/prm_best_of_n.py [--backbone bow] [--model DIR] [--limit-gsm8k N]
+    python -m bench.prm_best_of_n [--backbone bow] [--model DIR] [--limit-gsm8k N]
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ import re
 import time
 from pathlib import Path
 
-from prm_common import ROOT, require, shared_data
-
+from bench.prm_common import ROOT, require, shared_data
 from prm.data import read_dataset, sha256_file
 from prm.metrics import AGGREGATIONS, aggregate, best_of_n
 
@@ -85,7 +84,7 @@ def clean_training_file(data: Path, evaluation_problems: dict[str, set[str]]) ->
         overlap = problems & texts
         banned |= overlap
         print(f"overlap of the {len(problems)} phase 1 problems with {name}: {len(overlap)}")
-    out = OUT / "phase1_trl_no_eval_overlap.jsonl"
+    out = data.with_name(data.stem + "_no_eval_overlap.jsonl")
     kept = [r for r in rows if normalise(r["prompt"]) not in banned]
     with out.open("w", encoding="utf-8") as fh:
         for r in kept:
@@ -134,6 +133,12 @@ def main() -> None:
     parser.add_argument("--model", type=Path, help="use this checkpoint instead of training one")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit-gsm8k", type=int, default=None)
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=OUT / "phase1_trl.jsonl",
+        help="the phase 1 `trl` export to train on (minus the evaluation problems)",
+    )
     args = parser.parse_args()
     data = shared_data()
     qwen = qwen_groups(require(data / "qwen25math_math_samples" / "math_cot_100.jsonl"))
@@ -144,9 +149,9 @@ def main() -> None:
         normalise(json.loads(line)["problem"])
         for line in require(data / "math500" / "test.jsonl").open(encoding="utf-8")
     }
-    phase1 = OUT / "phase1_trl.jsonl"
+    phase1 = args.data
     if not phase1.exists():
-        raise SystemExit(f"missing {phase1}: run bench/prm_make_trl.py first")
+        raise SystemExit(f"missing {phase1}: run python -m bench.prm_make_trl first")
     clean = clean_training_file(
         phase1,
         {
@@ -166,7 +171,7 @@ def main() -> None:
             + ("this overlap-free file" if trained_on == sha256_file(clean) else "ANOTHER file")
         )
     else:
-        out = OUT / f"prm_bon_{args.backbone}"
+        out = clean.parent / f"prm_bon_{args.backbone}"
         started = time.perf_counter()
         metrics = prm.train(
             read_dataset(clean), out, backbone=args.backbone, seed=args.seed, progress=False

@@ -5,7 +5,7 @@ Development data for the PRM until the app's exporter lands; the rows are what t
 final answer (graded by a normalised string match against the ground truth). The policy itself
 lives in ``prm.data.prm800k_solutions``, so this script and ``prm train --data raw.jsonl`` agree.
 
-    python bench/prm_make_trl.py [--src PRM800K.jsonl] [--out bench/out/phase1_trl.jsonl]
+    python -m bench.prm_make_trl [--src PRM800K.jsonl] [--out bench/out/phase1_trl.jsonl]
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from prm_common import ROOT, require, shared_data
-
+from bench.prm_common import ROOT, require, shared_data
 from prm.data import SPLITS, prm800k_solutions, split_of, step_examples
 
 PHASE1 = Path("prm800k_phase1_human_labels") / "phase1_train.trajectories.jsonl"

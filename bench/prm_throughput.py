@@ -4,8 +4,8 @@ Solutions are made of real PRM800K phase 1 steps, each made unique by three word
 small vocabulary (so no per-text cache helps, as when a queue of fresh solutions is scored),
 ten steps per solution, behind real problems. Prints steps/s and the wall time.
 
-    python bench/prm_throughput.py --model DIR [--steps 1000000] [--workers 2]
-    python bench/prm_throughput.py --model BOW --steps 1000000 --model MINILM --steps 2000
+    python -m bench.prm_throughput --model DIR [--steps 1000000] [--workers 2]
+    python -m bench.prm_throughput --model BOW --steps 1000000 --model MINILM --steps 2000
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import random
 import time
 from pathlib import Path
 
-from prm_common import ROOT
-
+from bench.prm_common import ROOT
 from prm.data import read_dataset
 
 FILLER = (
@@ -25,10 +24,10 @@ FILLER = (
 ).split()
 
 
-def solutions(n_steps: int, seed: int = 0) -> list[tuple[str, list[str]]]:
-    data = ROOT / "bench" / "out" / "phase1_trl.jsonl"
+def solutions(n_steps: int, seed: int = 0, data: Path | None = None) -> list[tuple[str, list[str]]]:
+    data = data or ROOT / "bench" / "out" / "phase1_trl.jsonl"
     if not data.exists():
-        raise SystemExit(f"missing {data}: run bench/prm_make_trl.py first")
+        raise SystemExit(f"missing {data}: run python -m bench.prm_make_trl first")
     dataset = read_dataset(data)
     steps = sorted({step for s in dataset.solutions for step in s.steps})
     problems = sorted({s.problem for s in dataset.solutions})
@@ -49,13 +48,14 @@ def main() -> None:
     parser.add_argument("--model", type=Path, action="append", required=True)
     parser.add_argument("--steps", type=int, action="append", default=[])
     parser.add_argument("--workers", type=int, default=1, help="processes for featurising")
+    parser.add_argument("--data", type=Path, help="steps from this `trl` file")
     args = parser.parse_args()
     import prm
 
     counts = args.steps or [1_000_000]
     for i, directory in enumerate(args.model):
         n = counts[min(i, len(counts) - 1)]
-        batch = solutions(n)
+        batch = solutions(n, data=args.data)
         scorer = prm.load(directory)
         scorer.score(batch[:50])  # warm up (lazy imports, allocator)
         wall, cpu = time.perf_counter(), time.process_time()

@@ -34,6 +34,7 @@ claim runs as three ORM queries.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -49,6 +50,7 @@ from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from annotators.models import Membership
+from labeling.active_learning import active_learning_after_submit
 from labeling.models import (
     Assignment,
     Campaign,
@@ -880,6 +882,12 @@ def _assignment_submit(
         screening = None
         if locked.solution_kind == Solution.Kind.SCREENING:
             screening = _screening_evaluate(campaign=campaign, membership=membership)
+        if campaign.active_learning:
+            # Counts the new labels once they are committed; never fails nor holds the submit.
+            transaction.on_commit(
+                functools.partial(active_learning_after_submit, campaign_id=campaign.pk),
+                robust=True,
+            )
     return SubmitResult(
         assignment_id=locked.pk,
         solution_id=locked.solution_id,

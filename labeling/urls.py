@@ -16,3 +16,12 @@ urlpatterns = [
     path("campaigns/<slug:slug>/label/<int:pk>/submit/", views.assignment_submit, name="submit"),
     path("campaigns/<slug:slug>/label/<int:pk>/skip/", views.assignment_skip, name="skip"),
 ]
+
+urlpatterns += [
+    path("campaigns/<slug:slug>/active-learning/", views.active_learning, name="active-learning"),
+    path(
+        "campaigns/<slug:slug>/active-learning/retrain/",
+        views.active_learning_retrain,
+        name="active-learning-retrain",
+    ),
+]

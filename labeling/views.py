@@ -26,9 +26,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import retarget
 
+from annotators import charts
 from annotators.models import Membership
-from annotators.permissions import campaign_for
+from annotators.permissions import MANAGE, campaign_for
 from labeling import selectors, services
+from labeling.active_learning import active_learning_trigger
 from labeling.forms import (
     STEP_TIME_MAX_MS,
     TOTAL_TIME_MAX_MS,
@@ -366,3 +368,48 @@ def _submitted_notice(result: services.SubmitResult) -> str:
     if result.screening == Membership.Screening.PASSED:
         said += " You passed the screening: welcome aboard."
     return said
+
+
+# --- Active learning: the manager's page -----------------------------------------------------
+
+
+@login_required
+@require_GET
+def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
+    """Settings, runs, the active model's metrics over versions and the head of the queue."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    models = selectors.prm_models(campaign=campaign)
+    head = selectors.queue_head(campaign=campaign)
+    versions = [(f"v{m.version}", m.metrics.get("auroc")) for m in models]
+    context = {
+        "campaign": campaign,
+        "membership": membership,
+        "can_manage": True,
+        "can_review": True,
+        "label_url": reverse("labeling:label", kwargs={"slug": campaign.slug}),
+        "runs": selectors.active_learning_runs(campaign=campaign),
+        "models": models,
+        "active_model": next((m for m in models if m.is_active), None),
+        "head": head,
+        "auroc_chart": charts.line(
+            title="Held-out step AUROC of each PRM version",
+            points=versions,
+            fmt=lambda v: f"{v:.3f}",
+        ),
+        "histogram_chart": charts.columns(
+            title=f"PRM scores of the first {head.size} solutions in the queue",
+            points=head.histogram,
+        ),
+        "stages": ("export", "train", "evaluate", "register", "score", "order", "write", "total"),
+    }
+    return render(request, "labeling/active_learning.html", context)
+
+
+@login_required
+@require_POST
+def active_learning_retrain(request: HttpRequest, slug: str) -> HttpResponse:
+    """ "Retrain now": queue a run (or find the one already queued or running)."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    run = active_learning_trigger(campaign=campaign, requested_by=request.user)
+    messages.info(request, f"Active-learning run {run.pk} is {run.status}.")
+    return redirect("labeling:active-learning", slug=campaign.slug)

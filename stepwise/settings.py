@@ -203,6 +203,20 @@ CELERY_BEAT_SCHEDULE["labeling-leases-sweep"] = {
     "schedule": envint("STEPWISE_LEASE_SWEEP_SECONDS", "60"),
 }
 
+# Active learning (labeling/active_learning.py). A running run beats its heartbeat this often; one
+# whose heartbeat is older than the stale bound lost its worker: the sweep (every SWEEP seconds)
+# queues it again, and fails it after MAX_ATTEMPTS starts. A queued run nobody started within the
+# stale bound is sent again (the embedded broker never redelivers).
+STEPWISE_AL_HEARTBEAT_SECONDS = envint("STEPWISE_AL_HEARTBEAT_SECONDS", "10")
+STEPWISE_AL_STALE_SECONDS = envint("STEPWISE_AL_STALE_SECONDS", "120")
+STEPWISE_AL_MAX_ATTEMPTS = envint("STEPWISE_AL_MAX_ATTEMPTS", "3")
+# Extra prm.TrainConfig fields for active-learning training, as JSON (e.g. {"epochs": 4}).
+STEPWISE_AL_TRAIN = envstr("STEPWISE_AL_TRAIN", "{}")
+CELERY_BEAT_SCHEDULE["labeling-active-learning-sweep"] = {
+    "task": "labeling.active_learning_sweep",
+    "schedule": envint("STEPWISE_AL_SWEEP_SECONDS", "60"),
+}
+
 # Campaign management (annotators/). Who may create campaigns: "users" (anyone logged in, who
 # becomes the campaign's manager) or "staff" (Django staff and superusers only).
 STEPWISE_CAMPAIGN_CREATORS = envstr("STEPWISE_CAMPAIGN_CREATORS", "users")
@@ -253,6 +267,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "WARNING")},
+    # kombu warns "No hostname was supplied" for every connection to the filesystem broker,
+    # which has no host by design.
+    "loggers": {"kombu.connection": {"level": "ERROR"}},
 }
 
 if PRODUCTION:

@@ -11,6 +11,7 @@ from django.db import transaction
 
 from annotators.models import Membership
 from exports.importers import import_file
+from labeling.active_learning import active_learning_trigger
 from labeling.models import Campaign
 
 DEMO_DIR = settings.BASE_DIR / "demo"
@@ -56,6 +57,10 @@ class Command(BaseCommand):
                 "name": "Demo: grade-school and competition math",
                 "instructions": INSTRUCTIONS,
                 "qc_rate": 0.1,
+                # The worker (started by `make run`) retrains the PRM and reorders the queue
+                # after every 25 new step labels; the first run is queued below.
+                "active_learning": True,
+                "al_retrain_every": 25,
             },
         )
         for name, fmt, opts in FILES:
@@ -75,6 +80,9 @@ class Command(BaseCommand):
                     campaign=campaign,
                     defaults={"role": role, "status": Membership.Status.ACTIVE},
                 )
+        if campaign.active_learning and not campaign.al_runs.exists():
+            run = active_learning_trigger(campaign=campaign)
+            self.stdout.write(f"  active learning: first run {run.pk} queued for the worker")
         total = campaign.solutions.count()
         self.stdout.write(
             f"Demo campaign {campaign.name!r} ({'created' if created else 'ready'}): "

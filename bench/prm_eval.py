@@ -1,0 +1,258 @@
+"""The PRM's closing evaluation, end to end: import, export, train, evaluate, baseline, throughput.
+
+Every step runs through the project's own entry points, in its own process, as a user would:
+
+1. ``manage.py import_solutions .../phase1_train.trajectories.jsonl --format prm800k-trajectories``
+   into a campaign (idempotent: a second run adds nothing), on whatever ``DATABASE_URL`` says;
+2. ``manage.py export_dataset --format trl --neutral positive`` (neutral counts as positive, a
+   path is cut after its first negative step, every rated alternative is its own row);
+3. ``python -m prm train`` for each model (``--model NAME=BACKBONE[,key=value...]``), skipped when
+   the checkpoint exists and was trained on this very export (``--retrain`` to force);
+4. ``python -m prm ensemble`` of the trained models when ``--ensemble`` (weights fitted on the
+   validation split);
+5. in this process: the TF-IDF + logistic regression baseline (``bench.prm_baseline``) and
+   ``prm.evaluate`` of each checkpoint on the held-out test problems (threshold for first-error
+   F1 chosen on validation), then scoring throughput on fresh, all-distinct steps.
+
+It prints one table and writes it with everything else to ``OUT/results.json``. Nothing here looks
+at the test split before the final evaluation: epochs, calibration, thresholds and ensemble weights
+all come from validation.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/stepwise_prm \\
+    nice python -m bench.prm_eval --out var/prm_eval \\
+        --model bow=bow --model minilm=minilm,finetune_layers=2 --ensemble
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.prm_common import ROOT, require, shared_data
+
+PHASE1 = Path("prm800k_phase1_human_labels") / "phase1_train.trajectories.jsonl"
+DEFAULT_MODELS = ("bow=bow", "minilm=minilm,finetune_layers=2")
+# Fresh steps per throughput run: enough for a stable figure in well under a minute.
+THROUGHPUT_STEPS = {"bow": 200_000, "minilm": 2_000, "hf": 500, "ensemble": 2_000}
+
+
+def run(cmd: list[str], *, env: dict | None = None) -> float:
+    """Run a command in the repository root, echo it, fail loudly, return its wall time."""
+    print("$ " + " ".join(cmd), flush=True)
+    started = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT, check=True, env=env)
+    return time.perf_counter() - started
+
+
+def parse_model(spec: str) -> tuple[str, str, list[str]]:
+    """``NAME=BACKBONE[,key=value...]`` -> (name, backbone, ["key=value", ...])."""
+    name, sep, rest = spec.partition("=")
+    if not sep or not name or not rest:
+        raise SystemExit(f"--model expects NAME=BACKBONE[,key=value...], got {spec!r}")
+    backbone, *options = rest.split(",")
+    for option in options:
+        if "=" not in option:
+            raise SystemExit(f"--model {spec!r}: option {option!r} is not key=value")
+    return name, backbone, options
+
+
+def trained_on(checkpoint: Path) -> str | None:
+    config = checkpoint / "config.json"
+    if not config.is_file():
+        return None
+    return json.loads(config.read_text()).get("data", {}).get("sha256")
+
+
+def conditions() -> dict:
+    load1, load5, load15 = os.getloadavg()
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "load_average": [round(load1, 2), round(load5, 2), round(load15, 2)],
+        "prm_num_threads": os.environ.get("PRM_NUM_THREADS"),
+        "database": os.environ.get("DATABASE_URL", "sqlite (default)").split("@")[-1],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "var" / "prm_eval")
+    parser.add_argument("--campaign", default="prm800k-phase1")
+    parser.add_argument("--src", type=Path, help="default: $STEPWISE_SHARED_DATA/" + str(PHASE1))
+    parser.add_argument("--model", action="append", help="NAME=BACKBONE[,key=value...]")
+    parser.add_argument("--ensemble", action="store_true", help="also stack the trained models")
+    parser.add_argument("--retrain", action="store_true", help="train even if up to date")
+    parser.add_argument("--skip-import", action="store_true", help="use OUT's existing export")
+    parser.add_argument("--cache-dir", help="minilm frozen-layer cache (default OUT/cache)")
+    parser.add_argument("--throughput", type=int, default=1, help="0 to skip the throughput runs")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    out: Path = args.out.resolve()
+    models_dir = out / "models"
+    models_dir.mkdir(parents=True, exist_ok=True)
+    export = out / "phase1_trl.jsonl"
+    python = sys.executable
+    results: dict = {"conditions_start": conditions(), "models": {}}
+
+    # 1-2: through the app
+    if not args.skip_import:
+        src = require(args.src or shared_data() / PHASE1)
+        results["import_seconds"] = run(
+            [python, "manage.py", "import_solutions", str(src), "--campaign", args.campaign,
+             "--format", "prm800k-trajectories", "--no-grade"]
+        )  # fmt: skip
+        results["export_seconds"] = run(
+            [python, "manage.py", "export_dataset", "--campaign", args.campaign, "--format",
+             "trl", "--neutral", "positive", "--no-progress", "--out", str(export)]
+        )  # fmt: skip
+    require(export)
+
+    from prm.data import read_dataset, sha256_file
+
+    sha = sha256_file(export)
+    results["export"] = {"path": str(export), "sha256": sha}
+
+    # 3: train each model in its own process, with the CLI
+    specs = [parse_model(m) for m in (args.model or DEFAULT_MODELS)]
+    for name, backbone, options in specs:
+        target = models_dir / name
+        if not args.retrain and trained_on(target) == sha:
+            print(f"{name}: up to date ({target})")
+            continue
+        cmd = [python, "-m", "prm", "train", "--data", str(export), "--out", str(target),
+               "--backbone", backbone, "--seed", str(args.seed), "--quiet"]  # fmt: skip
+        if backbone == "minilm":
+            cmd += ["--cache-dir", args.cache_dir or str(out / "cache")]
+        for option in options:
+            cmd += ["--set", option]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        wall = run(cmd)
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        results["models"].setdefault(name, {})["train_process"] = {
+            "wall_seconds": round(wall, 1),
+            "peak_rss_mb_children_so_far": round(max(peak, before) / 1024),
+        }
+    checkpoints = [(name, models_dir / name) for name, _, _ in specs]
+    if args.ensemble and len(checkpoints) >= 2:
+        target = models_dir / "ensemble"
+        cmd = [python, "-m", "prm", "ensemble", "--data", str(export), "--out", str(target)]
+        for _, path in checkpoints:
+            cmd += ["--model", str(path)]
+        run(cmd)
+        checkpoints.append(("ensemble", target))
+
+    # 5: baseline and evaluation on the same held-out problems
+    import prm
+    from bench.prm_baseline import _row_probs, baseline, report
+    from bench.prm_throughput import solutions as fresh_solutions
+    from prm.evaluation import evaluate, format_report
+
+    dataset = read_dataset(export)
+    test = dataset.split("test")
+    started = time.perf_counter()
+    base = baseline(dataset)
+    base_seconds = time.perf_counter() - started
+    probs = _row_probs(base["model"], base["vectorizer"], test)
+    print(report("TF-IDF + LR (step alone)", test, probs, base["threshold"]))
+    base_eval = _baseline_metrics(test, probs, base["threshold"])
+    base_eval["train_seconds"] = round(base_seconds, 1)
+    base_eval["C"] = base["C"]
+    flat = [step for s in test for step in s.steps]
+    started = time.perf_counter()
+    base["model"].predict_proba(base["vectorizer"].transform(flat))
+    base_eval["steps_per_second"] = len(flat) / (time.perf_counter() - started)
+    results["baseline"] = base_eval
+
+    for name, path in checkpoints:
+        scorer = prm.load(path)
+        result = evaluate(scorer, dataset, split="test", seed=0)
+        print(format_report(result, title=f"\n{name} ({path})"))
+        entry = results["models"].setdefault(name, {})
+        entry["eval"] = result
+        metrics = scorer.config.get("metrics", {})
+        entry["backbone"] = scorer.config["backbone"]
+        entry["best_epoch"] = metrics.get("best_epoch")
+        entry["validation_auroc"] = metrics.get("validation_auroc")
+        entry["train_seconds"] = metrics.get("train_seconds")
+        entry["prepare_seconds"] = metrics.get("prepare_seconds")
+        entry["threads"] = metrics.get("threads")
+        if args.throughput:
+            kind = scorer.config["backbone"]["name"]
+            batch = fresh_solutions(THROUGHPUT_STEPS.get(kind, 1000), data=export)
+            scorer.score(batch[:20])  # warm up
+            started = time.perf_counter()
+            scorer.score(batch)
+            seconds = time.perf_counter() - started
+            n = sum(len(steps) for _, steps in batch)
+            entry["throughput"] = {
+                "steps": n,
+                "seconds": round(seconds, 2),
+                "steps_per_second": n / seconds,
+            }
+
+    results["conditions_end"] = conditions()
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print("\n" + table(results))
+    print(f"\nwritten {out / 'results.json'}")
+
+
+def _baseline_metrics(test, probs, threshold) -> dict:
+    from prm.data import unique_steps
+    from prm.metrics import auroc, bootstrap_auroc, first_error_scores
+
+    p, y, groups = unique_steps(test, probs)
+    low, high = bootstrap_auroc(y, p, groups, n=1000, seed=0)
+    fe = first_error_scores(probs, [s.first_error for s in test], threshold)
+    return {
+        "problems": len(set(groups)),
+        "steps": len(y),
+        "auroc": auroc(y, p),
+        "auroc_ci95": [low, high],
+        "accuracy": float(((p >= 0.5) == y).mean()),
+        "first_error": {**fe, "threshold": threshold},
+    }
+
+
+def table(results: dict) -> str:
+    """The figures as a Markdown table (what the README shows)."""
+    header = ("model", "step AUROC (95% CI)", "accuracy", "first-error F1", "train time")
+    rows = [
+        "| " + " | ".join(header) + " | scoring steps/s |",
+        "| --- " * (len(header) + 1) + "|",
+    ]
+    b = results["baseline"]
+    rows.append(
+        f"| TF-IDF + LR (baseline) | {b['auroc']:.3f} ({b['auroc_ci95'][0]:.3f}-"
+        f"{b['auroc_ci95'][1]:.3f}) | {b['accuracy']:.3f} | {b['first_error']['f1']:.3f} | "
+        f"{b['train_seconds']:.0f} s (C grid) | {b['steps_per_second']:,.0f} |"
+    )
+    for name, m in results["models"].items():
+        if "eval" not in m:
+            continue
+        e = m["eval"]
+        low, high = e["auroc_ci95"]
+        if m.get("train_seconds") is not None:
+            train = f"{m['train_seconds'] + (m.get('prepare_seconds') or 0):.0f} s"
+        else:
+            train = "(stacking)"
+        speed = m.get("throughput", {}).get("steps_per_second")
+        rows.append(
+            f"| {name} | {e['auroc']:.3f} ({low:.3f}-{high:.3f}) | {e['accuracy']:.3f} | "
+            f"{e['first_error']['f1']:.3f} | {train} | "
+            + (f"{speed:,.0f}" if speed else "-")
+            + " |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    main()

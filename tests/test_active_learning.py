@@ -1,0 +1,293 @@
+"""Active learning in-process: the 80/20 order, the lock, the trigger, a run, failure and the sweep.
+
+The runs here are called directly (the worker tests are in ``test_active_learning_worker.py``);
+they train the real ``bow`` PRM on real PRM800K phase 1 labels and score real model solutions.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from labeling import services
+from labeling.active_learning import (
+    Scored,
+    active_learning_after_submit,
+    active_learning_run,
+    active_learning_sweep,
+    active_learning_trigger,
+    head_summary,
+    queue_order,
+    submitted_labels,
+)
+from labeling.models import ActiveLearningRun, PRMModel, Solution
+from tests.al_data import demo_campaign
+from tests.factories import make_campaign, make_member, make_solution, submit_ratings
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.MEDIA_ROOT.mkdir()
+    return settings.MEDIA_ROOT
+
+
+# --- the order -------------------------------------------------------------------------------
+
+
+def _items(wrong: int, right: int, ungraded: int = 0) -> list[Scored]:
+    out, n = [], 0
+    for count, correct in ((wrong, False), (right, True), (ungraded, None)):
+        for i in range(count):
+            n += 1
+            out.append(Scored(n, 1.0 - (i * 37 % 101) / 101, correct))
+    return out
+
+
+def test_every_prefix_keeps_the_wrong_answer_share():
+    order = queue_order(_items(500, 400), wrong_share=0.8)
+    for k in range(1, 500):
+        wrong = sum(1 for s in order[:k] if s.wrong)
+        assert abs(wrong - 0.8 * k) <= 1, k
+    assert [s.wrong for s in order[:5]] == [True, True, False, True, True]
+
+
+def test_each_kind_comes_in_decreasing_score_and_ungraded_count_as_the_rest():
+    order = queue_order(_items(50, 20, 20), wrong_share=0.8)
+    wrong = [s.score for s in order if s.wrong]
+    rest = [s for s in order if not s.wrong]
+    assert wrong == sorted(wrong, reverse=True)
+    assert [s.score for s in rest] == sorted((s.score for s in rest), reverse=True)
+    assert {s.answer_is_correct for s in rest} == {True, None}
+    assert sum(1 for s in order[:50] if s.wrong) == 40
+
+
+def test_when_one_kind_runs_out_the_other_follows():
+    order = queue_order(_items(3, 10), wrong_share=0.8)
+    assert [s.wrong for s in order[:5]] == [True, True, False, True, False]
+    assert not any(s.wrong for s in order[4:])
+    assert len(order) == 13
+    assert [s.wrong for s in queue_order(_items(4, 0), wrong_share=0.5)] == [True] * 4
+
+
+def test_share_zero_and_one_are_pure_orders():
+    items = _items(5, 5)
+    assert [s.wrong for s in queue_order(items, wrong_share=1.0)] == [True] * 5 + [False] * 5
+    assert [s.wrong for s in queue_order(items, wrong_share=0.0)] == [False] * 5 + [True] * 5
+
+
+def test_the_head_summary_counts_its_kinds():
+    head = head_summary(queue_order(_items(100, 60, 40), wrong_share=0.8), size=100)
+    assert head["size"] == 100
+    assert head["wrong"] == 80
+    assert head["correct"] + head["ungraded"] == 20
+    assert head["scored"] == 200
+    assert head["wrong_total"] == 100
+
+
+# --- the lock and the trigger -----------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_second_trigger_returns_the_run_already_queued(django_capture_on_commit_callbacks):
+    campaign = make_campaign()
+    with django_capture_on_commit_callbacks() as sent:
+        first = active_learning_trigger(campaign=campaign)
+        second = active_learning_trigger(campaign=campaign, trigger="auto")
+    assert first.pk == second.pk
+    assert len(sent) == 1  # one task message
+    assert ActiveLearningRun.objects.filter(campaign=campaign).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_database_refuses_two_unfinished_runs_of_one_campaign():
+    campaign = make_campaign()
+    ActiveLearningRun.objects.create(campaign=campaign, status="running")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ActiveLearningRun.objects.create(campaign=campaign, status="queued")
+    ActiveLearningRun.objects.create(campaign=campaign, status="failed")
+    ActiveLearningRun.objects.create(campaign=make_campaign(), status="queued")
+
+
+@pytest.mark.django_db
+def test_a_campaign_has_at_most_one_active_model():
+    campaign = make_campaign()
+    PRMModel.objects.create(campaign=campaign, version=1, path="a", is_active=True)
+    PRMModel.objects.create(campaign=campaign, version=2, path="b")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        PRMModel.objects.create(campaign=campaign, version=3, path="c", is_active=True)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        PRMModel.objects.create(campaign=campaign, version=2, path="d")
+
+
+def _serve_and_submit(campaign, annotator, ratings):
+    assignment = services.assignment_next(campaign=campaign, annotator=annotator)
+    n = assignment.solution.steps.count()
+    ratings = (ratings * n)[:n] if -1 not in ratings else ratings
+    return submit_ratings(assignment=assignment, annotator=annotator, ratings=ratings), n
+
+
+@pytest.mark.django_db
+def test_a_submit_triggers_a_run_once_enough_new_labels_came_in(
+    django_capture_on_commit_callbacks,
+):
+    campaign = make_campaign(active_learning=True, al_retrain_every=7)
+    for _ in range(6):
+        make_solution(campaign=campaign, steps=["a", "b", "c"])
+    member = make_member(campaign=campaign)
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        _serve_and_submit(campaign, member.user, [1])  # 3 labels
+        _serve_and_submit(campaign, member.user, [1])  # 6
+    assert len(callbacks) == 2  # the cheap check ran after each submit...
+    assert not ActiveLearningRun.objects.exists()  # ...and found too few labels
+
+    with django_capture_on_commit_callbacks(execute=False):
+        _serve_and_submit(campaign, member.user, [1])  # 9 >= 7
+        run = active_learning_after_submit(campaign_id=campaign.pk)
+    assert run is not None and run.trigger == "auto" and run.status == "queued"
+
+    # While it is queued or running nothing more is triggered; after it, labels count from its
+    # start.
+    assert active_learning_after_submit(campaign_id=campaign.pk) is None
+    assert ActiveLearningRun.objects.count() == 1
+    ActiveLearningRun.objects.filter(pk=run.pk).update(
+        status="succeeded", started_at=timezone.now(), training_labels=9
+    )
+    assert active_learning_after_submit(campaign_id=campaign.pk) is None
+    with django_capture_on_commit_callbacks(execute=False):
+        _serve_and_submit(campaign, member.user, [1, -1])  # 2 new labels (stops at the error)
+        _serve_and_submit(campaign, member.user, [1])  # 5
+        assert active_learning_after_submit(campaign_id=campaign.pk) is None
+        _serve_and_submit(campaign, member.user, [1])  # 8 >= 7
+        again = active_learning_after_submit(campaign_id=campaign.pk)
+    assert again is not None and again.pk != run.pk
+
+
+@pytest.mark.django_db
+def test_no_run_without_active_learning(django_capture_on_commit_callbacks):
+    campaign = make_campaign(active_learning=False, al_retrain_every=1)
+    make_solution(campaign=campaign)
+    member = make_member(campaign=campaign)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        _serve_and_submit(campaign, member.user, [1])
+    assert callbacks == []
+    assert active_learning_after_submit(campaign_id=campaign.pk) is None
+    assert submitted_labels(campaign=campaign) == 3
+
+
+# --- runs --------------------------------------------------------------------------------------
+
+
+def _open_order(campaign):
+    return list(
+        Solution.objects.filter(campaign=campaign, is_open=True, kind="regular")
+        .order_by("-priority", "pk")
+        .values_list("pk", "answer_is_correct", "prm_score", "priority")
+    )
+
+
+def _new_run(campaign, **fields):
+    return ActiveLearningRun.objects.create(campaign=campaign, **fields)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_run_trains_registers_scores_and_reorders_the_queue(media):
+    campaign = demo_campaign(active_learning=True)
+    run = active_learning_run(run=_new_run(campaign))
+
+    assert run.status == "succeeded", run.error
+    model = PRMModel.objects.get(campaign=campaign)
+    assert model.is_active and model.version == 1 and run.model == model
+    assert (media / model.path / "config.json").is_file()
+    assert model.training_labels == run.training_labels == submitted_labels(campaign=campaign) > 500
+    assert model.training_solutions == 60
+    assert run.metrics["split"] in ("test", "validation")
+    assert 0.0 <= run.metrics["auroc"] <= 1.0
+    assert model.metrics == run.metrics
+    for stage in ("export", "train", "evaluate", "register", "score", "order", "write", "total"):
+        assert run.timings[stage] >= 0, stage
+    assert "stage" not in run.timings
+
+    order = _open_order(campaign)
+    assert len(order) == 411 and all(score is not None for _, _, score, _ in order)
+    head = order[:100]
+    assert run.queue_head["size"] == 100
+    assert run.queue_head["wrong"] == sum(1 for _, c, _, _ in head if c is False) == 80
+    wrong_scores = [s for _, c, s, _ in head if c is False]
+    assert wrong_scores == sorted(wrong_scores, reverse=True)
+    assert [p for *_, p in order] == [float(411 - k) for k in range(411)]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_run_leaves_the_previous_model_active_and_the_queue_untouched(media):
+    campaign = demo_campaign(active_learning=True)
+    assert active_learning_run(run=_new_run(campaign)).status == "succeeded"
+    before = _open_order(campaign)
+
+    campaign.al_backbone = "no-such-backbone"
+    campaign.save()
+    run = _new_run(campaign, trigger="manual")
+    with pytest.raises(Exception, match="no-such-backbone"):
+        active_learning_run(run=run)
+    run.refresh_from_db()
+    assert run.status == "failed" and "no-such-backbone" in run.error
+    assert run.finished_at is not None
+    assert PRMModel.objects.get(is_active=True).version == 1
+    assert _open_order(campaign) == before
+    # The lock is free again.
+    assert active_learning_trigger(campaign=campaign).pk != run.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_message_for_a_finished_or_busy_run_does_nothing(media):
+    campaign = make_campaign()
+    done = _new_run(campaign, status="succeeded")
+    assert active_learning_run(run=done).status == "succeeded"
+    busy = _new_run(campaign, status="running", heartbeat_at=timezone.now(), attempts=1)
+    assert active_learning_run(run=busy).attempts == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_with_nothing_to_train_on_fails_with_a_clear_error(media):
+    campaign = demo_campaign(labelled=False)
+    run = _new_run(campaign)
+    with pytest.raises(ValueError, match="no submitted labels"):
+        active_learning_run(run=run)
+    run.refresh_from_db()
+    assert run.status == "failed" and "no submitted labels to train on yet" in run.error
+
+
+# --- recovery ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_sweep_requeues_dead_runs_and_fails_them_after_the_last_attempt(
+    settings, django_capture_on_commit_callbacks
+):
+    settings.STEPWISE_AL_MAX_ATTEMPTS = 2
+    old = timezone.now() - timedelta(minutes=10)
+    dead = _new_run(make_campaign(), status="running", attempts=1, heartbeat_at=old)
+    spent = _new_run(make_campaign(), status="running", attempts=2, heartbeat_at=old)
+    alive = _new_run(make_campaign(), status="running", attempts=1, heartbeat_at=timezone.now())
+    lost = _new_run(make_campaign(), status="queued", created_at=old)
+    fresh = _new_run(make_campaign(), status="queued")
+
+    with django_capture_on_commit_callbacks() as sent:
+        assert active_learning_sweep() == {"requeued": 1, "resent": 1, "failed": 1}
+    assert len(sent) == 2
+    for run in (dead, spent, alive, lost, fresh):
+        run.refresh_from_db()
+    assert dead.status == "queued" and dead.heartbeat_at > old
+    assert spent.status == "failed" and "gave up after 2 attempts" in spent.error
+    assert alive.status == "running"
+    assert lost.status == "queued" and lost.heartbeat_at is not None
+    assert fresh.status == "queued" and fresh.heartbeat_at is None
+    with django_capture_on_commit_callbacks() as sent:
+        assert active_learning_sweep() == {"requeued": 0, "resent": 0, "failed": 0}
+    assert sent == []

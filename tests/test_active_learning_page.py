@@ -1,0 +1,142 @@
+"""The manager's active-learning page: who may see it, what it shows, "Retrain now"."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from annotators.models import Membership
+from labeling.models import ActiveLearningRun, PRMModel
+from tests.factories import make_campaign, make_member, make_solution, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def campaign():
+    campaign = make_campaign(name="Algebra <b>bold</b>", active_learning=True, al_retrain_every=50)
+    for correct, score, priority in ((False, 0.9, 3), (True, 0.8, 2), (None, 0.15, 1)):
+        make_solution(
+            campaign=campaign, answer_is_correct=correct, prm_score=score, priority=priority
+        )
+    return campaign
+
+
+@pytest.fixture
+def manager(campaign):
+    return make_member(campaign=campaign, role=Membership.Role.MANAGER).user
+
+
+def page(campaign):
+    return reverse("labeling:active-learning", kwargs={"slug": campaign.slug})
+
+
+def retrain(campaign):
+    return reverse("labeling:active-learning-retrain", kwargs={"slug": campaign.slug})
+
+
+def test_anonymous_visitors_go_to_the_login_page(client, campaign):
+    response = client.get(page(campaign))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_outsiders_get_404_and_annotators_and_reviewers_403(client, campaign):
+    client.force_login(make_user())
+    assert client.get(page(campaign)).status_code == 404
+    assert client.post(retrain(campaign)).status_code == 404
+    for role in (Membership.Role.ANNOTATOR, Membership.Role.REVIEWER):
+        client.force_login(make_member(campaign=campaign, role=role).user)
+        assert client.get(page(campaign)).status_code == 403
+        assert client.post(retrain(campaign)).status_code == 403
+    assert not ActiveLearningRun.objects.exists()
+
+
+def test_the_manager_of_another_campaign_gets_404(client, campaign):
+    other = make_member(campaign=make_campaign(), role=Membership.Role.MANAGER).user
+    client.force_login(other)
+    assert client.get(page(campaign)).status_code == 404
+
+
+def test_managers_see_settings_models_runs_and_the_queue_head(client, campaign, manager):
+    PRMModel.objects.create(
+        campaign=campaign, version=1, path="p/1", metrics={"auroc": 0.61, "split": "test"}
+    )
+    active = PRMModel.objects.create(
+        campaign=campaign,
+        version=2,
+        path="p/2",
+        is_active=True,
+        training_labels=1234,
+        metrics={"auroc": 0.66, "auroc_ci95": [0.6, 0.7], "split": "test"},
+    )
+    ActiveLearningRun.objects.create(
+        campaign=campaign,
+        status="succeeded",
+        model=active,
+        training_labels=1234,
+        metrics=active.metrics,
+        timings={"export": 0.5, "train": 3.25, "total": 5.0},
+        queue_head={"size": 3, "wrong": 1},
+    )
+    client.force_login(manager)
+    response = client.get(page(campaign))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "retrains after every 50 new submitted step labels" in body
+    assert "v2, trained on 1,234 labels" in body
+    assert (
+        "<strong>1</strong> have a wrong final answer, 1 a right one, 1 could not be graded" in body
+    )
+    assert "0.660 (0.600–0.700)" in body
+    assert "3.25" in body  # the train stage's seconds
+    assert body.count('<svg class="chart"') == 2
+    assert 'name="csrfmiddlewaretoken"' in body
+    # No inline script (a Content Security Policy forbids them).
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", body)
+
+
+def test_the_campaign_pages_link_to_it(client, campaign, manager):
+    client.force_login(manager)
+    body = client.get(reverse("annotators:dashboard", kwargs={"slug": campaign.slug})).content
+    assert page(campaign).encode() in body
+
+
+def test_user_text_is_escaped(client, campaign, manager):
+    user = make_user(username="eve")
+    ActiveLearningRun.objects.create(
+        campaign=campaign,
+        status="failed",
+        requested_by=user,
+        error="ValueError: <script>alert(1)</script>",
+    )
+    client.force_login(manager)
+    body = client.get(page(campaign)).content.decode()
+    assert "<script>alert(1)</script>" not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "<b>bold</b>" not in body and "&lt;b&gt;bold&lt;/b&gt;" in body
+
+
+def test_retrain_now_queues_one_run_and_comes_back(
+    client, campaign, manager, django_capture_on_commit_callbacks
+):
+    client.force_login(manager)
+    with django_capture_on_commit_callbacks() as sent:
+        response = client.post(retrain(campaign))
+        again = client.post(retrain(campaign))
+    assert response.status_code == 302 and response["Location"] == page(campaign)
+    assert again.status_code == 302
+    run = ActiveLearningRun.objects.get(campaign=campaign)
+    assert run.trigger == "manual" and run.requested_by == manager and run.status == "queued"
+    assert len(sent) == 1
+    assert client.get(retrain(campaign)).status_code == 405
+
+
+def test_retrain_needs_the_csrf_token(campaign, manager):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(manager)
+    assert client.post(retrain(campaign)).status_code == 403
+    assert not ActiveLearningRun.objects.exists()
