@@ -8,18 +8,31 @@ not allowed to work now -> 403, conflicts with the assignment's state -> 409, br
 from __future__ import annotations
 
 from django.db.models import Prefetch
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.decorators import api_view, authentication_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotators.permissions import REVIEW, campaign_for
+from annotators.permissions import MANAGE, REVIEW, campaign_for
 from labeling import selectors, services
-from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepLabel
+from labeling.active_learning import active_learning_trigger
+from labeling.models import (
+    ActiveLearningRun,
+    Assignment,
+    Campaign,
+    PRMModel,
+    Problem,
+    Solution,
+    Step,
+    StepLabel,
+)
 from labeling.serializers import (
+    ActiveLearningRunSerializer,
     AssignmentSerializer,
     NextSerializer,
+    PRMModelSerializer,
     ProblemDetailSerializer,
     ProblemListSerializer,
     SkipResultSerializer,
@@ -270,3 +283,56 @@ class LabelList(_CampaignList):
         if (state := query_choice(request, "status", Assignment.Status.values)) is not None:
             labels = labels.filter(assignment__status=state)
         return labels
+
+
+# --- PRM models and active learning: managers -------------------------------------------------
+
+
+@extend_schema(tags=["active learning"])
+class PRMModelList(_CampaignList):
+    """The campaign's trained PRMs, oldest first; ``is_active`` marks the one scoring the queue."""
+
+    serializer_class = PRMModelSerializer
+
+    def get_queryset(self):
+        campaign, _ = campaign_for(self.request.user, self.kwargs["slug"], roles=MANAGE)
+        return PRMModel.objects.filter(campaign=campaign)
+
+
+class ActiveLearningRunList(_CampaignList):
+    """The campaign's active-learning runs, oldest first; POST asks for one now."""
+
+    serializer_class = ActiveLearningRunSerializer
+
+    def get_queryset(self):
+        campaign, _ = campaign_for(self.request.user, self.kwargs["slug"], roles=MANAGE)
+        return ActiveLearningRun.objects.filter(campaign=campaign).select_related("requested_by")
+
+    @extend_schema(tags=["active learning"])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["active learning"],
+        request=None,
+        responses={202: ActiveLearningRunSerializer},
+        description="Train the PRM on the labels so far, rescore the open solutions and reorder "
+        "the queue, in a Celery worker. One run at a time per campaign: while one is queued "
+        "or running, this returns that one.",
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+        run = active_learning_trigger(campaign=campaign, requested_by=request.user)
+        return Response(ActiveLearningRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(tags=["active learning"], responses={200: ActiveLearningRunSerializer})
+@api_view(["GET"])
+@authentication_classes(AUTHENTICATION)
+def active_learning_run_detail(request: Request, slug: str, pk: int) -> Response:
+    """One run's status, timings, metrics and the composition of the new queue head."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    run = get_object_or_404(
+        ActiveLearningRun.objects.select_related("requested_by"), campaign=campaign, pk=pk
+    )
+    return Response(ActiveLearningRunSerializer(run).data)

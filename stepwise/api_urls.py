@@ -46,6 +46,17 @@ urlpatterns = [
         exports_api.export_download,
         name="api-export-file",
     ),
+    path(campaign + "prm-models/", labeling_api.PRMModelList.as_view(), name="api-prm-models"),
+    path(
+        campaign + "active-learning/runs/",
+        labeling_api.ActiveLearningRunList.as_view(),
+        name="api-al-runs",
+    ),
+    path(
+        campaign + "active-learning/runs/<id:pk>/",
+        labeling_api.active_learning_run_detail,
+        name="api-al-run",
+    ),
     path(campaign + "next/", labeling_api.campaign_next, name="api-campaign-next"),
     path("assignments/<id:pk>/", labeling_api.assignment_detail, name="api-assignment"),
     path(

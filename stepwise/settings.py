@@ -155,7 +155,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"RatingEnum": "labeling.models.Rating"},
+    "ENUM_NAME_OVERRIDES": {
+        "RatingEnum": "labeling.models.Rating",
+        "AssignmentStatusEnum": "labeling.models.Assignment.Status",
+        "RunStatusEnum": "labeling.models.ActiveLearningRun.Status",
+        "JobStatusEnum": "exports.models.Export.Status",  # imports share these four states
+    },
     "PATH_CONVERTER_OVERRIDES": {
         "id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
     },

@@ -230,3 +230,47 @@ def test_bad_export_options_are_refused(api):
 
 def test_the_campaign_still_exists_only_once(api):
     assert Campaign.objects.filter(slug="api").count() == 1
+
+
+# --- PRM models and active learning -----------------------------------------------------------
+
+
+def test_a_manager_triggers_an_active_learning_run_and_follows_it(
+    api, campaign, manager, django_capture_on_commit_callbacks
+):
+    from labeling.models import ActiveLearningRun, PRMModel
+
+    with django_capture_on_commit_callbacks() as queued:
+        response = api.post("/api/campaigns/api/active-learning/runs/")
+    assert response.status_code == 202
+    run = response.json()
+    assert (run["status"], run["trigger"], run["requested_by"]) == (
+        "queued",
+        "manual",
+        manager.username,
+    )
+    assert len(queued) == 1  # the worker's task, once committed
+    # While it is queued, asking again returns the same run.
+    assert api.post("/api/campaigns/api/active-learning/runs/").json()["id"] == run["id"]
+    assert ActiveLearningRun.objects.count() == 1
+    listed = api.get("/api/campaigns/api/active-learning/runs/").json()["results"]
+    assert [r["id"] for r in listed] == [run["id"]]
+    detail = api.get(f"/api/campaigns/api/active-learning/runs/{run['id']}/").json()
+    assert detail["status"] == "queued"
+
+    PRMModel.objects.create(campaign=campaign, version=1, path="x", metrics={"auroc": 0.7})
+    models = api.get("/api/campaigns/api/prm-models/").json()["results"]
+    assert [(m["version"], m["metrics"]) for m in models] == [(1, {"auroc": 0.7})]
+
+
+def test_only_managers_see_or_trigger_active_learning(campaign):
+    from labeling.models import ActiveLearningRun
+
+    for role in (Membership.Role.ANNOTATOR, Membership.Role.REVIEWER):
+        client = api_client_for(make_member(campaign=campaign, role=role).user)
+        assert client.post("/api/campaigns/api/active-learning/runs/").status_code == 403
+        assert client.get("/api/campaigns/api/active-learning/runs/").status_code == 403
+        assert client.get("/api/campaigns/api/prm-models/").status_code == 403
+    outsider = api_client_for(make_member(campaign=make_campaign(), role="manager").user)
+    assert outsider.post("/api/campaigns/api/active-learning/runs/").status_code == 404
+    assert not ActiveLearningRun.objects.exists()
