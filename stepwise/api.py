@@ -240,12 +240,20 @@ def handler404(request, exception=None):
 
 
 def handler400(request, exception=None):
+    from django.conf import settings
+    from django.core.exceptions import RequestDataTooBig
     from django.views import defaults
 
+    page = defaults.bad_request(request, exception)
+    if isinstance(exception, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 1024 / 1024
+        detail = (
+            f"The request body is over {limit:.1f} MB (DATA_UPLOAD_MAX_MEMORY_SIZE); "
+            "files go to the import upload, which has its own limit."
+        )
+        return _json_or_page(request, 413, detail, "too_large", page)
     detail = str(exception) if exception else "Bad request."
-    return _json_or_page(
-        request, 400, detail, "bad_request", defaults.bad_request(request, exception)
-    )
+    return _json_or_page(request, 400, detail, "bad_request", page)
 
 
 def handler500(request):
