@@ -1,4 +1,6 @@
-"""The labelling REST API: thin views over ``labeling.services`` and ``labeling.selectors``.
+"""The labelling REST API: thin views over ``labeling.services`` and ``labeling.selectors``:
+the queue (next, submit, skip), browsing a campaign's problems, solutions and labels (managers
+and reviewers), PRM models and active-learning runs (managers).
 
 Refusals map to status codes by kind: not yours or not a member -> 404 (nothing is revealed),
 not allowed to work now -> 403, conflicts with the assignment's state -> 409, broken rules ->

@@ -128,3 +128,16 @@ def test_the_command_names_an_unknown_user():
 
     with pytest.raises(CommandError, match="No user named 'ghost'"):
         call_command("create_api_token", "ghost")
+
+
+def test_authentication_is_one_query_once_the_last_use_is_fresh(django_assert_num_queries):
+    from stepwise.api import TokenAuthentication
+
+    user = make_user()
+    key = make_token(user=user)
+    auth = TokenAuthentication()
+    with django_assert_num_queries(2):  # the lookup, and the first last-used time
+        assert auth.authenticate_credentials(key)[0] == user
+    with django_assert_num_queries(1):  # within a minute: the lookup only
+        found, token = auth.authenticate_credentials(key)
+    assert found == user and token.pk == ApiToken.objects.get().pk
