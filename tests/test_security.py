@@ -66,6 +66,7 @@ def main_pages(slug: str) -> list[str]:
         base + "agreement/",
         base + "reviews/",
         base + "exports/",
+        base + "active-learning/",
         base + "label/",
         "/api/docs/",
     ]
