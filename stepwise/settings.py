@@ -213,6 +213,10 @@ CELERY_BEAT_SCHEDULE["labeling-leases-sweep"] = {
 STEPWISE_AL_HEARTBEAT_SECONDS = envint("STEPWISE_AL_HEARTBEAT_SECONDS", "10")
 STEPWISE_AL_STALE_SECONDS = envint("STEPWISE_AL_STALE_SECONDS", "120")
 STEPWISE_AL_MAX_ATTEMPTS = envint("STEPWISE_AL_MAX_ATTEMPTS", "3")
+# Processes that score open solutions in a run (forked per batch; 1: in the worker itself).
+STEPWISE_AL_SCORE_WORKERS = envint(
+    "STEPWISE_AL_SCORE_WORKERS", str(min(4, len(os.sched_getaffinity(0))))
+)
 # Extra prm.TrainConfig fields for active-learning training, as JSON (e.g. {"epochs": 4}).
 STEPWISE_AL_TRAIN = envstr("STEPWISE_AL_TRAIN", "{}")
 CELERY_BEAT_SCHEDULE["labeling-active-learning-sweep"] = {

@@ -74,6 +74,9 @@ ROUTES: dict[str, Route] = {
     "labeling:flag": Route("holder", {"POST": 302}, ("slug", "assignment")),
     "labeling:submit": Route("holder", {"POST": 302}, ("slug", "assignment")),
     "labeling:skip": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    # active learning: the manager's page and "Retrain now"
+    "labeling:active-learning": Route("manage", {"GET": 200}, ("slug",)),
+    "labeling:active-learning-retrain": Route("manage", {"POST": 302}, ("slug",)),
     # annotators
     "annotators:list": Route("login", {"GET": 200}),
     "annotators:create": Route("login", {"GET": 200, "POST": 400}),
