@@ -132,9 +132,6 @@ ROUTES: dict[str, Route] = {
     "annotators:token-revoke": Route("holder", {"POST": 302}, ("api_token",)),
     "api-schema": Route("api-public", {"GET": 200}),
     "api-docs": Route("api-public", {"GET": 200}),
-    # active learning's page
-    "labeling:active-learning": Route("manage", {"GET": 200}, ("slug",)),
-    "labeling:active-learning-retrain": Route("manage", {"POST": 302}, ("slug",)),
 }
 # Django's admin checks staff status itself.
 IGNORED_NAMESPACES = ("admin",)
