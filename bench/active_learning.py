@@ -17,11 +17,15 @@ repository has only a small extract):
 - uniform: a random sample of ``budget`` paths; active: a uniform seed of half the smallest
   budget, then rounds up to each budget, each selecting the next paths with the app's own order
   (``labeling.active_learning.queue_order``, 80/20) by the PRM trained on what was selected so far;
+- a second source (``--source reference``; both run by default) follows the paper more closely:
+  a pool of model-generated solutions (800 Qwen2.5-Math MATH and 5,276 GPT-3 GSM8K solutions,
+  graded), whose steps a reference PRM trained on every phase 1 label rates (the paper's PRM_large
+  labelling for PRM_small);
 - at each budget: the held-out AUROC of a ``bow`` PRM trained on what was selected, the share of
   wrong-answer paths among them, and the data-efficiency ratio: the budget uniform selection needs
   to reach active's AUROC (interpolated on log(budget) between uniform's points) over active's.
 
-    python -m bench.active_learning                      # about a few minutes on 2 cores
+    python -m bench.active_learning                      # a few minutes on 2 cores
     python -m bench.active_learning --seeds 0 1 2 --budgets 200 400 800 --uniform-extra 1600 3200
 """
 
@@ -172,54 +176,65 @@ def budget_to_match(target: float, uniform: dict[int, float]) -> tuple[str, floa
     return None
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=_default_data(), help="the phase 1 folder")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[200, 400, 800, 1600])
-    parser.add_argument(
-        "--uniform-extra",
-        type=int,
-        nargs="*",
-        default=[3200, 6400],
-        help="larger uniform budgets, so the budget uniform needs can be read off",
-    )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--share", type=float, default=0.8, help="wrong-answer share (0.8)")
-    args = parser.parse_args(argv)
+def phase1_rows(path: Path) -> tuple[list, str]:
+    import prm
 
-    path = args.data / TRAJECTORIES
-    if not path.is_file():
-        sys.exit(
-            f"error: {path} is missing. This benchmark reads the real PRM800K phase 1 labels from "
-            "../shared/data/prm800k_phase1_human_labels/ beside the checkout; set "
-            "STEPWISE_SHARED_DATA to the shared data folder or pass --data."
-        )
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
-    import django
+    rows = [s for s in prm.read_dataset(path).solutions if s.labels is not None]
+    return rows, "real human ratings (PRM800K phase 1)"
 
-    django.setup()  # for labeling.active_learning.queue_order (the app's own selection rule)
+
+def reference_rows(phase1: Path, shared: Path, workdir: Path) -> tuple[list, str]:
+    """Model solutions labelled by a reference PRM trained on every phase 1 label (the paper's
+    PRM_large supervising PRM_small): 800 Qwen2.5-Math MATH and 5,276 GPT-3 GSM8K solutions, each
+    step labelled positive when the reference's calibrated P(correct) is at least 0.5."""
+    import prm
+    from bench.prm_best_of_n import gsm8k_groups, qwen_groups
+    from prm.data import Solution
+
+    qwen = shared / "qwen25math_math_samples" / "math_cot_100.jsonl"
+    gsm8k = shared / "gsm8k_model_solutions" / "example_model_solutions.jsonl"
+    for needed in (qwen, gsm8k):
+        if not needed.is_file():
+            sys.exit(f"error: {needed} is missing (the reference source reads ../shared/data)")
+    prm.train(phase1, workdir / "reference", backbone="bow", progress=False, holdout=False)
+    reference = prm.load(workdir / "reference")
+    solutions = [
+        (g["problem"], steps, answer, ok)
+        for g in qwen_groups(qwen) + gsm8k_groups(gsm8k)
+        for steps, answer, ok in g["candidates"]
+        if steps
+    ]
+    probs = reference.score([(p, st) for p, st, _, _ in solutions])
+    rows = [
+        Solution(p, tuple(st), tuple(x >= 0.5 for x in pr), answer, ok)
+        for (p, st, answer, ok), pr in zip(solutions, probs, strict=True)
+    ]
+    return rows, "a reference bow PRM trained on all phase 1 labels, on GSM8K and MATH solutions"
+
+
+def experiment(rows, what: str, args) -> None:
     import prm
     from prm.backbones import build_backbone
 
     t0 = time.perf_counter()
-    dataset = prm.read_dataset(path)
-    rows = [s for s in dataset.solutions if s.labels is not None]
     test_rows = [s for s in rows if prm.split_of(s.problem) == "test"]
     pool_rows = [s for s in rows if prm.split_of(s.problem) != "test"]
     backbone = build_backbone("bow")
     pool, test = Pool(pool_rows, backbone=backbone), Pool(test_rows, backbone=backbone)
     wrong = sum(1 for s in pool_rows if s.answer_correct is False)
     graded = sum(1 for s in pool_rows if s.answer_correct is not None)
+    positive = statistics.mean(lab for s in pool_rows for lab in s.labels)
+    print(f"\n## Labels from {what}\n")
     print(
         f"pool: {len(pool_rows):,} labelled paths of {len({s.problem for s in pool_rows})} "
         f"problems ({graded:,} with a graded final answer, {wrong:,} of them wrong, "
-        f"{wrong / len(pool_rows):.1%} of the pool); held out: {len(test_rows):,} paths of "
-        f"{len({s.problem for s in test_rows})} test problems, {len(test.items):,} distinct "
-        f"steps; prepared in {time.perf_counter() - t0:.0f} s"
+        f"{wrong / len(pool_rows):.1%} of the pool; {positive:.0%} of steps positive); held out: "
+        f"{len(test_rows):,} paths of {len({s.problem for s in test_rows})} test problems, "
+        f"{len(test.items):,} distinct steps; prepared in {time.perf_counter() - t0:.0f} s"
     )
-
-    budgets = sorted(args.budgets)
-    uniform_budgets = sorted(set(budgets) | set(args.uniform_extra))
+    cap = len(pool_rows)
+    budgets = sorted({min(b, cap) for b in args.budgets})
+    uniform_budgets = sorted(set(budgets) | {min(b, cap) for b in args.uniform_extra})
     results = []
     for seed in args.seeds:
         with tempfile.TemporaryDirectory(prefix="stepwise-al-bench-") as tmp:
@@ -264,7 +279,48 @@ def main(argv: list[str] | None = None) -> None:
             )
         else:
             print(f"| {b:,} | {mean(u):.3f} ± {sd(u):.3f} | | {uw:.1%} | | | |")
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=_default_data(), help="the phase 1 folder")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[200, 400, 800, 1600])
+    parser.add_argument(
+        "--uniform-extra",
+        type=int,
+        nargs="*",
+        default=[3200, 6400],
+        help="larger uniform budgets, so the budget uniform needs can be read off",
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--share", type=float, default=0.8, help="wrong-answer share (0.8)")
+    parser.add_argument(
+        "--source",
+        choices=["phase1", "reference", "both"],
+        default="both",
+        help="who labels: the real phase 1 ratings, a reference PRM on model solutions, or both",
+    )
+    args = parser.parse_args(argv)
+
+    path = args.data / TRAJECTORIES
+    if not path.is_file():
+        sys.exit(
+            f"error: {path} is missing. This benchmark reads the real PRM800K phase 1 labels from "
+            "../shared/data/prm800k_phase1_human_labels/ beside the checkout; set "
+            "STEPWISE_SHARED_DATA to the shared data folder or pass --data."
+        )
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
+    import django
+
+    django.setup()  # for labeling.active_learning.queue_order (the app's own selection rule)
+    shared = args.data.parent
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="stepwise-al-reference-") as tmp:
+        if args.source in ("phase1", "both"):
+            experiment(*phase1_rows(path), args)
+        if args.source in ("reference", "both"):
+            experiment(*reference_rows(path, shared, Path(tmp)), args)
+    print(f"\ntotal {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

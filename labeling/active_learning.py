@@ -22,7 +22,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -527,7 +527,7 @@ def _score_open(
         backbone=scorer.backbone,
         wanted=[(pk, digest) for pk, (_, digest) in rows.items()],
         texts=lambda ids: _solution_texts(campaign=campaign, ids=ids),
-        build=lambda texts: _featurise(scorer.backbone, texts),
+        build=lambda texts, n: _featurise(scorer.backbone, texts, n),
     )
     if stats is not None:
         stats.update(counts)
@@ -561,6 +561,16 @@ def _solution_texts(*, campaign: Campaign, ids: set[int]) -> Iterator[tuple[int,
         yield current, problems[problem_of[current]], steps
 
 
+def score_workers() -> int:
+    """Processes to featurise and score with: ``STEPWISE_AL_SCORE_WORKERS``, but 1 inside a
+    daemonic process (a Celery prefork child), which may not have children of its own."""
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return 1
+    return max(1, settings.STEPWISE_AL_SCORE_WORKERS)
+
+
 _FORKED: tuple | None = None  # (backbone, rows) for forked featurising processes
 
 
@@ -571,7 +581,7 @@ def _featurise_chunk(span: tuple[int, int]):
     return Features.build(backbone, rows[span[0] : span[1]])
 
 
-def _featurise(backbone, rows: list):
+def _featurise(backbone, rows: Iterable, n: int):
     """Features of many solutions; pure Python, so ``STEPWISE_AL_SCORE_WORKERS`` forked processes
     share the work when there is enough of it (they inherit the rows; only arrays come back)."""
     import multiprocessing
@@ -579,9 +589,10 @@ def _featurise(backbone, rows: list):
     from labeling.feature_cache import Features
 
     global _FORKED
-    workers = max(1, settings.STEPWISE_AL_SCORE_WORKERS)
-    if workers == 1 or len(rows) < 2 * SCORE_BATCH:
-        return Features.build(backbone, rows)
+    workers = score_workers()
+    if workers == 1 or n < 2 * SCORE_BATCH:
+        return Features.build(backbone, rows)  # streaming: the texts are never all in memory
+    rows = list(rows)
     size = -(-len(rows) // (workers * 4))
     spans = [(i, min(i + size, len(rows))) for i in range(0, len(rows), size)]
     _FORKED = (backbone, rows)
@@ -602,7 +613,7 @@ def _score_open_plain(*, campaign: Campaign, scorer, beat: Callable[[], None]) -
     """
     from prm.metrics import aggregate
 
-    workers = max(1, settings.STEPWISE_AL_SCORE_WORKERS)
+    workers = score_workers()
     batch_size = SCORE_BATCH * workers
     rows = {
         pk: (problem_id, correct)

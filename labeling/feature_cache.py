@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ITEMS_PER_BATCH = 65536  # steps per forward pass
+FLUSH_ITEMS = 20000  # steps featurised between conversions to arrays
 
 
 def cache_key(backbone) -> str:
@@ -60,10 +61,24 @@ class Features:
 
     @classmethod
     def build(cls, backbone, solutions: Iterable[tuple[int, str, str, Sequence[str]]]) -> Features:
-        """Featurise ``(id, content_hash, problem, steps)`` solutions with the backbone."""
+        """Featurise ``(id, content_hash, problem, steps)`` solutions with the backbone.
+
+        Ids go into int32 arrays every ``FLUSH_ITEMS`` steps: as Python lists of ints a million
+        steps would take over a gigabyte.
+        """
         ids, hashes, starts = [], [], [0]
         flat: dict[str, list[int]] = {}
         lengths: dict[str, list[int]] = {}
+        done_flat: dict[str, list[np.ndarray]] = {}
+        done_lengths: dict[str, list[np.ndarray]] = {}
+        pending = 0
+
+        def flush() -> None:
+            for name in flat:
+                done_flat.setdefault(name, []).append(np.asarray(flat[name], dtype=np.int32))
+                done_lengths.setdefault(name, []).append(np.asarray(lengths[name], dtype=np.int64))
+                flat[name], lengths[name] = [], []
+
         for sid, digest, problem, steps in solutions:
             items = backbone.prepare(problem, steps)
             for item in items:
@@ -73,12 +88,17 @@ class Features:
             ids.append(sid)
             hashes.append(digest)
             starts.append(starts[-1] + len(items))
+            pending += len(items)
+            if pending >= FLUSH_ITEMS:
+                flush()
+                pending = 0
+        flush()
         bags = {
             name: (
-                np.asarray(flat[name], dtype=np.int32),
-                np.concatenate([[0], np.cumsum(lengths[name], dtype=np.int64)]),
+                np.concatenate(done_flat[name]),
+                np.concatenate([[0], np.cumsum(np.concatenate(done_lengths[name]))]),
             )
-            for name in flat
+            for name in done_flat
         }
         return cls(
             np.asarray(ids, dtype=np.int64),
@@ -88,16 +108,29 @@ class Features:
         )
 
     def select(self, wanted: Sequence[int]) -> Features:
-        """The features of the solutions at positions ``wanted``, in that order."""
+        """The features of the solutions at positions ``wanted``, in that order.
+
+        Copied by runs of consecutive positions (slices), so the only memory used is the result's:
+        index arrays as long as the flat ids would take several times as much.
+        """
         wanted = np.asarray(wanted, dtype=np.int64)
         if not len(wanted):
             return Features.empty()
-        lo, hi = self.starts[wanted], self.starts[wanted + 1]
-        item_idx = _ranges(lo, hi)
+        if len(wanted) == len(self.ids) and (wanted == np.arange(len(wanted))).all():
+            return self
+        breaks = np.flatnonzero(np.diff(wanted) != 1) + 1
+        first = wanted[np.concatenate([[0], breaks])]
+        last = wanted[np.concatenate([breaks, [len(wanted)]]) - 1]
+        item_lo, item_hi = self.starts[first], self.starts[last + 1]
         bags = {}
         for name, (flat, off) in self.bags.items():
-            bags[name] = (flat[_ranges(off[item_idx], off[item_idx + 1])], _offsets(off, item_idx))
-        starts = np.concatenate([[0], np.cumsum(hi - lo)])
+            pieces = [flat[off[lo] : off[hi]] for lo, hi in zip(item_lo, item_hi, strict=True)]
+            sizes = [np.diff(off[lo : hi + 1]) for lo, hi in zip(item_lo, item_hi, strict=True)]
+            bags[name] = (
+                np.concatenate(pieces) if pieces else np.zeros(0, np.int32),
+                np.concatenate([[0], np.cumsum(np.concatenate(sizes))]).astype(np.int64),
+            )
+        starts = np.concatenate([[0], np.cumsum(np.diff(self.starts)[wanted])]).astype(np.int64)
         return Features(self.ids[wanted], self.hashes[wanted], starts, bags)
 
     @staticmethod
@@ -189,34 +222,20 @@ class Features:
         return np.where(has, np.exp(sums), 0.0)
 
 
-def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The concatenation of ``range(lo[i], hi[i])`` for every i, without a Python loop."""
-    lengths = hi - lo
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, np.int64)
-    starts = np.repeat(lo - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return starts + np.arange(total)
-
-
-def _offsets(off: np.ndarray, item_idx: np.ndarray) -> np.ndarray:
-    lengths = off[item_idx + 1] - off[item_idx]
-    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-
-
 def features_for(
     *,
     path: Path,
     backbone,
     wanted: Sequence[tuple[int, str]],
     texts: Callable[[set[int]], Iterable[tuple[int, str, Sequence[str]]]],
-    build: Callable[[list[tuple[int, str, str, Sequence[str]]]], Features] | None = None,
+    build: Callable[[Iterable[tuple[int, str, str, Sequence[str]]], int], Features] | None = None,
 ) -> tuple[Features, dict]:
     """The features of the ``(id, content_hash)`` solutions, from the cache where it has them.
 
-    ``texts(ids)`` yields ``(id, problem, steps)`` of the solutions to featurise; ``build``
-    featurises a list of them (default: in this process). The cache file is rewritten to hold
-    exactly ``wanted`` (so closed solutions drop out). Returns the features and counts.
+    ``texts(ids)`` yields ``(id, problem, steps)`` of the solutions to featurise; ``build(rows,
+    n)`` featurises them as they stream in (``n``: how many at most; default: in this process).
+    The cache file is rewritten to hold exactly ``wanted`` (so closed solutions drop out).
+    Returns the features and counts.
     """
     cached = Features.load(path)
     keep_pos, from_cache = [], []
@@ -229,8 +248,8 @@ def features_for(
         else:
             missing[sid] = digest
     reused = cached.select(keep_pos)
-    rows = [(sid, missing[sid], problem, steps) for sid, problem, steps in texts(set(missing))]
-    fresh = (build or (lambda r: Features.build(backbone, r)))(rows)
+    rows = ((sid, missing[sid], problem, steps) for sid, problem, steps in texts(set(missing)))
+    fresh = (build or (lambda r, n: Features.build(backbone, r)))(rows, len(missing))
     featured = {int(i) for i in reused.ids} | {int(i) for i in fresh.ids}
     # Solutions without any step (none in ``texts``) get an empty entry so the order is complete.
     empty = [(sid, missing[sid], "", []) for sid in missing if sid not in featured]
@@ -238,4 +257,4 @@ def features_for(
     position = merged.index
     ordered = merged.select([position[sid] for sid, _ in wanted])
     ordered.save(path)
-    return ordered, {"cached": len(from_cache), "featurised": len(rows)}
+    return ordered, {"cached": len(from_cache), "featurised": len(fresh.ids)}
