@@ -134,12 +134,14 @@ def main() -> None:
             cmd += ["--cache-dir", args.cache_dir or str(out / "cache")]
         for option in options:
             cmd += ["--set", option]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall = run(cmd)
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         results["models"].setdefault(name, {})["train_process"] = {
             "wall_seconds": round(wall, 1),
-            "peak_rss_mb_children_so_far": round(max(peak, before) / 1024),
+            "cpu_seconds": round(cpu, 1),
+            "peak_rss_mb_of_any_child_so_far": round(after.ru_maxrss / 1024),
         }
     checkpoints = [(name, models_dir / name) for name, _, _ in specs]
     if args.ensemble and len(checkpoints) >= 2:
@@ -166,10 +168,12 @@ def main() -> None:
     base_eval = _baseline_metrics(test, probs, base["threshold"])
     base_eval["train_seconds"] = round(base_seconds, 1)
     base_eval["C"] = base["C"]
-    flat = [step for s in test for step in s.steps]
-    started = time.perf_counter()
-    base["model"].predict_proba(base["vectorizer"].transform(flat))
-    base_eval["steps_per_second"] = len(flat) / (time.perf_counter() - started)
+    batch = fresh_solutions(THROUGHPUT_STEPS["bow"], data=export) if args.throughput else []
+    flat = [step for _, steps in batch for step in steps]
+    if flat:
+        started = time.perf_counter()
+        base["model"].predict_proba(base["vectorizer"].transform(flat))
+        base_eval["steps_per_second"] = len(flat) / (time.perf_counter() - started)
     results["baseline"] = base_eval
 
     for name, path in checkpoints:
@@ -189,13 +193,16 @@ def main() -> None:
             kind = scorer.config["backbone"]["name"]
             batch = fresh_solutions(THROUGHPUT_STEPS.get(kind, 1000), data=export)
             scorer.score(batch[:20])  # warm up
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             scorer.score(batch)
             seconds = time.perf_counter() - started
+            cpu = time.process_time() - cpu
             n = sum(len(steps) for _, steps in batch)
             entry["throughput"] = {
                 "steps": n,
                 "seconds": round(seconds, 2),
+                "cpu_seconds": round(cpu, 2),
+                "threads": prm.runtime_threads(),
                 "steps_per_second": n / seconds,
             }
 
@@ -233,7 +240,7 @@ def table(results: dict) -> str:
     rows.append(
         f"| TF-IDF + LR (baseline) | {b['auroc']:.3f} ({b['auroc_ci95'][0]:.3f}-"
         f"{b['auroc_ci95'][1]:.3f}) | {b['accuracy']:.3f} | {b['first_error']['f1']:.3f} | "
-        f"{b['train_seconds']:.0f} s (C grid) | {b['steps_per_second']:,.0f} |"
+        f"{b['train_seconds']:.0f} s (C grid) | {b.get('steps_per_second', 0):,.0f} |"
     )
     for name, m in results["models"].items():
         if "eval" not in m:
