@@ -401,13 +401,11 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: _Heartbeat) 
         head = head_summary(order)
 
     with stages("write"):
-        _activate_and_rewrite(run=run, attempt=attempt, model=model, order=order)
+        _activate_and_rewrite(run=run, attempt=attempt, model=model, order=order, head=head)
 
     stages.timings.pop("stage", None)
     stages.timings["total"] = round(time.perf_counter() - stages.started, 3)
-    ActiveLearningRun.objects.filter(pk=run.pk, attempts=attempt).update(
-        timings=stages.timings, queue_head=head
-    )
+    ActiveLearningRun.objects.filter(pk=run.pk, attempts=attempt).update(timings=stages.timings)
 
 
 def _is_checkpoint(path: Path) -> bool:
@@ -663,7 +661,12 @@ def _score_open_plain(*, campaign: Campaign, scorer, beat: Callable[[], None]) -
 
 
 def _activate_and_rewrite(
-    *, run: ActiveLearningRun, attempt: int, model: PRMModel, order: Sequence[Scored]
+    *,
+    run: ActiveLearningRun,
+    attempt: int,
+    model: PRMModel,
+    order: Sequence[Scored],
+    head: dict,
 ) -> None:
     """The run's one visible effect, atomically: the new model active, the queue reordered.
 
@@ -693,6 +696,7 @@ def _activate_and_rewrite(
                 ActiveLearningRun.objects.filter(pk=run.pk).update(
                     status=ActiveLearningRun.Status.SUCCEEDED,
                     model=model,
+                    queue_head=head,
                     finished_at=timezone.now(),
                     error="",
                 )
