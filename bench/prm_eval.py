@@ -8,8 +8,8 @@ Every step runs through the project's own entry points, in its own process, as a
    path is cut after its first negative step, every rated alternative is its own row);
 3. ``python -m prm train`` for each model (``--model NAME=BACKBONE[,key=value...]``), skipped when
    the checkpoint exists and was trained on this very export (``--retrain`` to force);
-4. ``python -m prm ensemble`` of the trained models when ``--ensemble`` (weights fitted on the
-   validation split);
+4. the ensemble of the trained models when ``--ensemble`` (what ``python -m prm ensemble`` does,
+   in this process: weights fitted on the validation split);
 5. in this process: the TF-IDF + logistic regression baseline (``bench.prm_baseline``) and
    ``prm.evaluate`` of each checkpoint on the held-out test problems (threshold for first-error
    F1 chosen on validation), then scoring throughput on fresh, all-distinct steps.
@@ -52,7 +52,11 @@ def run(cmd: list[str], *, env: dict | None = None) -> float:
 
 
 def parse_model(spec: str) -> tuple[str, str, list[str]]:
-    """``NAME=BACKBONE[,key=value...]`` -> (name, backbone, ["key=value", ...])."""
+    """``NAME=BACKBONE[,key=value...]`` -> (name, backbone, ["key=value", ...]).
+
+    Keys are backbone options (``finetune_layers=1``) or training settings (``epochs=2``,
+    ``lr=1e-3``, ``batch_size=64``).
+    """
     name, sep, rest = spec.partition("=")
     if not sep or not name or not rest:
         raise SystemExit(f"--model expects NAME=BACKBONE[,key=value...], got {spec!r}")
@@ -63,11 +67,50 @@ def parse_model(spec: str) -> tuple[str, str, list[str]]:
     return name, backbone, options
 
 
-def trained_on(checkpoint: Path) -> str | None:
-    config = checkpoint / "config.json"
-    if not config.is_file():
-        return None
-    return json.loads(config.read_text()).get("data", {}).get("sha256")
+TRAIN_KEYS = ("epochs", "lr", "batch_size", "weight_decay", "head_lr", "patience")
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def up_to_date(checkpoint: Path, sha: str, backbone: str, options: list[str], seed: int) -> bool:
+    """Whether ``checkpoint`` was trained on this export with this backbone, options and seed."""
+    path = checkpoint / "config.json"
+    if not path.is_file():
+        return False
+    config = json.loads(path.read_text())
+    described, train = config.get("backbone", {}), config.get("train_config", {})
+    if config.get("data", {}).get("sha256") != sha or train.get("backbone") != backbone:
+        return False
+    if config.get("seed") != seed:
+        return False
+    for option in options:
+        key, _, value = option.partition("=")
+        key = key.replace("-", "_")
+        have = train.get(key) if key in TRAIN_KEYS else described.get(key)
+        if have != _value(value):
+            return False
+    return True
+
+
+def train_command(export: Path, target: Path, backbone: str, options: list[str], seed: int):
+    """``python -m prm train`` for one model; training settings become flags, the rest --set."""
+    cmd = [sys.executable, "-m", "prm", "train", "--data", str(export), "--out", str(target),
+           "--backbone", backbone, "--seed", str(seed), "--quiet"]  # fmt: skip
+    for option in options:
+        key, _, value = option.partition("=")
+        key = key.replace("-", "_")
+        if key in ("epochs", "lr", "batch_size"):
+            cmd += ["--" + key.replace("_", "-"), value]
+        elif key in TRAIN_KEYS:
+            raise SystemExit(f"{key} cannot be set from the command line")
+        else:
+            cmd += ["--set", option]
+    return cmd
 
 
 def conditions() -> dict:
@@ -125,15 +168,12 @@ def main() -> None:
     specs = [parse_model(m) for m in (args.model or DEFAULT_MODELS)]
     for name, backbone, options in specs:
         target = models_dir / name
-        if not args.retrain and trained_on(target) == sha:
+        if not args.retrain and up_to_date(target, sha, backbone, options, args.seed):
             print(f"{name}: up to date ({target})")
             continue
-        cmd = [python, "-m", "prm", "train", "--data", str(export), "--out", str(target),
-               "--backbone", backbone, "--seed", str(args.seed), "--quiet"]  # fmt: skip
+        cmd = train_command(export, target, backbone, options, args.seed)
         if backbone == "minilm":
             cmd += ["--cache-dir", args.cache_dir or str(out / "cache")]
-        for option in options:
-            cmd += ["--set", option]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall = run(cmd)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -144,12 +184,23 @@ def main() -> None:
             "peak_rss_mb_of_any_child_so_far": round(after.ru_maxrss / 1024),
         }
     checkpoints = [(name, models_dir / name) for name, _, _ in specs]
+    remember_logits()
     if args.ensemble and len(checkpoints) >= 2:
+        # What `python -m prm ensemble` runs, in this process so that each member scores the
+        # validation and test steps once (a MiniLM pass over them costs minutes on 2 cores).
+        from prm.ensemble import build_ensemble
+
         target = models_dir / "ensemble"
-        cmd = [python, "-m", "prm", "ensemble", "--data", str(export), "--out", str(target)]
-        for _, path in checkpoints:
-            cmd += ["--model", str(path)]
-        run(cmd)
+        print(f"ensemble of {', '.join(name for name, _ in checkpoints)} -> {target}")
+        fitted = build_ensemble([path for _, path in checkpoints], export, target)
+        print(
+            f"  validation AUROC {fitted['validation_auroc']:.4f} (members "
+            + ", ".join(f"{a:.4f}" for a in fitted["member_validation_auroc"])
+            + "; weights "
+            + ", ".join(f"{w:.3f}" for w in fitted["weights"])
+            + ")"
+        )
+        results["ensemble_fit"] = fitted
         checkpoints.append(("ensemble", target))
 
     # 5: baseline and evaluation on the same held-out problems
@@ -192,9 +243,10 @@ def main() -> None:
         if args.throughput:
             kind = scorer.config["backbone"]["name"]
             batch = fresh_solutions(THROUGHPUT_STEPS.get(kind, 1000), data=export)
-            scorer.score(batch[:20])  # warm up
-            started, cpu = time.perf_counter(), time.process_time()
-            scorer.score(batch)
+            with fresh_logits():
+                scorer.score(batch[:20])  # warm up
+                started, cpu = time.perf_counter(), time.process_time()
+                scorer.score(batch)
             seconds = time.perf_counter() - started
             cpu = time.process_time() - cpu
             n = sum(len(steps) for _, steps in batch)
@@ -210,6 +262,47 @@ def main() -> None:
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     print("\n" + table(results))
     print(f"\nwritten {out / 'results.json'}")
+
+
+_MEMO: dict = {}
+_REMEMBER = [True]
+
+
+def remember_logits() -> None:
+    """Each checkpoint (by its weights' sha256) scores a given solution once in this process.
+
+    ``prm.evaluate`` scores validation then test, the ensemble its members on both: without this
+    the MiniLM members would encode the same steps three times. Scores are deterministic, so a
+    remembered logit is the logit. The throughput runs bypass it (``fresh_logits``).
+    """
+    from prm.scoring import Scorer, _as_pair
+
+    original = Scorer.logits
+    if getattr(original, "remembers", False):
+        return
+
+    def logits(self, solutions, *, batch_size=None, workers=1):
+        pairs = [_as_pair(s) for s in solutions]
+        if not _REMEMBER[0]:
+            return original(self, pairs, batch_size=batch_size, workers=workers)
+        model = self.config.get("weights_sha256") or self.version
+        keys = [(model, problem, tuple(steps)) for problem, steps in pairs]
+        todo = list({k: None for k in keys if k not in _MEMO})
+        if todo:
+            computed = original(self, [(k[1], k[2]) for k in todo], batch_size=batch_size)
+            _MEMO.update(zip(todo, computed, strict=True))
+        return [_MEMO[k] for k in keys]
+
+    logits.remembers = True
+    Scorer.logits = logits
+
+
+class fresh_logits:
+    def __enter__(self) -> None:
+        _REMEMBER[0] = False
+
+    def __exit__(self, *exc) -> None:
+        _REMEMBER[0] = True
 
 
 def _baseline_metrics(test, probs, threshold) -> dict:
@@ -240,7 +333,9 @@ def table(results: dict) -> str:
     rows.append(
         f"| TF-IDF + LR (baseline) | {b['auroc']:.3f} ({b['auroc_ci95'][0]:.3f}-"
         f"{b['auroc_ci95'][1]:.3f}) | {b['accuracy']:.3f} | {b['first_error']['f1']:.3f} | "
-        f"{b['train_seconds']:.0f} s (C grid) | {b.get('steps_per_second', 0):,.0f} |"
+        f"{b['train_seconds']:.0f} s (C grid) | "
+        + (f"{b['steps_per_second']:,.0f}" if "steps_per_second" in b else "-")
+        + " |"
     )
     for name, m in results["models"].items():
         if "eval" not in m:
