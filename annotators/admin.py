@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from annotators.models import CampaignSnapshot, ImportJob, Invitation, Membership
+from annotators.models import ApiToken, CampaignSnapshot, ImportJob, Invitation, Membership
 
 
 @admin.register(Membership)
@@ -66,6 +66,21 @@ class CampaignSnapshotAdmin(admin.ModelAdmin):
         "seconds",
         "error",
     ]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Keys are created on the profile page or with ``create_api_token`` (shown once there);
+    here an admin sees who holds which and can revoke one (set ``revoked_at``)."""
+
+    list_display = ["name", "user", "key_hint", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["revoked_at"]
+    search_fields = ["name", "user__username", "key_hint"]
+    list_select_related = ["user"]
+    readonly_fields = ["user", "key_hash", "key_hint", "created_at", "last_used_at"]
 
     def has_add_permission(self, request) -> bool:
         return False

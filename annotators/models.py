@@ -212,3 +212,39 @@ class CampaignSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.pk} of {self.campaign} ({self.status})"
+
+
+class ApiToken(models.Model):
+    """A named API key of one user, for scripts (``Authorization: Token <key>``).
+
+    Only the key's sha256 is stored: the key itself is shown once, when it is created, so a copy
+    of the database gives nobody access. A user may hold several (one per script or machine) and
+    revoke each alone; a revoked key is refused but its row stays, with its last use, for audit.
+    """
+
+    # Keys start with this, so a leaked one is recognisable (secret scanners, logs).
+    PREFIX = "sw_"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, help_text="What the key is for.")
+    key_hash = models.CharField(max_length=64, unique=True)
+    key_hint = models.CharField(max_length=12, help_text="The key's first characters.")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"token {self.name!r} of {self.user_id} ({self.key_hint}…)"
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -55,3 +55,14 @@ def campaigns_visible_to(user):
     return Campaign.objects.filter(
         memberships__user=user, memberships__status=Membership.Status.ACTIVE
     )
+
+
+def may_create_campaigns(user) -> bool:
+    """``STEPWISE_CAMPAIGN_CREATORS``: anyone logged in (``users``) or staff only (``staff``)."""
+    from django.conf import settings
+
+    if not user.is_authenticated:
+        return False
+    if settings.STEPWISE_CAMPAIGN_CREATORS == "staff":
+        return user.is_staff or user.is_superuser
+    return True

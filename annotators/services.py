@@ -26,7 +26,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from annotators.models import CampaignSnapshot, ImportJob, Invitation, Membership
+from annotators.models import ApiToken, CampaignSnapshot, ImportJob, Invitation, Membership
 from labeling.models import Assignment, Campaign, Rating, Review, Solution, Step, StepLabel
 
 log = logging.getLogger(__name__)
@@ -387,6 +387,40 @@ def user_signup(*, token: str, username: str, password: str, email: str = "") ->
             username=username, password=password, email=email
         )
         return invitation_redeem(token=token, user=user)
+
+
+# --- API tokens ------------------------------------------------------------------------------
+
+# Most live keys one person may hold: enough for every script, few enough to review on a page.
+API_TOKENS_PER_USER = 20
+
+
+def api_token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+    """A new API key for ``user``: the row and the key itself, which is never stored or shown
+    again (only its sha256 is kept)."""
+    name = (name or "").strip()
+    if not name:
+        raise ManageError("Give the token a name (what it is for).")
+    if len(name) > 100:
+        raise ManageError("A token's name is at most 100 characters.")
+    live = ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+    if live.count() >= API_TOKENS_PER_USER:
+        raise ManageError(f"At most {API_TOKENS_PER_USER} live tokens; revoke one first.")
+    if live.filter(name=name).exists():
+        raise ManageError(f"You already have a live token named {name!r}.")
+    key = ApiToken.PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user, name=name, key_hash=ApiToken.hash_key(key), key_hint=key[:10]
+    )
+    return token, key
+
+
+def api_token_revoke(*, token: ApiToken) -> ApiToken:
+    """Refuse the key from now on (the row stays, for its history)."""
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
 
 
 # --- Members ---------------------------------------------------------------------------------

@@ -35,4 +35,6 @@ urlpatterns = [
     path(campaign + "reviews/<int:pk>/", views.review_detail, name="review"),
     path(campaign + "my-reviews/", views.my_reviews, name="my-reviews"),
     path("join/<str:token>/", views.join, name="join"),
+    path("profile/", views.profile, name="profile"),
+    path("profile/tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
 ]

@@ -27,8 +27,15 @@ from annotators.forms import (
     SignUpForm,
     UploadForm,
 )
-from annotators.models import CampaignSnapshot, ImportJob, Invitation, Membership
-from annotators.permissions import LABEL, MANAGE, REVIEW, campaign_for, campaigns_visible_to
+from annotators.models import ApiToken, CampaignSnapshot, ImportJob, Invitation, Membership
+from annotators.permissions import (
+    LABEL,
+    MANAGE,
+    REVIEW,
+    campaign_for,
+    campaigns_visible_to,
+    may_create_campaigns,
+)
 from annotators.stats import qc_agreement
 from annotators.tables import Column, table
 from labeling.models import Assignment, Campaign, Review, Solution, Step
@@ -79,9 +86,7 @@ def _label_url(campaign: Campaign) -> str | None:
 
 
 def _may_create_campaigns(user) -> bool:
-    if settings.STEPWISE_CAMPAIGN_CREATORS == "staff":
-        return user.is_staff or user.is_superuser
-    return True
+    return may_create_campaigns(user)
 
 
 # --- Campaigns -------------------------------------------------------------------------------
@@ -674,3 +679,39 @@ def my_reviews(request: HttpRequest, slug: str) -> HttpResponse:
             ).count(),
         },
     )
+
+
+# --- Profile: API tokens -----------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def profile(request: HttpRequest) -> HttpResponse:
+    """The person's API tokens: create one (its key shown on this response only), list, revoke."""
+    new_key, error, status = None, None, 200
+    if request.method == "POST":
+        try:
+            _, new_key = services.api_token_create(
+                user=request.user, name=request.POST.get("name", "")
+            )
+        except services.ManageError as refused:
+            error, status = str(refused), 400
+    tokens = ApiToken.objects.filter(user=request.user)
+    response = render(
+        request,
+        "annotators/profile.html",
+        {"tokens": tokens, "new_key": new_key, "error": error},
+        status=status,
+    )
+    # The key is on this page only: keep it out of every cache.
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken, user=request.user, pk=pk)
+    services.api_token_revoke(token=token)
+    messages.success(request, f"Token “{token.name}” revoked: it is refused from now on.")
+    return redirect("annotators:profile")

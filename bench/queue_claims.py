@@ -38,7 +38,6 @@ import hashlib
 import json
 import os
 import random
-import secrets
 import signal
 import statistics
 import subprocess
@@ -208,7 +207,7 @@ def load(url: str, args: argparse.Namespace) -> dict:
                     USER_COLS,
                     ("!", False, f"{prefix}{i}", "", "", "", False, True, NOW),
                 )
-                key = secrets.token_hex(20)
+                key = bench_key(f"{prefix}{i}")
                 tokens.append((key, pk))
                 for cid in campaigns:
                     memberships.append((pk, cid))
@@ -228,10 +227,15 @@ def load(url: str, args: argparse.Namespace) -> dict:
         loader.flush("auth_user")
         with (
             conn.cursor() as cur,
-            cur.copy("COPY authtoken_token (key, user_id, created) FROM STDIN") as copy,
+            cur.copy(
+                "COPY annotators_apitoken (user_id, name, key_hash, key_hint, created_at)"
+                " FROM STDIN"
+            ) as copy,
         ):
             for key, pk in tokens:
-                copy.write_row((key, pk, NOW))
+                copy.write_row(
+                    (pk, "bench", hashlib.sha256(key.encode()).hexdigest(), key[:10], NOW)
+                )
         with (
             conn.cursor() as cur,
             cur.copy(
@@ -364,6 +368,12 @@ def load(url: str, args: argparse.Namespace) -> dict:
     return {"big": big, "small": small, "roles": roles, "counts": counts}
 
 
+def bench_key(username: str) -> str:
+    """The bench user's API key: derived from the name, so ``--no-load`` can rebuild it (only
+    its sha256 is in the database)."""
+    return f"sw_bench-{username}"
+
+
 def loaded(url: str) -> dict:
     """What ``load`` returned, read back from a database it filled (for ``--no-load``)."""
     prefixes = {
@@ -379,12 +389,11 @@ def loaded(url: str) -> dict:
         roles = {}
         for role, prefix in prefixes.items():
             rows = conn.execute(
-                "SELECT u.id, t.key, u.username FROM auth_user u"
-                " JOIN authtoken_token t ON t.user_id = u.id WHERE u.username ~ %s",
+                "SELECT u.id, u.username, u.username FROM auth_user u WHERE u.username ~ %s",
                 (f"^{prefix}[0-9]+$",),
             ).fetchall()
             rows.sort(key=lambda row: int(row[2][len(prefix) :]))
-            roles[role] = [(pk, key) for pk, key, _ in rows]
+            roles[role] = [(pk, bench_key(name)) for pk, name, _ in rows]
     counts = {"open": "?", "closed": "?", "assignments": "?", "labels": "?"}
     return {"big": ids["bench-big"], "small": ids["bench-small"], "roles": roles, "counts": counts}
 

@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from labeling.models import Assignment, Campaign, Problem, Review, Solution, Step, StepLabel
+from labeling.models import (
+    ActiveLearningRun,
+    Assignment,
+    Campaign,
+    PRMModel,
+    Problem,
+    Review,
+    Solution,
+    Step,
+    StepLabel,
+)
 
 
 @admin.register(Campaign)
@@ -105,3 +115,20 @@ class ReviewAdmin(admin.ModelAdmin):
     list_filter = ["decision"]
     search_fields = ["reviewer__username", "comment"]
     raw_id_fields = ["assignment", "reviewer"]
+
+
+@admin.register(PRMModel)
+class PRMModelAdmin(admin.ModelAdmin):
+    list_display = ["campaign", "version", "backbone", "is_active", "training_labels", "created_at"]
+    list_filter = ["campaign", "is_active", "backbone"]
+    readonly_fields = ["metrics"]
+
+
+@admin.register(ActiveLearningRun)
+class ActiveLearningRunAdmin(admin.ModelAdmin):
+    """A stuck run is best left to the sweep; deleting one frees its campaign's lock."""
+
+    list_display = ["id", "campaign", "status", "trigger", "attempts", "model", "created_at"]
+    list_filter = ["status", "trigger", "campaign"]
+    raw_id_fields = ["model", "requested_by"]
+    readonly_fields = ["metrics", "timings", "queue_head", "heartbeat_at", "started_at"]

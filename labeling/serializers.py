@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from labeling.models import FinishReason
+from labeling.models import (
+    ActiveLearningRun,
+    Assignment,
+    FinishReason,
+    PRMModel,
+    Problem,
+    Solution,
+    Step,
+    StepLabel,
+)
 
 
 class StepSerializer(serializers.Serializer):
@@ -89,6 +98,149 @@ class SkipResultSerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
-class ErrorSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    detail = serializers.CharField()
+# --- Browsing a campaign (managers and reviewers) --------------------------------------------
+
+
+class ProblemListSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Problem
+        fields = [
+            "id",
+            "text",
+            "ground_truth_answer",
+            "subject",
+            "level",
+            "unique_id",
+            "created_at",
+        ]
+
+
+class ProblemDetailSerializer(serializers.ModelSerializer):
+    solutions = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+
+    class Meta:
+        model = Problem
+        fields = [*ProblemListSerializer.Meta.fields, "ground_truth_solution", "solutions"]
+
+
+class SolutionListSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Solution
+        fields = [
+            "id",
+            "problem",
+            "generator",
+            "kind",
+            "answer",
+            "answer_is_correct",
+            "verifier_score",
+            "prm_score",
+            "priority",
+            "is_open",
+            "assignment_count",
+            "bad_problem_reports",
+            "source",
+            "source_ref",
+            "created_at",
+        ]
+
+
+class SolutionStepSerializer(serializers.ModelSerializer):
+    """A step with its gold rating (null unless a quality-control or screening solution)."""
+
+    class Meta:
+        model = Step
+        fields = ["index", "text", "gold_rating"]
+
+
+class SolutionDetailSerializer(serializers.ModelSerializer):
+    problem = ProblemListSerializer()
+    steps = SolutionStepSerializer(many=True)
+
+    class Meta:
+        model = Solution
+        fields = [*SolutionListSerializer.Meta.fields, "steps"]
+
+
+class StepLabelSerializer(serializers.ModelSerializer):
+    """One annotator's rating of one step, with the assignment it belongs to."""
+
+    assignment = serializers.IntegerField(source="assignment_id")
+    annotator = serializers.IntegerField(source="assignment.annotator_id")
+    annotator_username = serializers.CharField(source="assignment.annotator.username")
+    assignment_status = serializers.ChoiceField(
+        source="assignment.status", choices=Assignment.Status.choices
+    )
+    finish_reason = serializers.CharField(source="assignment.finish_reason")
+    submitted_at = serializers.DateTimeField(source="assignment.submitted_at", allow_null=True)
+    solution = serializers.IntegerField(source="step.solution_id")
+    step_index = serializers.IntegerField(source="step.index")
+
+    class Meta:
+        model = StepLabel
+        fields = [
+            "id",
+            "assignment",
+            "annotator",
+            "annotator_username",
+            "assignment_status",
+            "finish_reason",
+            "submitted_at",
+            "solution",
+            "step_index",
+            "rating",
+            "flagged",
+            "time_spent_ms",
+            "human_completion",
+            "alternatives",
+            "created_at",
+        ]
+
+
+# --- Active learning (managers) ---------------------------------------------------------------
+
+
+class PRMModelSerializer(serializers.ModelSerializer):
+    """A trained PRM checkpoint of the campaign, with its held-out metrics."""
+
+    class Meta:
+        model = PRMModel
+        fields = [
+            "id",
+            "version",
+            "backbone",
+            "metrics",
+            "training_labels",
+            "training_solutions",
+            "is_active",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class ActiveLearningRunSerializer(serializers.ModelSerializer):
+    """A run: queued → running → succeeded (``model``, ``metrics``, ``queue_head``) or failed."""
+
+    requested_by = serializers.CharField(
+        source="requested_by.username", allow_null=True, default=None
+    )
+
+    class Meta:
+        model = ActiveLearningRun
+        fields = [
+            "id",
+            "status",
+            "trigger",
+            "requested_by",
+            "model",
+            "training_labels",
+            "metrics",
+            "timings",
+            "queue_head",
+            "error",
+            "attempts",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields

@@ -57,7 +57,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    "drf_spectacular",
     "django_htmx",
     "template_partials",
     "labeling",
@@ -67,6 +67,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "stepwise.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -135,10 +136,40 @@ MEDIA_URL = "/media/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "stepwise.api.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Stepwise API",
+    "DESCRIPTION": "Step-level human feedback on model math solutions: campaigns, imports, "
+    "the labelling queue, labels, exports. Authenticate with `Authorization: Token <key>` "
+    "(keys on your profile page) or a browser session (with the CSRF header on writes).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RatingEnum": "labeling.models.Rating",
+        "AssignmentStatusEnum": "labeling.models.Assignment.Status",
+        "RunStatusEnum": "labeling.models.ActiveLearningRun.Status",
+        "JobStatusEnum": "exports.models.Export.Status",  # imports share these four states
+    },
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "stepwise.api.schema_add_error_responses",
+    ],
+    # Served from static/vendor/swagger-ui (no CDN: the Content Security Policy allows 'self').
+    "SWAGGER_UI_DIST": "/static/vendor/swagger-ui",
+    "SWAGGER_UI_FAVICON_HREF": "/static/vendor/swagger-ui/favicon-32x32.png",
+    "SWAGGER_UI_SETTINGS": {"persistAuthorization": True},
 }
 
 # Celery. The embedded default is kombu's filesystem transport: no server, a real worker.
@@ -182,6 +213,10 @@ CELERY_BEAT_SCHEDULE["labeling-leases-sweep"] = {
 STEPWISE_AL_HEARTBEAT_SECONDS = envint("STEPWISE_AL_HEARTBEAT_SECONDS", "10")
 STEPWISE_AL_STALE_SECONDS = envint("STEPWISE_AL_STALE_SECONDS", "120")
 STEPWISE_AL_MAX_ATTEMPTS = envint("STEPWISE_AL_MAX_ATTEMPTS", "3")
+# Processes that score open solutions in a run (forked per batch; 1: in the worker itself).
+STEPWISE_AL_SCORE_WORKERS = envint(
+    "STEPWISE_AL_SCORE_WORKERS", str(min(4, len(os.sched_getaffinity(0))))
+)
 # Extra prm.TrainConfig fields for active-learning training, as JSON (e.g. {"epochs": 4}).
 STEPWISE_AL_TRAIN = envstr("STEPWISE_AL_TRAIN", "{}")
 CELERY_BEAT_SCHEDULE["labeling-active-learning-sweep"] = {
@@ -198,6 +233,37 @@ STEPWISE_MAX_UPLOAD_MB = envint("STEPWISE_MAX_UPLOAD_MB", "200")
 STEPWISE_SNAPSHOT_MAX_AGE = envint("STEPWISE_SNAPSHOT_MAX_AGE", "300")
 # How long a new invitation link works unless the manager says otherwise, in days.
 STEPWISE_INVITATION_DAYS = envint("STEPWISE_INVITATION_DAYS", "7")
+
+# Caches: login throttling counts (stepwise/security.py). A file cache under var/ is shared by
+# the processes of one machine; set CACHE_URL=redis://... when several machines serve the site.
+CACHE_URL = envstr("CACHE_URL", "")
+if CACHE_URL.startswith(("redis://", "rediss://")):
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
+# Failed logins allowed per username within the window (five times as many per IP address).
+STEPWISE_LOGIN_FAILURES = envint("STEPWISE_LOGIN_FAILURES", "5")
+STEPWISE_LOGIN_WINDOW = envint("STEPWISE_LOGIN_WINDOW", "900")
+# Reverse proxies in front of the app that append to X-Forwarded-For (0: ignore the header).
+STEPWISE_TRUSTED_PROXY_HOPS = envint("STEPWISE_TRUSTED_PROXY_HOPS", "0")
+# Content-Security-Policy-Report-Only instead of the enforced header (to try a change).
+STEPWISE_CSP_REPORT_ONLY = envbool("STEPWISE_CSP_REPORT_ONLY", "False")
+
+# Request bodies. Form and JSON bodies (not files) stay small: the largest real one is a
+# submission of a few hundred steps. Files above 2.5 MB go to a temporary file, never memory;
+# imports are limited by STEPWISE_MAX_UPLOAD_MB in the views (a clear 413 / form error).
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", str(5 * 1024 * 1024))
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+FILE_UPLOAD_TEMP_DIR = VAR_DIR / "tmp"
+FILE_UPLOAD_TEMP_DIR.mkdir(parents=True, exist_ok=True)
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 if envbool("STEPWISE_FAST_HASHER", "False"):
@@ -221,4 +287,8 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    CSRF_COOKIE_HTTPONLY = True  # pages carry the token in the HTML; no script reads the cookie
+    SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", str(14 * 24 * 3600))
+    if DEBUG:
+        raise RuntimeError("DEBUG must be off with STEPWISE_PRODUCTION=true")
 WHITENOISE_USE_FINDERS = True

@@ -5,14 +5,21 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from labeling import views as labeling_views
+from stepwise.security import LoginView, ThrottledAdminAuthenticationForm
+
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
     path("", labeling_views.home, name="home"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("campaigns/<slug:slug>/exports/", include("exports.urls")),
-    path("api/", include("labeling.api_urls")),
+    path("api/", include("stepwise.api_urls")),
     path("", include("labeling.urls")),
     path("", include("annotators.urls")),
 ]
+
+handler400 = "stepwise.api.handler400"
+handler404 = "stepwise.api.handler404"
+handler500 = "stepwise.api.handler500"

@@ -27,6 +27,17 @@ def _fast_password_hasher(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache(settings, request):
+    """A cache of the test's own (login throttling counts must not leak between tests)."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": request.node.nodeid,
+        }
+    }
+
+
 def pytest_collection_modifyitems(config, items):
     """Skip PostgreSQL-only tests on SQLite. CI always runs the suite on PostgreSQL too."""
     from django.conf import settings

@@ -153,3 +153,20 @@ def submit_ratings(*, assignment, annotator, ratings: list[int] | None = None, *
         ratings=ratings,
         **extra,
     )
+
+
+def make_token(*, user, name: str | None = None) -> str:
+    """A live API key for ``user`` (the key itself; only its hash is stored)."""
+    from annotators.services import api_token_create
+
+    _, key = api_token_create(user=user, name=name or f"token-{next(_seq)}")
+    return key
+
+
+def api_client_for(user):
+    """A DRF test client that authenticates as ``user`` with an API token."""
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {make_token(user=user)}")
+    return client

@@ -291,3 +291,118 @@ def test_the_sweep_requeues_dead_runs_and_fails_them_after_the_last_attempt(
     with django_capture_on_commit_callbacks() as sent:
         assert active_learning_sweep() == {"requeued": 0, "resent": 0, "failed": 0}
     assert sent == []
+
+
+# --- the feature cache -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featurised(
+    media, settings
+):
+    import prm
+    from labeling.active_learning import _score_open, _score_open_plain
+
+    campaign = demo_campaign(active_learning=True)
+    run = active_learning_run(run=_new_run(campaign))
+    assert run.timings["solutions_featurised"] == 411 and run.timings["solutions_cached"] == 0
+    scorer = prm.load(media / run.model.path)
+    plain = {
+        s.solution_id: s for s in _score_open_plain(campaign=campaign, scorer=scorer, beat=int)
+    }
+
+    stats: dict = {}
+    cached = list(_score_open(campaign=campaign, scorer=scorer, beat=int, stats=stats))
+    assert stats == {"cached": 411, "featurised": 0}
+    assert len(cached) == len(plain) == 411
+    for s in cached:
+        assert s.score == pytest.approx(plain[s.solution_id].score, rel=1e-6, abs=1e-12)
+        assert s.answer_is_correct == plain[s.solution_id].answer_is_correct
+
+    # A new import is featurised; a closed solution drops out of the cache.
+    new = make_solution(campaign=campaign, steps=["We have $2 + 2 = 5$.", "# Answer\n\n5"])
+    Solution.objects.filter(pk=cached[0].solution_id).update(is_open=False)
+    stats = {}
+    again = {
+        s.solution_id: s.score
+        for s in _score_open(campaign=campaign, scorer=scorer, beat=int, stats=stats)
+    }
+    assert stats == {"cached": 410, "featurised": 1}
+    assert cached[0].solution_id not in again
+    assert again[new.pk] == pytest.approx(
+        scorer.solution_scores([(new.problem.text, ["We have $2 + 2 = 5$.", "# Answer\n\n5"])])[0],
+        rel=1e-6,  # float32 forward passes over other batches
+    )
+
+    # Forked featurising gives the same features as in-process.
+    settings.STEPWISE_AL_SCORE_WORKERS = 2
+    from labeling import active_learning as al
+
+    rows = [
+        (i, "h", p, st) for i, (p, st) in enumerate([(new.problem.text, ["a = 1", "b"])] * 9000)
+    ]
+    one = al._featurise(scorer.backbone, rows, len(rows))
+    settings.STEPWISE_AL_SCORE_WORKERS = 1
+    two = al._featurise(scorer.backbone, rows, len(rows))
+    assert (one.starts == two.starts).all() and one.bags.keys() == two.bags.keys()
+    for name in one.bags:
+        assert (one.bags[name][0] == two.bags[name][0]).all()
+        assert (one.bags[name][1] == two.bags[name][1]).all()
+
+
+def _workers_in_child(queue) -> None:
+    from labeling.active_learning import score_workers
+
+    queue.put(score_workers())
+
+
+def test_a_daemonic_worker_process_scores_in_process(settings):
+    """Celery's prefork children are daemonic and may not fork a pool of their own."""
+    import multiprocessing
+
+    from labeling.active_learning import score_workers
+
+    settings.STEPWISE_AL_SCORE_WORKERS = 3
+    assert score_workers() == 3
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_workers_in_child, args=(queue,), daemon=True)
+    child.start()
+    child.join(timeout=60)
+    assert queue.get(timeout=10) == 1
+
+
+def test_selecting_and_concatenating_features_equals_featurising_again():
+    import random
+
+    from labeling.feature_cache import Features
+    from prm.backbones import build_backbone
+
+    backbone = build_backbone("bow")
+    rng = random.Random(0)
+    rows = [
+        (
+            i,
+            f"h{i}",
+            f"Problem {i % 7}: what is $2 + {i}$?",
+            [f"We have $2 + {i} = {2 + i + rng.randint(0, 1)}$." for _ in range(rng.randint(0, 4))],
+        )
+        for i in range(200)
+    ]
+    features = Features.build(backbone, rows)
+    for trial in range(20):
+        wanted = rng.sample(range(200), rng.randint(1, 200))
+        if trial % 2:
+            wanted.sort()
+        picked, again = features.select(wanted), Features.build(backbone, [rows[k] for k in wanted])
+        assert picked.ids.tolist() == again.ids.tolist() == [rows[k][0] for k in wanted]
+        assert picked.starts.tolist() == again.starts.tolist()
+        for name, (flat, offsets) in again.bags.items():
+            assert picked.bags[name][0].tolist() == flat.tolist()
+            assert picked.bags[name][1].tolist() == offsets.tolist()
+    joined = Features.concat([features.select(range(80)), features.select(range(80, 200))])
+    assert joined.starts.tolist() == features.starts.tolist()
+    for name, (flat, offsets) in features.bags.items():
+        assert joined.bags[name][0].tolist() == flat.tolist()
+        assert joined.bags[name][1].tolist() == offsets.tolist()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotators.models import Membership
 from labeling.models import Assignment, StepLabel
 from tests.factories import (
+    api_client_for,
     make_campaign,
     make_gold_solution,
     make_member,
@@ -21,10 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 def client_for(user) -> APIClient:
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
+    return api_client_for(user)
 
 
 def next_url(campaign):

@@ -115,7 +115,8 @@ def test_keys_pressed_while_waiting_for_the_server_are_dropped(labeller, campaig
         page.keyboard.press("3")
     for key in "321u":
         page.keyboard.press(key)
-    page.wait_for_function("document.querySelector('#workspace.htmx-request') !== null")
+    # A selector wait, not wait_for_function (its polling evaluates a string: no eval under CSP).
+    page.wait_for_selector("#workspace.htmx-request", state="attached")
     assert len(held) == 1
     held[0].continue_()
     current_is(page, 1)

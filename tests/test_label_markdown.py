@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from labeling.templatetags.labeling_tags import answer_math, markdown_math, markdown_prose
+from labeling.templatetags.labeling_tags import (
+    answer_math,
+    markdown_math,
+    markdown_prose,
+    render_markdown_math,
+)
 
 
 def test_math_survives_markdown_untouched():
@@ -70,3 +75,15 @@ def test_instructions_wrapped_by_hand_keep_their_paragraphs_but_not_the_line_bre
     assert "<br" not in html and html.count("<p>") == 2
     assert '<span class="math">$x$</span>' in html
     assert "<br" in markdown_math("x = 1\ny = 2")
+
+
+def test_tex_quotation_marks_are_quotes_not_code():
+    html = render_markdown_math("Bobbi asks, ``Are we there yet?'' and waits for ``$x$ more''.")
+
+    assert "<code>" not in html
+    assert "\u201cAre we there yet?\u201d" in html
+    assert '\u201c<span class="math">$x$</span> more\u201d' in html
+
+
+def test_a_markdown_code_span_with_double_backticks_stays_code():
+    assert "<code>a ` b</code>" in render_markdown_math("``a ` b``")

@@ -23,8 +23,9 @@ from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from annotators.models import ImportJob, Membership
-from annotators.services import invitation_create
+from annotators.services import api_token_create, invitation_create
 from exports.models import Export
+from labeling.models import ActiveLearningRun
 from labeling.services import assignment_next
 from tests.factories import (
     make_campaign,
@@ -46,7 +47,8 @@ class Route:
     """Who may use a route, and the status a permitted visitor gets for each method.
 
     ``level``: ``manage`` / ``review`` / ``label`` (campaign roles, site admins pass),
-    ``login`` (anyone logged in), ``public``, ``api-member`` (a member of the campaign, site
+    ``login`` (anyone logged in), ``public`` (each also as ``api-...``: 401, not a redirect,
+    for anonymous visitors), ``api-member`` (a member of the campaign, site
     admins included only if they are members), ``holder`` / ``api-holder`` (the annotator
     holding the assignment; ``admin_ok``: what site admins get instead). ``kwargs`` names the
     objects that fill the URL; ``data`` is posted (empty: the form is invalid, which still
@@ -72,6 +74,9 @@ ROUTES: dict[str, Route] = {
     "labeling:flag": Route("holder", {"POST": 302}, ("slug", "assignment")),
     "labeling:submit": Route("holder", {"POST": 302}, ("slug", "assignment")),
     "labeling:skip": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    # active learning: the manager's page and "Retrain now"
+    "labeling:active-learning": Route("manage", {"GET": 200}, ("slug",)),
+    "labeling:active-learning-retrain": Route("manage", {"POST": 302}, ("slug",)),
     # annotators
     "annotators:list": Route("login", {"GET": 200}),
     "annotators:create": Route("login", {"GET": 200, "POST": 400}),
@@ -105,6 +110,28 @@ ROUTES: dict[str, Route] = {
         "api-holder", {"POST": 400}, ("assignment",), {"submission_key": "k-1"}
     ),
     "api-assignment-skip": Route("api-holder", {"POST": 200}, ("assignment",)),
+    "api-campaigns": Route("api-login", {"GET": 200, "POST": 400}),
+    "api-campaign": Route("api-label", {"GET": 200}, ("slug",)),
+    "api-imports": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "api-import": Route("api-manage", {"GET": 200}, ("slug", "import_job")),
+    "api-problems": Route("api-review", {"GET": 200}, ("slug",)),
+    "api-problem": Route("api-review", {"GET": 200}, ("slug", "problem")),
+    "api-solutions": Route("api-review", {"GET": 200}, ("slug",)),
+    "api-solution": Route("api-review", {"GET": 200}, ("slug", "solution")),
+    "api-labels": Route("api-review", {"GET": 200}, ("slug",)),
+    "api-exports": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "api-export": Route("api-manage", {"GET": 200}, ("slug", "export")),
+    "api-export-file": Route("api-manage", {"GET": 200}, ("slug", "export", "file")),
+    "api-prm-models": Route("api-manage", {"GET": 200}, ("slug",)),
+    "api-al-runs": Route("api-manage", {"GET": 200, "POST": 202}, ("slug",)),
+    "api-al-run": Route("api-manage", {"GET": 200}, ("slug", "al_run")),
+    # API tokens: the caller's own (an empty name: refused, past the permission check).
+    "api-tokens": Route("api-login", {"GET": 200, "POST": 400}),
+    "api-token-revoke": Route("api-holder", {"POST": 200}, ("api_token",)),
+    "annotators:profile": Route("login", {"GET": 200, "POST": 400}),
+    "annotators:token-revoke": Route("holder", {"POST": 302}, ("api_token",)),
+    "api-schema": Route("api-public", {"GET": 200}),
+    "api-docs": Route("api-public", {"GET": 200}),
 }
 # Django's admin checks staff status itself.
 IGNORED_NAMESPACES = ("admin",)
@@ -176,6 +203,8 @@ def world(settings, tmp_path):
             files=[{"name": "labels.csv"}],
         )
         export.directory.mkdir(parents=True)
+        run = ActiveLearningRun.objects.create(campaign=campaign, status="succeeded")
+        api_token, _ = api_token_create(user=annotator, name="matrix")
         (export.directory / "labels.csv").write_text("a,b\n")
         campaigns[name] = CampaignObjects(
             slug=campaign.slug,
@@ -188,6 +217,9 @@ def world(settings, tmp_path):
                 "invitation": invitation.pk,
                 "token": token,
                 "solution": gold.pk,
+                "problem": gold.problem_id,
+                "al_run": run.pk,
+                "api_token": api_token.pk,
                 "assignment": labelled.pk if name == "other" else held.pk,
                 "review_assignment": labelled.pk,
                 "export": export.pk,
@@ -217,17 +249,17 @@ def expected(route: Route, method: str, visitor: str, campaign: str) -> int:
     """The status ``visitor`` should get for ``method`` on ``route`` with ``campaign``'s objects."""
     ok = route.ok[method]
     api = route.level.startswith("api")
+    # API routes follow the same levels as pages; only an anonymous visitor's answer differs.
+    level = route.level.removeprefix("api-")
     if visitor == "anonymous":
-        if route.level == "public":
+        if level == "public":
             return ok
         return 401 if api else 302
-    if route.level in ("public", "login"):
+    if level in ("public", "login"):
         return ok
-    if route.level == "api-member":
+    if level == "member":
         return ok if campaign == "own" and visitor in CAMPAIGN_ROLES else 404
-    if route.level == "holder":
-        return ok if campaign == "own" and visitor == "annotator" else 404
-    if route.level == "api-holder":
+    if level == "holder":
         if visitor == "site admin" and route.admin_ok:
             return route.admin_ok[method]
         return ok if campaign == "own" and visitor == "annotator" else 404
@@ -235,7 +267,7 @@ def expected(route: Route, method: str, visitor: str, campaign: str) -> int:
         return ok
     if campaign == "other" or visitor not in CAMPAIGN_ROLES:
         return 404
-    return ok if visitor in ROLE_LEVELS[route.level] else 403
+    return ok if visitor in ROLE_LEVELS[level] else 403
 
 
 @pytest.mark.parametrize("name", sorted(ROUTES))

@@ -42,6 +42,10 @@ _MATH = re.compile(
     """,
     re.DOTALL | re.VERBOSE,
 )
+# TeX's quotation marks, as MATH problems write them (``Are we there yet?''): to Markdown the
+# opening pair would start a code span. A real code span closes with backticks, so it is kept.
+_TEX_QUOTE = re.compile(r"``(?P<quoted>[^`\n]*?)''")
+
 # Stands in for a formula while Markdown runs: letters and digits only, so Markdown leaves it
 # alone; a per-process nonce, so user text cannot forge one.
 _NONCE = secrets.token_hex(6)
@@ -63,7 +67,7 @@ def render_markdown_math(text: str, *, breaks: bool = True) -> str:
         formulas.append(match.group(0))
         return f"swmath{_NONCE}x{len(formulas) - 1}x"
 
-    prose = _MATH.sub(stash, text or "")
+    prose = _TEX_QUOTE.sub("\u201c\\g<quoted>\u201d", _MATH.sub(stash, text or ""))
     rendered = _markdown[breaks].render(prose)
     return _TOKEN.sub(lambda m: _math_span(formulas[int(m.group(1))]), rendered)
 

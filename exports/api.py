@@ -1,0 +1,175 @@
+"""Exports over the API: create (a Celery worker writes the files), follow, download.
+
+Managers only, like the export page: an export holds every annotator's labels and the gold.
+Same services as the page (``exports.services.export_create``).
+"""
+
+from __future__ import annotations
+
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import exceptions, generics, serializers, status
+from rest_framework.decorators import api_view, authentication_classes
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotators.permissions import MANAGE, campaign_for
+from exports.formats import FORMATS, ExportError, LabelPolicy
+from exports.models import Export
+from exports.services import export_create
+from stepwise.api import AUTHENTICATION, CursorPagination
+
+_DEFAULT = LabelPolicy()
+
+
+class ExportFileSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    split = serializers.CharField(allow_null=True, required=False)
+    bytes = serializers.IntegerField(required=False)
+    sha256 = serializers.CharField(required=False)
+    records = serializers.IntegerField(required=False, allow_null=True)
+    url = serializers.CharField(help_text="Download URL (same authentication).")
+
+
+class ExportSerializer(serializers.ModelSerializer):
+    """An export job: ``status`` pending → running (``progress`` 0..1) → done (``files``,
+    ``manifest_url``) or failed (``error``)."""
+
+    files = serializers.SerializerMethodField()
+    manifest_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Export
+        fields = [
+            "id",
+            "format",
+            "policy",
+            "options",
+            "status",
+            "progress",
+            "counts",
+            "files",
+            "manifest_url",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+    def _url(self, export: Export, name: str) -> str:
+        return f"/api/campaigns/{export.campaign.slug}/exports/{export.pk}/files/{name}"
+
+    @extend_schema_field(ExportFileSerializer(many=True))
+    def get_files(self, export: Export) -> list[dict]:
+        if export.status != Export.Status.DONE:
+            return []
+        return [{**f, "url": self._url(export, f["name"])} for f in export.files]
+
+    def get_manifest_url(self, export: Export) -> str | None:
+        if export.status != Export.Status.DONE or not export.manifest:
+            return None
+        return self._url(export, export.manifest_name)
+
+
+class ExportCreateSerializer(serializers.Serializer):
+    """A format and the label policy (every option defaults as on the export page)."""
+
+    format = serializers.ChoiceField(choices=list(FORMATS))
+    neutral = serializers.ChoiceField(choices=["positive", "negative"], default=_DEFAULT.neutral)
+    cut_after_first_negative = serializers.BooleanField(default=_DEFAULT.cut_after_first_negative)
+    alternatives = serializers.BooleanField(default=_DEFAULT.alternatives)
+    annotators = serializers.ChoiceField(
+        choices=["majority", "unanimous", "each"], default=_DEFAULT.annotators
+    )
+    include_quality_control = serializers.BooleanField(default=_DEFAULT.include_quality_control)
+    include_screening = serializers.BooleanField(default=_DEFAULT.include_screening)
+    reviewed_only = serializers.BooleanField(default=_DEFAULT.reviewed_only)
+    test_fraction = serializers.FloatField(min_value=0.0, max_value=0.99, default=0.0)
+    split_seed = serializers.IntegerField(
+        min_value=-(2**31), max_value=2**31 - 1, default=_DEFAULT.split_seed
+    )
+    math500 = serializers.ChoiceField(
+        choices=["ignore", "test", "exclude"], default=_DEFAULT.math500
+    )
+    step_tag = serializers.CharField(
+        max_length=20, required=False, trim_whitespace=False, help_text="math-shepherd only."
+    )
+
+
+class ExportList(generics.ListAPIView):
+    """The campaign's exports, oldest first (managers); POST starts one."""
+
+    authentication_classes = AUTHENTICATION
+    pagination_class = CursorPagination
+    serializer_class = ExportSerializer
+
+    def get_queryset(self):
+        campaign, _ = campaign_for(self.request.user, self.kwargs["slug"], roles=MANAGE)
+        return Export.objects.filter(campaign=campaign).select_related("campaign")
+
+    @extend_schema(tags=["exports"])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["exports"],
+        request=ExportCreateSerializer,
+        responses={202: ExportSerializer},
+        description="Start an export; a Celery worker writes it. Poll it until its status is "
+        "done, then download its files.",
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+        data = ExportCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        fmt = values.pop("format")
+        step_tag = values.pop("step_tag", None)
+        if step_tag is not None and fmt != "math-shepherd":
+            raise exceptions.ValidationError({"step_tag": ["Only math-shepherd has a step tag."]})
+        try:
+            export = export_create(
+                campaign=campaign,
+                fmt=fmt,
+                policy=LabelPolicy(**values),
+                options={"step_tag": step_tag} if step_tag is not None else None,
+                created_by=request.user,
+            )
+        except ExportError as error:
+            raise exceptions.ValidationError({"non_field_errors": [str(error)]}) from error
+        return Response(ExportSerializer(export).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(tags=["exports"], responses={200: ExportSerializer})
+@api_view(["GET"])
+@authentication_classes(AUTHENTICATION)
+def export_detail(request: Request, slug: str, pk: int) -> Response:
+    """One export's status and progress, then its files (managers)."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    export = get_object_or_404(Export.objects.select_related("campaign"), campaign=campaign, pk=pk)
+    return Response(ExportSerializer(export).data)
+
+
+@extend_schema(
+    tags=["exports"],
+    responses={
+        (200, "application/octet-stream"): OpenApiResponse(
+            OpenApiTypes.BINARY, "The file (JSONL, Parquet, CSV or the JSON manifest)."
+        )
+    },
+)
+@api_view(["GET"])
+@authentication_classes(AUTHENTICATION)
+def export_download(request: Request, slug: str, pk: int, name: str) -> FileResponse:
+    """One file of a finished export, or its manifest (managers)."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    export = get_object_or_404(Export, campaign=campaign, pk=pk, status=Export.Status.DONE)
+    path = export.file_path(name)
+    if path is None or not path.is_file():
+        raise Http404("No such file")
+    response = FileResponse(open(path, "rb"), as_attachment=True, filename=name)  # noqa: SIM115
+    response["Content-Type"] = "application/octet-stream"
+    return response

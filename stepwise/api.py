@@ -1,0 +1,264 @@
+"""What every API view shares: token authentication, cursor pagination, error shapes.
+
+The views themselves live beside their domain (``labeling/api.py``, ``annotators/api.py``,
+``exports/api.py``); routes are in ``stepwise/api_urls.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import authentication, exceptions, pagination, serializers
+
+from annotators.models import ApiToken
+
+# A token's last use is written at most this often: the time is for people ("used today"), and
+# one write per request would double what authentication costs.
+LAST_USED_EVERY = timedelta(minutes=1)
+
+
+class TokenAuthentication(authentication.TokenAuthentication):
+    """``Authorization: Token <key>`` against the sha256 of the user's API tokens.
+
+    Every request of every annotator starts here, so the lookup is one plain query (DRF's ORM
+    lookup costs about twice the rest of authentication on a small machine); the last-used time
+    costs a second, small write at most once a minute per token. A revoked key is refused.
+    """
+
+    model = ApiToken
+
+    def authenticate_credentials(self, key: str):
+        User = get_user_model()
+        user = next(
+            iter(
+                User.objects.raw(
+                    f"SELECT u.*, t.id AS api_token_id, t.last_used_at AS api_token_used"
+                    f" FROM {User._meta.db_table} u"
+                    f" JOIN {ApiToken._meta.db_table} t ON t.user_id = u.id"
+                    " WHERE t.key_hash = %s AND t.revoked_at IS NULL",
+                    [ApiToken.hash_key(key)],
+                )
+            ),
+            None,
+        )
+        if user is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        if not user.is_active:
+            raise exceptions.AuthenticationFailed("User inactive or deleted.")
+        now = timezone.now()
+        used = user.api_token_used
+        # SQLite hands raw() extra columns back as text or naive datetimes (UTC).
+        if isinstance(used, str):
+            used = datetime.fromisoformat(used)
+        if used is not None and timezone.is_naive(used):
+            used = used.replace(tzinfo=UTC)
+        if used is None or now - used > LAST_USED_EVERY:
+            ApiToken.objects.filter(pk=user.api_token_id).update(last_used_at=now)
+        return user, ApiToken(pk=user.api_token_id, user=user, last_used_at=now)
+
+
+class TokenScheme(OpenApiAuthenticationExtension):
+    target_class = "stepwise.api.TokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Token <key>`; create keys on your profile page or with "
+            "`manage.py create_api_token USER`.",
+        }
+
+
+# Token (API clients) or session (the browser, with its CSRF check on writes).
+AUTHENTICATION = [TokenAuthentication, authentication.SessionAuthentication]
+
+
+class CursorPagination(pagination.CursorPagination):
+    """Stable pages over tables of millions of rows: no OFFSET, no COUNT, new rows never shift
+    a page. ``?page_size=`` up to 1,000."""
+
+    page_size = 100
+    max_page_size = 1000
+    page_size_query_param = "page_size"
+    ordering = "id"
+
+
+class ErrorSerializer(serializers.Serializer):
+    """A refusal: ``detail`` for people, ``code`` for programs."""
+
+    detail = serializers.CharField()
+    code = serializers.CharField(required=False)
+
+
+def bad_request(field: str, message: str) -> exceptions.ValidationError:
+    return exceptions.ValidationError({field: [message]})
+
+
+def query_int(request, name: str) -> int | None:
+    """An integer query parameter, or None when absent; a clear 400 when it is not one."""
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise bad_request(name, f"{name} must be an integer, not {raw!r}.") from None
+    if not 0 <= value < 2**63:
+        raise bad_request(name, f"{name} is out of range.")
+    return value
+
+
+def query_text(request, name: str) -> str | None:
+    """A text query parameter; NUL is refused (PostgreSQL text cannot hold it)."""
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    if "\x00" in raw:
+        raise bad_request(name, f"{name} must not contain NUL characters.")
+    return raw
+
+
+def query_bool(request, name: str) -> bool | None:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    value = raw.strip().lower()
+    if value in {"true", "1", "yes"}:
+        return True
+    if value in {"false", "0", "no"}:
+        return False
+    raise bad_request(name, f"{name} must be true or false, not {raw!r}.")
+
+
+def query_choice(request, name: str, choices) -> str | None:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    allowed = [str(c) for c in choices]
+    if raw not in allowed:
+        raise bad_request(name, f"{name} must be one of {', '.join(allowed)}, not {raw!r}.")
+    return raw
+
+
+def int_param(name: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(name, int, description=description)
+
+
+def bool_param(name: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(name, bool, description=description)
+
+
+def choice_param(name: str, choices, description: str) -> OpenApiParameter:
+    return OpenApiParameter(name, str, enum=[str(c) for c in choices], description=description)
+
+
+def schema_add_error_responses(result, generator, request, public):
+    """drf-spectacular postprocessing hook: document the error shapes on every operation.
+
+    The views answer 401 without credentials, 403 for a role that is not enough, 404 for
+    campaigns and objects the caller may not know about, and 400 for bad input; a client
+    generated from the schema must know those bodies.
+    """
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    components.setdefault(
+        "Error",
+        {
+            "type": "object",
+            "description": "A refusal: `detail` for people, `code` for programs.",
+            "properties": {"detail": {"type": "string"}, "code": {"type": "string"}},
+            "required": ["detail"],
+        },
+    )
+    components.setdefault(
+        "ValidationError",
+        {
+            "type": "object",
+            "description": "Bad input: every field that broke a rule, with the reasons "
+            "(`non_field_errors` for rules across fields).",
+            # A field's reasons: a list of strings; a nested field's or a list item's: an object.
+            "additionalProperties": {"anyOf": [{"type": "array"}, {"type": "object"}]},
+        },
+    )
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    invalid = {
+        "application/json": {
+            "schema": {
+                "anyOf": [
+                    {"$ref": "#/components/schemas/ValidationError"},
+                    {"$ref": "#/components/schemas/Error"},
+                ]
+            }
+        }
+    }
+    texts = {
+        "400": ("Bad input: the fields that broke a rule.", invalid),
+        "401": ("No credentials, or an invalid or revoked token.", error),
+        "403": ("Your role in this campaign does not allow this.", error),
+        "404": ("No such object, or not one you may see.", error),
+        "405": ("Method not allowed.", error),
+        "406": ("Not acceptable (ask for application/json).", error),
+        "415": ("Unsupported media type.", error),
+        "429": ("Too many requests.", error),
+    }
+    for path, methods in result.get("paths", {}).items():
+        for method, operation in methods.items():
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            responses = operation.setdefault("responses", {})
+            for status_code, (text, content) in texts.items():
+                if path.startswith("/api/schema") and status_code in {"400", "403", "404"}:
+                    continue
+                responses.setdefault(status_code, {"description": text, "content": content})
+    return result
+
+
+# --- Errors outside DRF's views ----------------------------------------------------------------
+# A URL under /api/ that matches no route, or a request Django refuses before any view (a body
+# over DATA_UPLOAD_MAX_MEMORY_SIZE), must still answer JSON: clients parse every API response.
+
+
+def _json_or_page(request, status_code: int, detail: str, code: str, page):
+    from django.http import JsonResponse
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": detail, "code": code}, status=status_code)
+    return page
+
+
+def handler404(request, exception=None):
+    from django.views import defaults
+
+    return _json_or_page(
+        request, 404, "Not found.", "not_found", defaults.page_not_found(request, exception)
+    )
+
+
+def handler400(request, exception=None):
+    from django.conf import settings
+    from django.core.exceptions import RequestDataTooBig
+    from django.views import defaults
+
+    page = defaults.bad_request(request, exception)
+    if isinstance(exception, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 1024 / 1024
+        detail = (
+            f"The request body is over {limit:.1f} MB (DATA_UPLOAD_MAX_MEMORY_SIZE); "
+            "files go to the import upload, which has its own limit."
+        )
+        return _json_or_page(request, 413, detail, "too_large", page)
+    detail = str(exception) if exception else "Bad request."
+    return _json_or_page(request, 400, detail, "bad_request", page)
+
+
+def handler500(request):
+    from django.views import defaults
+
+    return _json_or_page(
+        request, 500, "Server error.", "server_error", defaults.server_error(request)
+    )

@@ -1,0 +1,72 @@
+"""Routes under ``/api/``: every app's API views, the OpenAPI schema and its docs page."""
+
+from __future__ import annotations
+
+from django.urls import path, register_converter
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from annotators import api as annotators_api
+from exports import api as exports_api
+from labeling import api as labeling_api
+
+
+class IdConverter:
+    """Ids as the database holds them (64-bit): a longer number is no id (404, not a crash)."""
+
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(IdConverter, "id")
+
+campaign = "campaigns/<slug:slug>/"
+urlpatterns = [
+    path("campaigns/", annotators_api.CampaignList.as_view(), name="api-campaigns"),
+    path(campaign, annotators_api.campaign_detail, name="api-campaign"),
+    path(campaign + "imports/", annotators_api.ImportList.as_view(), name="api-imports"),
+    path(campaign + "imports/<id:pk>/", annotators_api.import_detail, name="api-import"),
+    path(campaign + "problems/", labeling_api.ProblemList.as_view(), name="api-problems"),
+    path(campaign + "problems/<id:pk>/", labeling_api.ProblemDetail.as_view(), name="api-problem"),
+    path(campaign + "solutions/", labeling_api.SolutionList.as_view(), name="api-solutions"),
+    path(
+        campaign + "solutions/<id:pk>/",
+        labeling_api.SolutionDetail.as_view(),
+        name="api-solution",
+    ),
+    path(campaign + "labels/", labeling_api.LabelList.as_view(), name="api-labels"),
+    path(campaign + "exports/", exports_api.ExportList.as_view(), name="api-exports"),
+    path(campaign + "exports/<id:pk>/", exports_api.export_detail, name="api-export"),
+    path(
+        campaign + "exports/<id:pk>/files/<str:name>",
+        exports_api.export_download,
+        name="api-export-file",
+    ),
+    path(campaign + "prm-models/", labeling_api.PRMModelList.as_view(), name="api-prm-models"),
+    path(
+        campaign + "active-learning/runs/",
+        labeling_api.ActiveLearningRunList.as_view(),
+        name="api-al-runs",
+    ),
+    path(
+        campaign + "active-learning/runs/<id:pk>/",
+        labeling_api.active_learning_run_detail,
+        name="api-al-run",
+    ),
+    path(campaign + "next/", labeling_api.campaign_next, name="api-campaign-next"),
+    path("assignments/<id:pk>/", labeling_api.assignment_detail, name="api-assignment"),
+    path(
+        "assignments/<id:pk>/submit/",
+        labeling_api.assignment_submit,
+        name="api-assignment-submit",
+    ),
+    path("assignments/<id:pk>/skip/", labeling_api.assignment_skip, name="api-assignment-skip"),
+    path("tokens/", annotators_api.TokenList.as_view(), name="api-tokens"),
+    path("tokens/<id:pk>/revoke/", annotators_api.token_revoke, name="api-token-revoke"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+]
