@@ -258,6 +258,7 @@ def main() -> None:
                 "steps_per_second": n / seconds,
             }
 
+    results["models"] = {name: results["models"][name] for name, _ in checkpoints}
     results["conditions_end"] = conditions()
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     print("\n" + table(results))
