@@ -75,8 +75,9 @@ def gsm8k_groups(path: Path) -> list[dict]:
     return groups
 
 
-def clean_training_file(data: Path, evaluation_problems: dict[str, set[str]]) -> Path:
-    """The phase 1 `trl` rows whose problem is in no evaluation set; prints the overlap found."""
+def clean_training_file(data: Path, evaluation_problems: dict[str, set[str]]) -> tuple[Path, bool]:
+    """The phase 1 `trl` rows whose problem is in no evaluation set, and whether that is every
+    row of ``data`` (then a model trained on ``data`` itself is as clean); prints the overlap."""
     rows = [json.loads(line) for line in data.open(encoding="utf-8")]
     problems = {normalise(r["prompt"]) for r in rows}
     banned: set[str] = set()
@@ -90,7 +91,7 @@ def clean_training_file(data: Path, evaluation_problems: dict[str, set[str]]) ->
         for r in kept:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
     print(f"training file {out.name}: {len(kept)} of {len(rows)} rows ({len(banned)} problems out)")
-    return out
+    return out, not banned
 
 
 def evaluate(scorer, name: str, groups: list[dict], seed: int = 0) -> None:
@@ -152,7 +153,7 @@ def main() -> None:
     phase1 = args.data
     if not phase1.exists():
         raise SystemExit(f"missing {phase1}: run python -m bench.prm_make_trl first")
-    clean = clean_training_file(
+    clean, same_rows = clean_training_file(
         phase1,
         {
             "MATH-500": math500,
@@ -166,9 +167,10 @@ def main() -> None:
     if args.model:
         scorer = prm.load(args.model)
         trained_on = scorer.config.get("data", {}).get("sha256")
+        clean_files = {sha256_file(clean)} | ({sha256_file(phase1)} if same_rows else set())
         print(
             f"model {args.model}: trained on "
-            + ("this overlap-free file" if trained_on == sha256_file(clean) else "ANOTHER file")
+            + ("an overlap-free file" if trained_on in clean_files else "ANOTHER file")
         )
     else:
         out = clean.parent / f"prm_bon_{args.backbone}"
