@@ -41,7 +41,10 @@ def main(argv: list[str] | None = None) -> None:
     import django
 
     django.setup()
+    from django.core.management import call_command
     from django.db import connection
+
+    call_command("migrate", verbosity=0)  # the database may predate the newest migrations
 
     from bench.synthetic import write_jsonl
     from exports.importers import import_file
