@@ -93,12 +93,14 @@ def _database_url(db: dict) -> str:
 
 
 @pytest.fixture
-def celery_worker_process(transactional_db, settings, tmp_path):
-    """A real ``celery -A stepwise worker --pool=solo`` process on the test database.
+def celery_workers(transactional_db, settings, tmp_path):
+    """Starts real ``celery -A stepwise worker --pool=solo`` processes on the test database.
 
-    It uses this process's broker (Redis when CELERY_BROKER_URL says so, else the filesystem
-    transport under STEPWISE_VAR_DIR) and media root. The test must commit what the worker
-    should see, hence the transactional database. The worker's log is in ``proc.log_path``.
+    ``start(**env)`` launches one, with extra environment variables; each uses this process's
+    broker (Redis when CELERY_BROKER_URL says so, else the filesystem transport under
+    STEPWISE_VAR_DIR) and media root, and logs to ``proc.log_path``. The test must commit what a
+    worker should see, hence the transactional database. Whatever is still running at the end is
+    stopped.
     """
     import subprocess
     import sys
@@ -106,43 +108,56 @@ def celery_worker_process(transactional_db, settings, tmp_path):
 
     from django.db import connection
 
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(connection.settings_dict),
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
-        "MEDIA_ROOT": str(settings.MEDIA_ROOT),
-        "CELERY_TASK_ALWAYS_EAGER": "False",
-    }
-    log_path = tmp_path / "celery-worker.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "stepwise",
-                "worker",
-                "--pool=solo",
-                "--loglevel=INFO",
-                "--without-mingle",
-                "--without-gossip",
-                "--without-heartbeat",
-                f"--hostname=test-{uuid.uuid4().hex[:8]}@%h",
-            ],
-            cwd=Path(__file__).resolve().parents[1],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    proc.log_path = log_path
-    try:
-        yield proc
-    finally:
-        proc.terminate()
+    started: list[subprocess.Popen] = []
+
+    def start(**env_extra: str) -> subprocess.Popen:
+        env = {
+            **os.environ,
+            "DATABASE_URL": _database_url(connection.settings_dict),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
+            "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            "CELERY_TASK_ALWAYS_EAGER": "False",
+            **env_extra,
+        }
+        log_path = tmp_path / f"celery-worker-{len(started)}.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "stepwise",
+                    "worker",
+                    "--pool=solo",
+                    "--loglevel=INFO",
+                    "--without-mingle",
+                    "--without-gossip",
+                    "--without-heartbeat",
+                    f"--hostname=test-{uuid.uuid4().hex[:8]}@%h",
+                ],
+                cwd=Path(__file__).resolve().parents[1],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        proc.log_path = log_path
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def celery_worker_process(celery_workers):
+    """One real Celery worker process on the test database (see ``celery_workers``)."""
+    return celery_workers()

@@ -10,14 +10,9 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-import uuid
-from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from labeling import services
 from labeling.active_learning import (
@@ -28,7 +23,6 @@ from labeling.active_learning import (
 )
 from labeling.models import ActiveLearningRun, PRMModel, Solution
 from tests.al_data import demo_campaign
-from tests.conftest import _database_url
 from tests.factories import make_member, submit_ratings
 
 DEADLINE_S = 240  # a failure bound, not a performance assertion
@@ -42,57 +36,9 @@ def media(settings, tmp_path):
 
 
 @pytest.fixture
-def workers(transactional_db, settings, tmp_path):
-    """Starts real ``celery worker`` processes on the test database (like ``celery_worker_process``
-    in conftest, with extra environment); stops whatever is left at the end."""
-    started: list[subprocess.Popen] = []
-
-    def start(**env_extra: str) -> subprocess.Popen:
-        env = {
-            **os.environ,
-            "DATABASE_URL": _database_url(connection.settings_dict),
-            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-            "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
-            "MEDIA_ROOT": str(settings.MEDIA_ROOT),
-            "CELERY_TASK_ALWAYS_EAGER": "False",
-            "STEPWISE_AL_HEARTBEAT_SECONDS": "1",
-            **env_extra,
-        }
-        log_path = tmp_path / f"worker-{len(started)}.log"
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "stepwise",
-                    "worker",
-                    "--pool=solo",
-                    "--loglevel=INFO",
-                    "--without-mingle",
-                    "--without-gossip",
-                    "--without-heartbeat",
-                    f"--hostname=al-{uuid.uuid4().hex[:8]}@%h",
-                ],
-                cwd=Path(__file__).resolve().parents[1],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        proc.log_path = log_path
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+def workers(celery_workers):
+    """Real worker processes (conftest's ``celery_workers``) that beat a run's heartbeat often."""
+    return lambda **env: celery_workers(STEPWISE_AL_HEARTBEAT_SECONDS="1", **env)
 
 
 def _wait(predicate, *, proc, what: str):
