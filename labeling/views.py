@@ -380,6 +380,7 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
     models = selectors.prm_models(campaign=campaign)
     head = selectors.queue_head(campaign=campaign)
+    runs = selectors.active_learning_runs(campaign=campaign)
     versions = [(f"v{m.version}", m.metrics.get("auroc")) for m in models]
     context = {
         "campaign": campaign,
@@ -387,7 +388,8 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
         "can_manage": True,
         "can_review": True,
         "label_url": reverse("labeling:label", kwargs={"slug": campaign.slug}),
-        "runs": selectors.active_learning_runs(campaign=campaign),
+        "runs": runs,
+        "run_in_progress": next((run for run in runs if run.is_active), None),
         "models": models,
         "active_model": next((m for m in models if m.is_active), None),
         "head": head,

@@ -140,3 +140,19 @@ def test_retrain_needs_the_csrf_token(campaign, manager):
     client.force_login(manager)
     assert client.post(retrain(campaign)).status_code == 403
     assert not ActiveLearningRun.objects.exists()
+
+
+def test_the_page_refreshes_itself_while_a_run_is_in_progress(client, campaign, manager):
+    client.force_login(manager)
+    assert 'hx-trigger="every 3s"' not in client.get(page(campaign)).content.decode()
+
+    run = ActiveLearningRun.objects.create(
+        campaign=campaign, status="running", timings={"stage": "train"}
+    )
+    body = client.get(page(campaign)).content.decode()
+    assert 'hx-trigger="every 3s"' in body and 'hx-select="#al-live"' in body
+    assert f"Run {run.pk} is running (train)" in body
+
+    ActiveLearningRun.objects.filter(pk=run.pk).update(status="succeeded")
+    body = client.get(page(campaign), HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="al-live"' in body and 'hx-trigger="every 3s"' not in body
