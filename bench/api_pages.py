@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/sw_bench_api_pages"
 
 
@@ -33,16 +33,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=200, help="timed requests per case")
     parser.add_argument("--deep", type=int, default=500, help="pages followed for 'deep'")
     return parser.parse_args()
-
-
-def recreate_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def load(n: int):
@@ -137,10 +127,9 @@ def main() -> None:
     os.environ["STEPWISE_FAST_HASHER"] = "true"
     os.environ["ALLOWED_HOSTS"] = "testserver,localhost"
     print(f"database {url} (dropped and recreated)")
-    recreate_database(url)
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True
-    )
+    from bench.fresh_db import fresh_database
+
+    fresh_database(url)
     import django
 
     django.setup()

@@ -31,7 +31,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -51,16 +50,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--conn-max-age", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
-
-
-def recreate_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def real_solutions() -> list[tuple[str, str, list[str]]]:
@@ -221,10 +210,9 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
     os.environ["STEPWISE_FAST_HASHER"] = "true"
     print(f"database {url} (dropped and recreated)")
-    recreate_database(url)
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True
-    )
+    from bench.fresh_db import fresh_database
+
+    fresh_database(url)
 
     import django
 

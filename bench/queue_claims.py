@@ -52,6 +52,7 @@ from datetime import UTC, datetime, timedelta
 import aiohttp
 import psycopg
 
+from bench.fresh_db import fresh_database
 from bench.synthetic import records
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/sw_bench_queue"
@@ -60,24 +61,6 @@ NOW = datetime.now(UTC)
 
 
 # --- Loading -----------------------------------------------------------------------------------
-
-
-def recreate_database(url: str) -> None:
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def migrate(url: str) -> None:
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "stepwise.settings"}
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
 
 
 class Loader:
@@ -827,8 +810,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_load:
         setup = loaded(url)
     else:
-        recreate_database(url)
-        migrate(url)
+        fresh_database(url)
         setup = load(url, args)
     c = setup["counts"]
     print(
@@ -923,7 +905,9 @@ def main(argv: list[str] | None = None) -> int:
         f"raw SQL claim, {args.raw_clients} clients, {args.raw_seconds:g} s:"
         f" {raw_rate:.0f} claims/s, p50 {pct(raw_lat, 0.5):.2f} ms,"
         f" p99 {pct(raw_lat, 0.99):.2f} ms",
-        f"  app / raw SQL claims per second: {app_rate / raw_rate:.1%}",
+        f"  app / raw SQL claims per second: {app_rate / raw_rate:.1%}"
+        if raw_rate
+        else "  app / raw SQL: no raw claim succeeded (the campaign ran out of open solutions?)",
     )
 
     broken = invariants(url)
