@@ -263,6 +263,10 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     ImportJob.objects.filter(pk=job.pk).update(**fields)
     shutil.rmtree(job.path.parent, ignore_errors=True)
     job.refresh_from_db()
+    if job.status == ImportJob.Status.DONE and job.counts.get("solutions_created"):
+        from labeling.active_learning import active_learning_after_import
+
+        active_learning_after_import(campaign=job.campaign)
     return job
 
 

@@ -144,6 +144,18 @@ def active_learning_after_submit(*, campaign_id: int) -> ActiveLearningRun | Non
         return None
 
 
+def active_learning_after_import(*, campaign: Campaign) -> ActiveLearningRun | None:
+    """After an import added solutions: rescore once a model exists.
+
+    New solutions sit at priority 0, below every scored one, until a run scores them; without
+    a run they would wait for the next ``al_retrain_every`` labels. A campaign without an active
+    model has nothing to score with yet (its first run comes from labels).
+    """
+    if not campaign.active_learning or not campaign.prm_models.filter(is_active=True).exists():
+        return None
+    return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
+
+
 # --- The queue order -------------------------------------------------------------------------
 
 

@@ -219,3 +219,23 @@ def _progress_elsewhere(pk: int) -> float:
     thread.start()
     thread.join()
     return out[0]
+
+
+def test_an_import_into_an_active_learning_campaign_with_a_model_queues_a_rescoring_run(
+    manager_client, campaign, django_capture_on_commit_callbacks
+):
+    from labeling.models import ActiveLearningRun, PRMModel
+
+    campaign.active_learning = True
+    campaign.save(update_fields=["active_learning"])
+    upload(manager_client, campaign, "a.jsonl", GSM8K.read_bytes())
+    import_job_run(job=ImportJob.objects.get())
+    assert not ActiveLearningRun.objects.exists()  # no model yet: its first run comes from labels
+
+    PRMModel.objects.create(campaign=campaign, version=1, backbone="bow", path="x", is_active=True)
+    upload(manager_client, campaign, "b.jsonl", PROCESSBENCH.read_bytes(), format="processbench")
+    with django_capture_on_commit_callbacks() as queued:
+        import_job_run(job=ImportJob.objects.get(file_name="b.jsonl"))
+    run = ActiveLearningRun.objects.get()
+    assert (run.campaign, run.trigger, run.status) == (campaign, "auto", "queued")
+    assert len(queued) == 1  # the run's task
