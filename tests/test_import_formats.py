@@ -291,3 +291,31 @@ def test_the_command_imports_a_format_and_says_what_it_did(tmp_path, capsys):
     assert not Solution.objects.exclude(answer_is_correct=None).exists()
     call_command("grade_answers", "--campaign=gsm8k")
     assert not Solution.objects.filter(answer_is_correct=None).exists()
+
+
+@pytest.mark.postgres
+def test_a_large_import_refreshes_the_planner_statistics_of_what_it_wrote(monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from exports.importers import service
+
+    campaign = make_campaign()
+    with CaptureQueriesContext(connection) as small:
+        import_file(GSM8K, campaign=campaign, fmt="jsonl", grade=False)
+    assert not [q for q in small.captured_queries if q["sql"].startswith("ANALYZE")]
+
+    monkeypatch.setattr(service, "ANALYZE_AFTER_ROWS", 1)  # the fixture stands in for a big file
+    with CaptureQueriesContext(connection) as large:
+        import_file(QWEN, campaign=campaign, fmt="jsonl", grade=False)
+    analyzed = [q["sql"] for q in large.captured_queries if q["sql"].startswith("ANALYZE")]
+    assert analyzed == [
+        f'ANALYZE "{table}"'
+        for table in (
+            "labeling_problem",
+            "labeling_solution",
+            "labeling_step",
+            "labeling_assignment",
+            "labeling_steplabel",
+        )
+    ]
