@@ -9,21 +9,11 @@
  *   [data-key-flag-last] [data-key-undo] [data-key-skip] [data-key-submit]   buttons for keys
  *   [data-time="step|total"]  hidden inputs filled with milliseconds just before a form posts
  *   [data-correction]  the correction textarea (keys are off inside it)
+ * Formulas are rendered by static/js/math.js, loaded before this file.
  */
 (function () {
   "use strict";
 
-  var KATEX_OPTIONS = {
-    delimiters: [
-      { left: "$$", right: "$$", display: true },
-      { left: "\\[", right: "\\]", display: true },
-      { left: "\\(", right: "\\)", display: false },
-      { left: "$", right: "$", display: false },
-    ],
-    trust: false,
-    throwOnError: false,
-    strict: "ignore",
-  };
   var STORE_PREFIX = "stepwise:";
 
   // True from a request until its answer has settled. Keys pressed meanwhile are dropped, not
@@ -67,13 +57,9 @@
 
   // --- Math ---
 
+  // static/js/math.js renders formulas (on every page that shows them); here, after each swap.
   function renderMath(root) {
-    if (typeof window.renderMathInElement !== "function") return;
-    var nodes = root.querySelectorAll ? root.querySelectorAll(".math:not([data-rendered])") : [];
-    for (var i = 0; i < nodes.length; i++) {
-      window.renderMathInElement(nodes[i], KATEX_OPTIONS);
-      nodes[i].setAttribute("data-rendered", "");
-    }
+    if (typeof window.stepwiseRenderMath === "function") window.stepwiseRenderMath(root);
   }
 
   // --- New content: math, timers, announcements, scrolling ---
