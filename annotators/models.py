@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from labeling.models import Campaign
+from labeling.models import BackgroundJob, Campaign
 
 
 class Membership(models.Model):
@@ -129,7 +129,7 @@ class Invitation(models.Model):
         return self.state() == self.State.ACTIVE
 
 
-class ImportJob(models.Model):
+class ImportJob(BackgroundJob):
     """One uploaded file, imported by a Celery worker with ``exports.importers.import_file``.
 
     The import is all or nothing: a job ends ``done`` with its counts, or ``failed`` with the
@@ -139,16 +139,7 @@ class ImportJob(models.Model):
     The uploaded file is deleted once the job has finished; its size and sha256 stay here.
     """
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
-
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="import_jobs")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     file_name = models.CharField(max_length=255, help_text="The name it was uploaded with.")
     stored_path = models.CharField(max_length=500, blank=True, help_text="Under MEDIA_ROOT.")
     size = models.PositiveBigIntegerField(default=0)
@@ -156,25 +147,14 @@ class ImportJob(models.Model):
     format = models.CharField(max_length=30)
     options = models.JSONField(default=dict, blank=True)
     grade = models.BooleanField(default=True, help_text="Grade new answers after the import.")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     phase = models.CharField(max_length=20, blank=True)
     progress = models.FloatField(default=0.0)
     counts = models.JSONField(default=dict, blank=True)
     errors = models.JSONField(default=list, blank=True, help_text="[{file, line, field, message}]")
     errors_truncated = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"import {self.pk} of {self.file_name} into {self.campaign} ({self.status})"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {self.Status.DONE, self.Status.FAILED}
 
     @property
     def path(self) -> Path:

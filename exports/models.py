@@ -12,23 +12,15 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
-from labeling.models import Campaign
+from labeling.models import BackgroundJob, Campaign
 
 
-class Export(models.Model):
-    class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
-
+class Export(BackgroundJob):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="exports")
     format = models.CharField(max_length=20)
     policy = models.JSONField(default=dict, blank=True, help_text="LabelPolicy as a dict")
     options = models.JSONField(default=dict, blank=True, help_text="Format options")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     progress = models.FloatField(default=0.0, help_text="Share of solutions written, 0..1")
     counts = models.JSONField(default=dict, blank=True)
     files = models.JSONField(
@@ -36,22 +28,9 @@ class Export(models.Model):
     )
     manifest = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"export {self.pk} of {self.campaign} as {self.format} ({self.status})"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {self.Status.DONE, self.Status.FAILED}
 
     @property
     def directory(self) -> Path:
