@@ -66,3 +66,17 @@ def may_create_campaigns(user) -> bool:
     if settings.STEPWISE_CAMPAIGN_CREATORS == "staff":
         return user.is_staff or user.is_superuser
     return True
+
+
+def campaign_nav(user, campaign: Campaign, membership: Membership | None) -> dict:
+    """What the campaign menu (``annotators/_campaign_nav.html``) needs to know about the viewer."""
+    from django.urls import reverse
+
+    role = membership.role if membership else None
+    return {
+        "campaign": campaign,
+        "membership": membership,
+        "can_manage": user.is_superuser or role in MANAGE,
+        "can_review": user.is_superuser or role in REVIEW,
+        "label_url": reverse("labeling:label", kwargs={"slug": campaign.slug}),
+    }

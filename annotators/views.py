@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
@@ -33,6 +33,7 @@ from annotators.permissions import (
     MANAGE,
     REVIEW,
     campaign_for,
+    campaign_nav,
     campaigns_visible_to,
     may_create_campaigns,
 )
@@ -51,15 +52,7 @@ def _page(
     status: int = 200,
 ) -> HttpResponse:
     """Render a campaign page with what the campaign menu needs to know about the viewer."""
-    superuser = request.user.is_superuser
-    role = membership.role if membership else None
-    base = {
-        "campaign": campaign,
-        "membership": membership,
-        "can_manage": superuser or role in MANAGE,
-        "can_review": superuser or role in REVIEW,
-        "label_url": _label_url(campaign),
-    }
+    base = campaign_nav(request.user, campaign, membership)
     return render(request, template, base | (context or {}), status=status)
 
 
@@ -73,16 +66,6 @@ def _page_number(request: HttpRequest) -> int:
         return max(int(request.GET.get("page", "1")), 1)
     except ValueError:
         return 1
-
-
-def _label_url(campaign: Campaign) -> str | None:
-    """The labelling page of the campaign, once the labelling app provides one."""
-    for name in ("labeling:label", "label"):
-        try:
-            return reverse(name, kwargs={"slug": campaign.slug})
-        except NoReverseMatch:
-            continue
-    return None
 
 
 def _may_create_campaigns(user) -> bool:

@@ -28,7 +28,7 @@ from django_htmx.http import retarget
 
 from annotators import charts
 from annotators.models import Membership
-from annotators.permissions import MANAGE, campaign_for
+from annotators.permissions import MANAGE, campaign_for, campaign_nav
 from labeling import selectors, services
 from labeling.active_learning import active_learning_trigger
 from labeling.forms import (
@@ -382,12 +382,7 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
     head = selectors.queue_head(campaign=campaign)
     runs = selectors.active_learning_runs(campaign=campaign)
     versions = [(f"v{m.version}", m.metrics.get("auroc")) for m in models]
-    context = {
-        "campaign": campaign,
-        "membership": membership,
-        "can_manage": True,
-        "can_review": True,
-        "label_url": reverse("labeling:label", kwargs={"slug": campaign.slug}),
+    context = campaign_nav(request.user, campaign, membership) | {
         "runs": runs,
         "run_in_progress": next((run for run in runs if run.is_active), None),
         "models": models,
