@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DJANGO_SETTINGS_MODULE := stepwise.settings
 
-.PHONY: run test lint format lock clean-demo
+.PHONY: run test test-fast lint format lock clean-demo
 
 $(VENV)/.installed: requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,15 +18,19 @@ run: $(VENV)/.installed
 	$(BIN)/python manage.py seed_demo
 	./scripts/serve.sh
 
-test: $(VENV)/.installed
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+test: lint
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop: lint, layers, and every test that needs no browser, no Celery worker, no
+# PostgreSQL and is not marked slow (about a minute). Run `make test` before you push.
+test-fast: lint
+	$(BIN)/python -m pytest -q -m "not browser and not celery and not postgres and not slow" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: $(VENV)/.installed
 	$(BIN)/ruff format .

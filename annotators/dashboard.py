@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.http import QueryDict
 
-from annotators import charts
-from annotators.tables import Column, table
+from common import charts
+from common.tables import Column, table
 
 
 def _share_text(n: int, total: int) -> str:

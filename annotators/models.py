@@ -1,8 +1,8 @@
-"""People in campaigns and the manager's tools: roles, invitations, uploads, quality snapshots.
+"""People and quality: the figures about a campaign's annotators, and their API keys.
 
-- ``Membership``: a person's role in one campaign, their state and their screening outcome.
-- ``Invitation``: a link with a token that lets whoever holds it join a campaign with a role.
-- ``ImportJob``: a file a manager uploaded, imported in the background by a Celery worker.
+(A person's role in a campaign, ``Membership``, and the ``Invitation`` that granted it live in
+``labeling``: the queue locks the membership on every claim.)
+
 - ``CampaignSnapshot``: the dashboard's and the agreement page's figures, computed by a Celery
   task and stored with their time (at a million labels they take seconds, not milliseconds).
 """
@@ -10,155 +10,12 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from labeling.models import BackgroundJob, Campaign
-
-
-class Membership(models.Model):
-    """A person's role in one campaign. The same person may hold different roles elsewhere.
-
-    ``screening`` records where an annotator stands with the campaign's screening gate.
-    """
-
-    class Role(models.TextChoices):
-        MANAGER = "manager", "manager"
-        REVIEWER = "reviewer", "reviewer"
-        ANNOTATOR = "annotator", "annotator"
-
-    class Status(models.TextChoices):
-        ACTIVE = "active", "active"
-        PAUSED = "paused", "paused"
-        REMOVED = "removed", "removed"
-
-    class Screening(models.TextChoices):
-        PENDING = "pending", "pending"
-        PASSED = "passed", "passed"
-        FAILED = "failed", "failed"
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
-    )
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=10, choices=Role.choices, default=Role.ANNOTATOR)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
-    screening = models.CharField(
-        max_length=10, choices=Screening.choices, default=Screening.PENDING
-    )
-    screening_score = models.FloatField(null=True, blank=True)
-    joined_at = models.DateTimeField(default=timezone.now)
-    invitation = models.ForeignKey(
-        "Invitation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="memberships",
-        help_text="The link they joined with, if any.",
-    )
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["user", "campaign"], name="membership_unique_user")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.user} as {self.role} in {self.campaign}"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status == self.Status.ACTIVE
-
-
-class Invitation(models.Model):
-    """A link that lets whoever holds it join ``campaign`` as ``role``, up to ``max_uses`` times.
-
-    Only a hash of the token is stored, like a password: the link is shown once, when it is
-    created, so a leaked database or a manager's screen later on does not hand out access.
-    ``token_hint`` (the token's first characters) tells links apart in the list.
-    """
-
-    class State(models.TextChoices):
-        ACTIVE = "active", "active"
-        EXPIRED = "expired", "expired"
-        USED_UP = "used_up", "used up"
-        REVOKED = "revoked", "revoked"
-
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="invitations")
-    role = models.CharField(
-        max_length=10, choices=Membership.Role.choices, default=Membership.Role.ANNOTATOR
-    )
-    token_hash = models.CharField(max_length=64, unique=True)
-    token_hint = models.CharField(max_length=8)
-    note = models.CharField(max_length=200, blank=True, help_text="Who it is for, for the list.")
-    max_uses = models.PositiveIntegerField(default=1, help_text="1: single use.")
-    uses = models.PositiveIntegerField(default=0)
-    expires_at = models.DateTimeField()
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"invitation {self.token_hint}… to {self.campaign} as {self.role}"
-
-    @staticmethod
-    def hash_token(token: str) -> str:
-        return hashlib.sha256(token.encode()).hexdigest()
-
-    def state(self, now=None) -> str:
-        """Why the link works or not; a revoked link says so even once it has expired."""
-        now = now or timezone.now()
-        if self.revoked_at is not None:
-            return self.State.REVOKED
-        if self.uses >= self.max_uses:
-            return self.State.USED_UP
-        if self.expires_at <= now:
-            return self.State.EXPIRED
-        return self.State.ACTIVE
-
-    @property
-    def is_usable(self) -> bool:
-        return self.state() == self.State.ACTIVE
-
-
-class ImportJob(BackgroundJob):
-    """One uploaded file, imported by a Celery worker with ``exports.importers.import_file``.
-
-    The import is all or nothing: a job ends ``done`` with its counts, or ``failed`` with the
-    importer's errors (file, line, field, message) and nothing written. While it runs, ``phase``
-    (validating, writing, grading) and ``progress`` (share of the file read in that phase) are
-    updated from a separate connection, so the page can show them before the import commits.
-    The uploaded file is deleted once the job has finished; its size and sha256 stay here.
-    """
-
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="import_jobs")
-    file_name = models.CharField(max_length=255, help_text="The name it was uploaded with.")
-    stored_path = models.CharField(max_length=500, blank=True, help_text="Under MEDIA_ROOT.")
-    size = models.PositiveBigIntegerField(default=0)
-    sha256 = models.CharField(max_length=64, blank=True)
-    format = models.CharField(max_length=30)
-    options = models.JSONField(default=dict, blank=True)
-    grade = models.BooleanField(default=True, help_text="Grade new answers after the import.")
-    phase = models.CharField(max_length=20, blank=True)
-    progress = models.FloatField(default=0.0)
-    counts = models.JSONField(default=dict, blank=True)
-    errors = models.JSONField(default=list, blank=True, help_text="[{file, line, field, message}]")
-    errors_truncated = models.BooleanField(default=False)
-
-    def __str__(self) -> str:
-        return f"import {self.pk} of {self.file_name} into {self.campaign} ({self.status})"
-
-    @property
-    def path(self) -> Path:
-        return Path(settings.MEDIA_ROOT) / self.stored_path
+from labeling.models import Campaign
 
 
 class CampaignSnapshot(models.Model):

@@ -12,8 +12,17 @@ from dataclasses import dataclass
 from django.db.models import Count, Exists, F, OuterRef, Subquery
 from django.db.models.functions import Left
 
-from annotators.models import CampaignSnapshot, Invitation, Membership
-from labeling.models import Assignment, Campaign, Review, Solution, Step, StepLabel
+from annotators.models import CampaignSnapshot
+from labeling.models import (
+    Assignment,
+    Campaign,
+    Invitation,
+    Membership,
+    Review,
+    Solution,
+    Step,
+    StepLabel,
+)
 
 REVIEW_PAGE = 25
 
@@ -215,41 +224,6 @@ def review_detail(*, campaign: Campaign, assignment_id: int) -> ReviewDetail | N
         others=[o.annotator.get_username() for o in others],
         review=review,
     )
-
-
-def my_reviews(*, campaign: Campaign, user, page: int = 1, per_page: int = 50) -> tuple[list, bool]:
-    """A page of the annotator's reviewed work, newest review first: outcome, comment and
-    corrected ratings. Says nothing about who reviewed, the solution's kind or others' labels."""
-    start = (max(page, 1) - 1) * per_page
-    reviews = list(
-        Review.objects.filter(assignment__campaign=campaign, assignment__annotator=user)
-        .order_by("-created_at", "-id")
-        .values(
-            "assignment_id",
-            "decision",
-            "comment",
-            "corrections",
-            "created_at",
-            submitted_at=F("assignment__submitted_at"),
-            problem=Left("assignment__solution__problem__text", 200),
-        )[start : start + per_page + 1]
-    )
-    has_next = len(reviews) > per_page
-    reviews = reviews[:per_page]
-    corrected = [r["assignment_id"] for r in reviews if r["corrections"]]
-    mine: dict[tuple[int, int], int | None] = {
-        (a, i): rating
-        for a, i, rating in StepLabel.objects.filter(assignment_id__in=corrected).values_list(
-            "assignment_id", "step__index", "rating"
-        )
-    }
-    for r in reviews:
-        r["reviewed_at"] = r.pop("created_at")
-        r["corrections"] = [
-            {"step": int(i) + 1, "yours": mine.get((r["assignment_id"], int(i))), "corrected": v}
-            for i, v in sorted(r["corrections"].items(), key=lambda kv: int(kv[0]))
-        ]
-    return reviews, has_next
 
 
 def gold_solutions(*, campaign: Campaign, page: int = 1, per_page: int = 50) -> tuple[list, bool]:

@@ -2,32 +2,35 @@
 
 Views, the API and Celery tasks call these keyword-only functions; each checks its own rules and
 raises a ``ManageError`` (with a message for people) when a request breaks one. Who may call
-what is the caller's check (``annotators.permissions.campaign_for``).
+what is the caller's check (``labeling.permissions.campaign_for``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
-import shutil
-import threading
 import time
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.files.uploadedfile import UploadedFile
-from django.db import OperationalError, connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
-from django.utils.text import get_valid_filename
 
-from annotators.models import ApiToken, CampaignSnapshot, ImportJob, Invitation, Membership
-from labeling.models import Assignment, Campaign, Rating, Review, Solution, Step, StepLabel
+from annotators.models import ApiToken, CampaignSnapshot
+from labeling.models import (
+    Assignment,
+    Campaign,
+    Invitation,
+    Membership,
+    Rating,
+    Review,
+    Solution,
+    Step,
+    StepLabel,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,232 +45,8 @@ class ManageError(Exception):
 
 # --- Campaigns -------------------------------------------------------------------------------
 
-# Settings that decide whether a solution is open (``Solution.is_open``): changing them recounts.
-_QUEUE_SETTINGS = ("overlap", "bad_problem_limit")
-
-
-def campaign_create(*, creator: AbstractBaseUser, **fields: Any) -> Campaign:
-    """Create a campaign; its creator becomes its manager (exempt from screening)."""
-    with transaction.atomic():
-        campaign = Campaign.objects.create(created_by=creator, **fields)
-        Membership.objects.create(
-            user=creator,
-            campaign=campaign,
-            role=Role.MANAGER,
-            screening=Membership.Screening.PASSED,
-        )
-    return campaign
-
-
-def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
-    """Change a campaign's settings. A new overlap or bad-problem limit reopens or closes
-    solutions at once (``refresh_queue_state``), so the queue follows the new rule."""
-    changed = [name for name, value in fields.items() if getattr(campaign, name) != value]
-    for name, value in fields.items():
-        setattr(campaign, name, value)
-    with transaction.atomic():
-        campaign.save()
-        if any(name in _QUEUE_SETTINGS for name in changed):
-            Solution.objects.filter(campaign=campaign).refresh_queue_state()
-    return campaign
-
-
-def campaign_pause_set(*, campaign: Campaign, paused: bool) -> Campaign:
-    """Pause (the queue serves nothing, leases run out) or resume a campaign."""
-    Campaign.objects.filter(pk=campaign.pk).update(is_paused=paused)
-    campaign.is_paused = paused
-    return campaign
-
 
 # --- Uploads ---------------------------------------------------------------------------------
-
-
-def upload_limit_bytes() -> int:
-    return settings.STEPWISE_MAX_UPLOAD_MB * 1024 * 1024
-
-
-def upload_too_large_message(size: int) -> str:
-    return (
-        f"The file is {size / 1024 / 1024:.1f} MB; uploads are limited to "
-        f"{settings.STEPWISE_MAX_UPLOAD_MB} MB (STEPWISE_MAX_UPLOAD_MB). Split it, or import it "
-        "with `python manage.py import_solutions` on the server."
-    )
-
-
-def import_job_create(
-    *,
-    campaign: Campaign,
-    created_by: AbstractBaseUser | None,
-    upload: UploadedFile,
-    fmt: str,
-    as_gold: str | None = None,
-    generator: str = "",
-    grade: bool = True,
-) -> ImportJob:
-    """Store an uploaded file under ``MEDIA_ROOT/imports/<job>/`` and queue its import.
-
-    The file is checked by the importer in the worker (all or nothing), so an upload returns at
-    once whatever its size; the job row carries the outcome.
-    """
-    from annotators.tasks import import_run_task
-    from exports.importers import FORMATS
-
-    if fmt not in FORMATS:
-        raise ManageError(f"Unknown format {fmt!r}; one of {', '.join(FORMATS)}.")
-    if as_gold not in (None, "", Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING):
-        raise ManageError("Gold solutions are either quality control (qc) or screening.")
-    if upload.size > upload_limit_bytes():
-        raise ManageError(upload_too_large_message(upload.size))
-    options = {k: v for k, v in {"as_gold": as_gold, "generator": generator}.items() if v}
-    name = get_valid_filename(Path(upload.name or "upload.jsonl").name) or "upload.jsonl"
-    with transaction.atomic():
-        job = ImportJob.objects.create(
-            campaign=campaign,
-            created_by=created_by,
-            file_name=name[:255],
-            format=fmt,
-            options=options,
-            grade=grade,
-        )
-        job.stored_path = f"imports/{job.pk}/{name}"
-        job.path.parent.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256()
-        with open(job.path, "wb") as out:
-            for chunk in upload.chunks():
-                digest.update(chunk)
-                out.write(chunk)
-        job.size, job.sha256 = job.path.stat().st_size, digest.hexdigest()
-        job.save(update_fields=["stored_path", "size", "sha256"])
-        transaction.on_commit(lambda: import_run_task.delay(job.pk))
-    return job
-
-
-class _ProgressWriter:
-    """Writes an import's phase and progress to its row every half second, from a thread.
-
-    The import writes inside one long transaction; progress written there would only appear
-    at its commit. This thread has its own connection, so the page sees it as it happens. On
-    SQLite (one writer at a time) a tick that finds the database busy is skipped, not waited for.
-    """
-
-    EVERY_S = 0.5
-
-    def __init__(self, job_id: int) -> None:
-        self.job_id = job_id
-        self.phase, self.progress = "validating", 0.0
-        self.written: tuple[str, float] | None = None
-        self.stop_event = threading.Event()
-        self.thread = threading.Thread(target=self._run, name=f"import-{job_id}-progress")
-
-    def report(self, phase: str, progress: float) -> None:
-        self.phase, self.progress = phase, progress
-
-    def __enter__(self) -> _ProgressWriter:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop_event.set()
-        self.thread.join()
-
-    def _run(self) -> None:
-        try:
-            if connection.vendor == "sqlite":
-                with connection.cursor() as cursor:
-                    cursor.execute("PRAGMA busy_timeout = 0")
-            while not self.stop_event.wait(self.EVERY_S):
-                now = (self.phase, round(self.progress, 3))
-                if now == self.written:
-                    continue
-                try:
-                    ImportJob.objects.filter(
-                        pk=self.job_id, status=ImportJob.Status.RUNNING
-                    ).update(phase=now[0], progress=now[1])
-                    self.written = now
-                except OperationalError:
-                    pass  # SQLite busy with the import's own transaction: next tick
-        finally:
-            connection.close()
-
-
-def import_job_run(*, job: ImportJob) -> ImportJob:
-    """Run an uploaded import (the Celery task): claim the job, import, record the outcome.
-
-    A job runs once: a repeated message finds it no longer pending and leaves it alone. The file
-    is deleted afterwards (its size and sha256 stay on the row).
-    """
-    from exports.importers import ImportValidationError, import_file
-
-    claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.PENDING).update(
-        status=ImportJob.Status.RUNNING, started_at=timezone.now(), phase="validating"
-    )
-    if not claimed:
-        job.refresh_from_db()
-        return job
-    fields: dict[str, Any]
-    try:
-        with _ProgressWriter(job.pk) as writer:
-            result = import_file(
-                job.path,
-                campaign=job.campaign,
-                fmt=job.format,
-                grade=job.grade,
-                progress=writer.report,
-                **job.options,
-            )
-    except ImportValidationError as error:
-        fields = {
-            "status": ImportJob.Status.FAILED,
-            "errors": [
-                {"file": e.file, "line": e.line, "field": e.field, "message": e.message}
-                for e in error.errors
-            ],
-            "errors_truncated": error.truncated,
-        }
-    except Exception as error:
-        log.exception("import job %s failed", job.pk)
-        fields = {
-            "status": ImportJob.Status.FAILED,
-            "errors": [
-                {
-                    "file": job.file_name,
-                    "line": None,
-                    "field": "",
-                    "message": "the import stopped with an internal error "
-                    f"({type(error).__name__}); nothing was written",
-                }
-            ],
-        }
-    else:
-        fields = {
-            "status": ImportJob.Status.DONE,
-            "progress": 1.0,
-            "counts": {
-                name: getattr(result, name)
-                for name in (
-                    "lines",
-                    "problems_created",
-                    "solutions_created",
-                    "solutions_existing",
-                    "steps_created",
-                    "assignments_created",
-                    "assignments_existing",
-                    "step_labels_created",
-                    "users_created",
-                    "solutions_graded",
-                )
-            }
-            | {"seconds": round(result.seconds, 2)},
-        }
-    fields |= {"phase": "", "finished_at": timezone.now()}
-    ImportJob.objects.filter(pk=job.pk).update(**fields)
-    shutil.rmtree(job.path.parent, ignore_errors=True)
-    job.refresh_from_db()
-    if job.status == ImportJob.Status.DONE and job.counts.get("solutions_created"):
-        from labeling.active_learning import active_learning_after_import
-
-        active_learning_after_import(campaign=job.campaign)
-    return job
 
 
 # --- Invitations -----------------------------------------------------------------------------
@@ -470,7 +249,7 @@ def membership_update(
                 status=Assignment.Status.LEASED,
             ).update(lease_expires_at=timezone.now())
     if status != Membership.Status.ACTIVE:
-        from labeling.services import leases_reclaim
+        from labeling.queue import leases_reclaim
 
         leases_reclaim(campaign=locked.campaign, limit=None)
     return locked

@@ -8,7 +8,7 @@ Definitions, all over submitted assignments:
 - seconds per step: an assignment's total time over its rated steps (both recorded by the queue
   and by PRM800K's ``total_time``); the median over assignments, overall and per annotator;
 - QC agreement: on quality-control solutions, the share of scored steps equal to the gold rating,
-  by the queue's own rule (``labeling.services.gold_agreement``: steps with a gold rating, up to
+  by the queue's own rule (``labeling.queue.gold_agreement``: steps with a gold rating, up to
   the first gold negative with stop-at-first-error; an unrated step disagrees);
 - inter-annotator agreement: Krippendorff's alpha (nominal, and interval as a second figure) and
   pairwise Cohen's kappa over steps rated by at least two annotators, on regular and QC solutions
@@ -29,9 +29,8 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 
 from annotators import agreement
-from annotators.models import Membership
-from labeling.models import Assignment, Campaign, Review, Solution, Step, StepLabel
-from labeling.services import gold_agreement
+from labeling.models import Assignment, Campaign, Membership, Review, Solution, Step, StepLabel
+from labeling.queue import gold_agreement
 
 # The queue's head: how many solutions the next annotators will be served (active learning puts
 # convincing wrong answers there).

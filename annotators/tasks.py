@@ -5,16 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from annotators import services
-from annotators.models import CampaignSnapshot, ImportJob
-
-
-@shared_task(name="annotators.import_run")
-def import_run_task(job_id: int) -> str:
-    """Run an uploaded import. A message for a job that no longer exists is dropped."""
-    job = ImportJob.objects.select_related("campaign").filter(pk=job_id).first()
-    if job is None:
-        return "missing"
-    return services.import_job_run(job=job).status
+from annotators.models import CampaignSnapshot
 
 
 @shared_task(name="annotators.snapshot_refresh")

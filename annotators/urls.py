@@ -10,13 +10,6 @@ app_name = "annotators"
 
 campaign = "campaigns/<slug:slug>/"
 urlpatterns = [
-    path("campaigns/", views.campaign_list, name="list"),
-    path("campaigns/new/", views.campaign_create, name="create"),
-    path(campaign, views.campaign_detail, name="detail"),
-    path(campaign + "settings/", views.campaign_settings, name="settings"),
-    path(campaign + "pause/", views.campaign_pause, name="pause"),
-    path(campaign + "imports/", views.import_list, name="imports"),
-    path(campaign + "imports/<int:pk>/", views.import_status, name="import-status"),
     path(campaign + "members/", views.member_list, name="members"),
     path(campaign + "members/<int:pk>/", views.member_detail, name="member"),
     path(campaign + "invitations/", views.invitation_list, name="invitations"),

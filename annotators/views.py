@@ -4,222 +4,39 @@ or selector, and renders (``campaign_for``: 404 for outsiders, 403 for a role th
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotators import charts, selectors, services
+from annotators import selectors, services
 from annotators.dashboard import dashboard_context
 from annotators.forms import (
-    CampaignForm,
     GoldForm,
     InvitationForm,
     MemberForm,
     ReviewFilterForm,
     ReviewForm,
     SignUpForm,
-    UploadForm,
 )
-from annotators.models import ApiToken, CampaignSnapshot, ImportJob, Invitation, Membership
-from annotators.permissions import (
+from annotators.models import ApiToken, CampaignSnapshot
+from annotators.stats import qc_agreement
+from common import charts
+from common.pages import page_number, posted
+from common.tables import Column, table
+from labeling import selectors as labeling_selectors
+from labeling.models import Assignment, Campaign, Invitation, Membership, Review, Solution, Step
+from labeling.permissions import (
     LABEL,
     MANAGE,
     REVIEW,
     campaign_for,
-    campaign_nav,
-    campaigns_visible_to,
-    may_create_campaigns,
+    campaign_page,
 )
-from annotators.stats import qc_agreement
-from annotators.tables import Column, table
-from labeling.models import Assignment, Campaign, Review, Solution, Step
-
-
-def _page(
-    request: HttpRequest,
-    template: str,
-    campaign: Campaign,
-    membership: Membership | None,
-    context: dict | None = None,
-    *,
-    status: int = 200,
-) -> HttpResponse:
-    """Render a campaign page with what the campaign menu needs to know about the viewer."""
-    base = campaign_nav(request.user, campaign, membership)
-    return render(request, template, base | (context or {}), status=status)
-
-
-def _posted(request: HttpRequest):
-    """The form data of a POST (even an empty one, which must fail validation), else None."""
-    return request.POST if request.method == "POST" else None
-
-
-def _page_number(request: HttpRequest) -> int:
-    try:
-        return max(int(request.GET.get("page", "1")), 1)
-    except ValueError:
-        return 1
-
-
-def _may_create_campaigns(user) -> bool:
-    return may_create_campaigns(user)
-
-
-# --- Campaigns -------------------------------------------------------------------------------
-
-
-@login_required
-@require_GET
-def campaign_list(request: HttpRequest) -> HttpResponse:
-    """The campaigns this person belongs to, with their role, and a way to create one."""
-    roles = dict(
-        Membership.objects.filter(user=request.user, status=Membership.Status.ACTIVE).values_list(
-            "campaign_id", "role"
-        )
-    )
-    campaigns = [
-        {"campaign": c, "role": roles.get(c.pk, "site admin")}
-        for c in campaigns_visible_to(request.user).order_by("name")
-    ]
-    return render(
-        request,
-        "annotators/campaign_list.html",
-        {"campaigns": campaigns, "may_create": _may_create_campaigns(request.user)},
-    )
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def campaign_create(request: HttpRequest) -> HttpResponse:
-    if not _may_create_campaigns(request.user):
-        raise PermissionDenied("Only staff create campaigns on this site.")
-    form = CampaignForm(_posted(request))
-    if request.method == "POST" and form.is_valid():
-        campaign = services.campaign_create(creator=request.user, **form.settings())
-        messages.success(request, f"Campaign “{campaign.name}” created. Next: import solutions.")
-        return redirect("annotators:imports", slug=campaign.slug)
-    return render(
-        request,
-        "annotators/campaign_form.html",
-        {"form": form, "creating": True},
-        status=400 if form.errors else 200,
-    )
-
-
-@login_required
-@require_GET
-def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """The campaign's home: instructions, the viewer's standing (screening), links by role."""
-    campaign, membership = campaign_for(request.user, slug, roles=LABEL)
-    reviewed = (
-        selectors.my_reviews(campaign=campaign, user=request.user, per_page=5)[0]
-        if membership
-        else []
-    )
-    return _page(
-        request,
-        "annotators/campaign_detail.html",
-        campaign,
-        membership,
-        {"recent_reviews": reviewed},
-    )
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def campaign_settings(request: HttpRequest, slug: str) -> HttpResponse:
-    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    form = CampaignForm(_posted(request), instance=Campaign.objects.get(pk=campaign.pk))
-    if request.method == "POST" and form.is_valid():
-        services.campaign_update(campaign=campaign, **form.settings())
-        messages.success(request, "Settings saved.")
-        return redirect("annotators:settings", slug=campaign.slug)
-    return _page(
-        request,
-        "annotators/campaign_form.html",
-        campaign,
-        membership,
-        {"form": form, "creating": False},
-        status=400 if form.errors else 200,
-    )
-
-
-@login_required
-@require_POST
-def campaign_pause(request: HttpRequest, slug: str) -> HttpResponse:
-    """Pause or resume (``paused=1`` / ``paused=0``)."""
-    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
-    paused = request.POST.get("paused") == "1"
-    services.campaign_pause_set(campaign=campaign, paused=paused)
-    messages.success(request, "Campaign paused: no work is served." if paused else "Resumed.")
-    return redirect("annotators:detail", slug=campaign.slug)
-
-
-# --- Imports ---------------------------------------------------------------------------------
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def import_list(request: HttpRequest, slug: str) -> HttpResponse:
-    """Upload a file (imported in the background) and follow the imports."""
-    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    status, refused = 200, None
-    form = UploadForm()
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
-    if request.method == "POST" and length > services.upload_limit_bytes() + 65536:
-        # Refused on the request's size, before the form reads the file.
-        refused, status = services.upload_too_large_message(length), 413
-    elif request.method == "POST":
-        form = UploadForm(request.POST, request.FILES)
-        if form.is_valid():
-            try:
-                services.import_job_create(
-                    campaign=campaign,
-                    created_by=request.user,
-                    upload=form.cleaned_data["file"],
-                    fmt=form.cleaned_data["format"],
-                    as_gold=form.cleaned_data["as_gold"] or None,
-                    generator=form.cleaned_data["generator"],
-                    grade=form.cleaned_data["grade"],
-                )
-            except services.ManageError as error:
-                form.add_error(None, str(error))
-            else:
-                return redirect("annotators:imports", slug=campaign.slug)
-        status = 400
-    jobs = ImportJob.objects.filter(campaign=campaign).select_related("created_by")[:50]
-    return _page(
-        request,
-        "annotators/import_list.html",
-        campaign,
-        membership,
-        {
-            "form": form,
-            "refused": refused,
-            "jobs": jobs,
-            "limit_mb": settings.STEPWISE_MAX_UPLOAD_MB,
-        },
-        status=status,
-    )
-
-
-@login_required
-@require_GET
-def import_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """One import's row; htmx polls it while the import runs. Without htmx: the list."""
-    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    job = get_object_or_404(ImportJob, campaign=campaign, pk=pk)
-    if not request.htmx:
-        return redirect("annotators:imports", slug=campaign.slug)
-    return _page(request, "annotators/import_list.html#job-row", campaign, membership, {"job": job})
-
 
 # --- Members and invitations -------------------------------------------------------------------
 
@@ -247,7 +64,7 @@ def member_list(request: HttpRequest, slug: str) -> HttpResponse:
     for row in rows:
         row["url"] = reverse("annotators:member", kwargs={"slug": campaign.slug, "pk": row["id"]})
     context["members"] = table(rows, MEMBER_COLUMNS, query=request.GET, default_sort="username")
-    return _page(request, "annotators/member_list.html", campaign, membership, context)
+    return campaign_page(request, "annotators/member_list.html", campaign, membership, context)
 
 
 @login_required
@@ -258,7 +75,7 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     member = get_object_or_404(
         Membership.objects.select_related("user", "invitation"), campaign=campaign, pk=pk
     )
-    form = MemberForm(_posted(request), initial={"role": member.role, "status": member.status})
+    form = MemberForm(posted(request), initial={"role": member.role, "status": member.status})
     if request.method == "POST" and form.is_valid():
         try:
             services.membership_update(
@@ -277,7 +94,7 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         points=[(d["day"][5:], d["agreement"]) for d in qc["days"]],
     )
     figures = selectors.annotator_figures(services.snapshot_current(campaign=campaign))
-    return _page(
+    return campaign_page(
         request,
         "annotators/member_detail.html",
         campaign,
@@ -299,7 +116,7 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def invitation_list(request: HttpRequest, slug: str) -> HttpResponse:
     """Create invitation links (the new link is shown once, on this response) and list them."""
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    form = InvitationForm(_posted(request))
+    form = InvitationForm(posted(request))
     new_link = None
     if request.method == "POST" and form.is_valid():
         _, token = services.invitation_create(
@@ -312,7 +129,7 @@ def invitation_list(request: HttpRequest, slug: str) -> HttpResponse:
         )
         new_link = request.build_absolute_uri(reverse("annotators:join", kwargs={"token": token}))
         form = InvitationForm()
-    return _page(
+    return campaign_page(
         request,
         "annotators/invitation_list.html",
         campaign,
@@ -351,7 +168,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     if state != Invitation.State.ACTIVE and member is None:
         error = services.InvitationRefused(state)
         return render(request, "annotators/join.html", {"error": error}, status=410)
-    form = SignUpForm(_posted(request)) if not request.user.is_authenticated else None
+    form = SignUpForm(posted(request)) if not request.user.is_authenticated else None
     if request.method == "POST" and (form is None or form.is_valid()):
         try:
             if form is None:
@@ -367,7 +184,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         except services.InvitationRefused as error:
             return render(request, "annotators/join.html", {"error": error}, status=410)
         messages.success(request, f"Welcome to {campaign.name}: you joined as {member.role}.")
-        return redirect("annotators:detail", slug=campaign.slug)
+        return redirect("labeling:campaign", slug=campaign.slug)
     return render(
         request,
         "annotators/join.html",
@@ -389,9 +206,9 @@ def gold_list(request: HttpRequest, slug: str) -> HttpResponse:
         if wanted.isdigit() and Solution.objects.filter(campaign=campaign, pk=wanted).exists():
             return redirect("annotators:gold-edit", slug=campaign.slug, pk=int(wanted))
         messages.error(request, f"This campaign has no solution {wanted}.")
-    page = _page_number(request)
+    page = page_number(request)
     solutions, has_next = selectors.gold_solutions(campaign=campaign, page=page)
-    return _page(
+    return campaign_page(
         request,
         "annotators/gold_list.html",
         campaign,
@@ -411,7 +228,7 @@ def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     initial = {"kind": solution.kind} | {
         f"gold_{s.index}": "" if s.gold_rating is None else str(s.gold_rating) for s in steps
     }
-    form = GoldForm(_posted(request), initial=initial, step_indexes=[s.index for s in steps])
+    form = GoldForm(posted(request), initial=initial, step_indexes=[s.index for s in steps])
     if request.method == "POST" and form.is_valid():
         try:
             services.solution_gold_set(
@@ -422,7 +239,7 @@ def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Solution {solution.pk} saved.")
             return redirect("annotators:gold", slug=campaign.slug)
-    return _page(
+    return campaign_page(
         request,
         "annotators/gold_edit.html",
         campaign,
@@ -457,7 +274,7 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     context = _snapshot_context(campaign)
     if context["snapshot"] is not None:
         context |= dashboard_context(context["snapshot"].data, query=request.GET)
-    return _page(request, "annotators/dashboard.html", campaign, membership, context)
+    return campaign_page(request, "annotators/dashboard.html", campaign, membership, context)
 
 
 @login_required
@@ -486,7 +303,7 @@ def snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
     )
     if latest is not None and str(latest) != shown:
         return HttpResponseClientRefresh()
-    return _page(
+    return campaign_page(
         request,
         "annotators/_snapshot.html#snapshot-status",
         campaign,
@@ -537,7 +354,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
                 prefix="p_",
             ),
         }
-    return _page(request, "annotators/agreement.html", campaign, membership, context)
+    return campaign_page(request, "annotators/agreement.html", campaign, membership, context)
 
 
 # --- Review ----------------------------------------------------------------------------------
@@ -560,7 +377,7 @@ def review_list(request: HttpRequest, slug: str) -> HttpResponse:
     if data.get("low_qc"):
         snapshot = services.snapshot_current(campaign=campaign)
         annotator_ids = selectors.low_qc_annotators(campaign=campaign, snapshot=snapshot)
-    page = _page_number(request)
+    page = page_number(request)
     rows, has_next = selectors.review_queue(
         campaign=campaign,
         state=data.get("state") or "unreviewed",
@@ -573,7 +390,7 @@ def review_list(request: HttpRequest, slug: str) -> HttpResponse:
     )
     query = request.GET.copy()
     query.pop("page", None)
-    return _page(
+    return campaign_page(
         request,
         "annotators/review_list.html",
         campaign,
@@ -603,7 +420,7 @@ def review_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         initial = {"decision": review.decision, "comment": review.comment} | {
             f"step_{i}": str(r) for i, r in review.corrections.items()
         }
-    form = ReviewForm(_posted(request), initial=initial, step_indexes=detail.rated_indexes)
+    form = ReviewForm(posted(request), initial=initial, step_indexes=detail.rated_indexes)
     own = detail.assignment.annotator_id == request.user.pk
     if request.method == "POST" and form.is_valid():
         try:
@@ -619,7 +436,7 @@ def review_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Review of assignment {pk} saved.")
             return redirect("annotators:reviews", slug=campaign.slug)
-    return _page(
+    return campaign_page(
         request,
         "annotators/review_detail.html",
         campaign,
@@ -642,9 +459,11 @@ def review_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def my_reviews(request: HttpRequest, slug: str) -> HttpResponse:
     """An annotator's reviewed work: accepted or rejected, the comment, corrected ratings."""
     campaign, membership = campaign_for(request.user, slug, roles=LABEL)
-    page = _page_number(request)
-    reviews, has_next = selectors.my_reviews(campaign=campaign, user=request.user, page=page)
-    return _page(
+    page = page_number(request)
+    reviews, has_next = labeling_selectors.my_reviews(
+        campaign=campaign, user=request.user, page=page
+    )
+    return campaign_page(
         request,
         "annotators/my_reviews.html",
         campaign,

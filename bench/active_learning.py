@@ -16,7 +16,7 @@ repository has only a small extract):
   metric is the step-level AUROC on them (each distinct step once);
 - uniform: a random sample of ``budget`` paths; active: a uniform seed of half the smallest
   budget, then rounds up to each budget, each selecting the next paths with the app's own order
-  (``labeling.active_learning.queue_order``, 80/20) by the PRM trained on what was selected so far;
+  (``learning.active_learning.queue_order``, 80/20) by the PRM trained on what was selected so far;
 - a second source (``--source reference``; both run by default) follows the paper more closely:
   a pool of model-generated solutions (800 Qwen2.5-Math MATH and 5,276 GPT-3 GSM8K solutions,
   graded), whose steps a reference PRM trained on every phase 1 label rates (the paper's PRM_large
@@ -132,7 +132,7 @@ def run_uniform(pool: Pool, test: Pool, budgets, *, seed: int, workdir: Path) ->
 
 
 def run_active(pool: Pool, test: Pool, budgets, *, seed: int, share: float, workdir: Path) -> dict:
-    from labeling.active_learning import Scored, queue_order
+    from learning.active_learning import Scored, queue_order
 
     order = list(range(len(pool.solutions)))
     random.Random(seed).shuffle(order)
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
     import django
 
-    django.setup()  # for labeling.active_learning.queue_order (the app's own selection rule)
+    django.setup()  # for learning.active_learning.queue_order (the app's own selection rule)
     shared = args.data.parent
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="stepwise-al-reference-") as tmp:

@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     from django.db import connection, transaction
 
     import prm
-    from labeling.active_learning import _score_open, queue_order, solutions_rewrite
     from labeling.models import Step
+    from learning.active_learning import _score_open, queue_order, solutions_rewrite
 
     call_command("migrate", verbosity=0)
     campaign = build_campaign(args.solutions)

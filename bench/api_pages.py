@@ -39,9 +39,8 @@ def load(n: int):
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from annotators.models import Membership
     from annotators.services import api_token_create
-    from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepLabel
+    from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
 
     campaign = Campaign.objects.create(slug="bench", name="Bench")
     User = get_user_model()

@@ -208,8 +208,7 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int]]:
     from django.test.utils import CaptureQueriesContext
     from django.urls import reverse
 
-    from annotators.models import Membership
-    from labeling.models import Assignment
+    from labeling.models import Assignment, Membership
 
     User = get_user_model()
     manager = User.objects.get(username="bench-manager")
@@ -254,7 +253,7 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int]]:
         ("gold list", manager, url("gold")),
         ("gold edit", manager, url("gold-edit", pk=qc_solution.pk)),
         ("figures status poll", manager, url("snapshot-status") + "?shown=0"),
-        ("campaign list", manager, reverse("annotators:list")),
+        ("campaign list", manager, reverse("labeling:campaigns")),
     ]  # fmt: skip
     clients = {}
     results = []

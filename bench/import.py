@@ -4,7 +4,7 @@
         [--n 100000] [--unlabelled] [--keep]
 
 Generates the lines with ``bench/synthetic.py`` into a temporary file (streamed, never held in
-memory), imports them through ``exports.importers.import_file`` (what ``import_solutions`` runs)
+memory), imports them through ``imports.import_file`` (what ``import_solutions`` runs)
 into a fresh campaign with grading deferred, then grades the new solutions. Prints solutions/s,
 steps/s, step labels/s, peak RSS of this process, and the grading rate separately. The campaign
 is deleted afterwards unless ``--keep``. Target on a 2-core machine: >= 3,000 solutions/s (about
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     call_command("migrate", verbosity=0)  # the database may predate the newest migrations
 
     from bench.synthetic import write_jsonl
-    from exports.importers import import_file
+    from imports.service import import_file
     from labeling.grading import Grader, solutions_grade
     from labeling.models import Campaign, Solution
 

@@ -68,8 +68,7 @@ def load(*, solutions: int, history: int, seed: int):
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from annotators.models import Membership
-    from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepLabel
+    from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
 
     rng = random.Random(seed)
     source = real_solutions()
@@ -235,12 +234,12 @@ def main() -> None:
         f"in {time.perf_counter() - started:.1f} s"
     )
 
-    from labeling import selectors, services, views
+    from labeling import queue, selectors, views
 
     phases = Phases()
     phases.wrap(selectors, "assignment_get", "read the assignment")
-    phases.wrap(services, "assignment_submit", "assignment_submit (1 commit)")
-    phases.wrap(services, "assignment_next", "assignment_next (1 commit)")
+    phases.wrap(queue, "assignment_submit", "assignment_submit (1 commit)")
+    phases.wrap(queue, "assignment_next", "assignment_next (1 commit)")
     phases.wrap(selectors, "assignment_view", "assignment_view")
     phases.wrap(views, "render", "render the workspace")
 

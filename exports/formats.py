@@ -25,8 +25,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import queue
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +38,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Q
 from django.utils import timezone
 
+from common.readahead import read_ahead
 from labeling.models import Assignment, Campaign, Review, Solution, Step, StepLabel
 
 MATH500_PATH = Path(__file__).resolve().parent / "data" / "math500" / "test.jsonl"
@@ -265,12 +264,12 @@ def iter_solutions(
     reviewer (and accepted, with ``reviewed_only``), on a problem the policy keeps. Solutions come
     in keyset batches of ``batch_size``, each read with four queries (solutions with their
     problem, steps, assignments, labels); nothing outlives its batch but the next one, which a
-    thread reads while this one is written (see ``_read_ahead``).
+    thread reads while this one is written (see ``common.readahead``).
     """
     batches = _batches(campaign, policy, batch_size, stats or StreamStats())
     if not connections[DEFAULT_DB_ALIAS].in_atomic_block:
         # Inside a transaction another thread's connection would not see its writes.
-        batches = _read_ahead(batches)
+        batches = read_ahead(batches, name="export-reader")
     for solutions, done, total in batches:
         yield from solutions
         if progress:
@@ -315,54 +314,6 @@ def _batches(
                 continue
             by_id[row[0]] = SolutionData(*row, split=current_split)
         yield (list(_fill(by_id, policy)) if by_id else []), done, total
-
-
-class _Failed:
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
-
-
-def _read_ahead(items: Iterator[T]) -> Iterator[T]:
-    """Run ``items`` in a thread, one item ahead of the consumer.
-
-    The database works on the next batch while this thread turns the current one into rows:
-    on two cores that overlaps PostgreSQL's time with Python's instead of adding them. The
-    thread has its own connection (Django's are per thread) and closes it when done.
-    """
-    handoff: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
-    end = object()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                handoff.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if not put(item):
-                    return
-            put(end)
-        except BaseException as exc:
-            put(_Failed(exc))
-        finally:
-            connections.close_all()
-
-    reader = threading.Thread(target=produce, name="export-reader", daemon=True)
-    reader.start()
-    try:
-        while (item := handoff.get()) is not end:
-            if isinstance(item, _Failed):
-                raise item.exc
-            yield item
-    finally:
-        stop.set()
-        reader.join()
 
 
 def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[SolutionData]:

@@ -13,7 +13,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import models
 
-from labeling.models import BackgroundJob, Campaign
+from common.models import BackgroundJob
+from labeling.models import Campaign
 
 
 class Export(BackgroundJob):

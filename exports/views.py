@@ -3,35 +3,21 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotators.models import Membership
 from exports.formats import ExportError
 from exports.forms import ExportForm
 from exports.models import Export
 from exports.services import export_create
 from labeling.models import Campaign
+from labeling.permissions import MANAGE, campaign_for
 
 
 def _get_campaign_for_manager(request: HttpRequest, slug: str) -> Campaign:
     """The campaign, if this person manages it: 404 for outsiders, 403 for other roles."""
-    campaign = get_object_or_404(Campaign, slug=slug)
-    if request.user.is_superuser:
-        return campaign
-    role = (
-        Membership.objects.filter(
-            campaign=campaign, user=request.user, status=Membership.Status.ACTIVE
-        )
-        .values_list("role", flat=True)
-        .first()
-    )
-    if role is None:
-        raise Http404("No such campaign")
-    if role != Membership.Role.MANAGER:
-        raise PermissionDenied("Only the campaign's managers can export its labels")
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
     return campaign
 
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 from django.contrib import admin
 
 from labeling.models import (
-    ActiveLearningRun,
     Assignment,
     Campaign,
-    PRMModel,
+    Invitation,
+    Membership,
     Problem,
     Review,
     Solution,
@@ -117,18 +117,38 @@ class ReviewAdmin(admin.ModelAdmin):
     raw_id_fields = ["assignment", "reviewer"]
 
 
-@admin.register(PRMModel)
-class PRMModelAdmin(admin.ModelAdmin):
-    list_display = ["campaign", "version", "backbone", "is_active", "training_labels", "created_at"]
-    list_filter = ["campaign", "is_active", "backbone"]
-    readonly_fields = ["metrics"]
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = [
+        "user",
+        "campaign",
+        "role",
+        "status",
+        "screening",
+        "screening_score",
+        "joined_at",
+    ]
+    list_filter = ["campaign", "role", "status", "screening"]
+    search_fields = ["user__username", "user__email", "campaign__name"]
+    list_select_related = ["user", "campaign"]
+    raw_id_fields = ["user"]
 
 
-@admin.register(ActiveLearningRun)
-class ActiveLearningRunAdmin(admin.ModelAdmin):
-    """A stuck run is best left to the sweep; deleting one frees its campaign's lock."""
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Links are created on the campaign's invitations page (the token is shown only there)."""
 
-    list_display = ["id", "campaign", "status", "trigger", "attempts", "model", "created_at"]
-    list_filter = ["status", "trigger", "campaign"]
-    raw_id_fields = ["model", "requested_by"]
-    readonly_fields = ["metrics", "timings", "queue_head", "heartbeat_at", "started_at"]
+    list_display = [
+        "token_hint",
+        "campaign",
+        "role",
+        "uses",
+        "max_uses",
+        "expires_at",
+        "revoked_at",
+    ]
+    list_filter = ["campaign", "role"]
+    readonly_fields = ["token_hash", "token_hint", "uses", "created_by", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False

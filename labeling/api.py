@@ -1,4 +1,4 @@
-"""The labelling REST API: thin views over ``labeling.services`` and ``labeling.selectors``:
+"""The labelling REST API: thin views over ``labeling.queue`` and ``labeling.selectors``:
 the queue (next, submit, skip), browsing a campaign's problems, solutions and labels (managers
 and reviewers), PRM models and active-learning runs (managers).
 
@@ -9,43 +9,17 @@ not allowed to work now -> 403, conflicts with the assignment's state -> 409, br
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
-from django.shortcuts import get_object_or_404
+from django.forms.models import model_to_dict
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics, status
-from rest_framework.decorators import api_view, authentication_classes
+from rest_framework import exceptions, generics, serializers, status
+from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotators.permissions import MANAGE, REVIEW, campaign_for
-from labeling import selectors, services
-from labeling.active_learning import active_learning_trigger
-from labeling.models import (
-    ActiveLearningRun,
-    Assignment,
-    Campaign,
-    PRMModel,
-    Problem,
-    Solution,
-    Step,
-    StepLabel,
-)
-from labeling.serializers import (
-    ActiveLearningRunSerializer,
-    AssignmentSerializer,
-    NextSerializer,
-    PRMModelSerializer,
-    ProblemDetailSerializer,
-    ProblemListSerializer,
-    SkipResultSerializer,
-    SolutionDetailSerializer,
-    SolutionListSerializer,
-    StepLabelSerializer,
-    SubmitResultSerializer,
-    SubmitSerializer,
-)
-from stepwise.api import (
-    AUTHENTICATION,
+from common.api import (
+    CursorListView,
     CursorPagination,
     ErrorSerializer,
     bool_param,
@@ -56,6 +30,30 @@ from stepwise.api import (
     query_int,
     query_text,
 )
+from labeling import queue, selectors, services
+from labeling.forms import CampaignForm
+from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
+from labeling.permissions import (
+    LABEL,
+    MANAGE,
+    REVIEW,
+    campaign_for,
+    campaign_of_member,
+    campaigns_visible_to,
+    may_create_campaigns,
+)
+from labeling.serializers import (
+    AssignmentSerializer,
+    NextSerializer,
+    ProblemDetailSerializer,
+    ProblemListSerializer,
+    SkipResultSerializer,
+    SolutionDetailSerializer,
+    SolutionListSerializer,
+    StepLabelSerializer,
+    SubmitResultSerializer,
+    SubmitSerializer,
+)
 
 QUEUE = ["queue"]
 _REFUSED = {
@@ -64,20 +62,22 @@ _REFUSED = {
     409: OpenApiResponse(ErrorSerializer, "lease_taken or assignment_closed."),
 }
 
+SETTINGS_FIELDS = [name for name in CampaignForm.Meta.fields if name != "slug"]
+
 
 _STATUS = {
-    services.NotAMember: status.HTTP_404_NOT_FOUND,
-    services.NotLeaseHolder: status.HTTP_404_NOT_FOUND,
-    services.CampaignPaused: status.HTTP_403_FORBIDDEN,
-    services.MembershipInactive: status.HTTP_403_FORBIDDEN,
-    services.ScreeningFailed: status.HTTP_403_FORBIDDEN,
-    services.LeaseTaken: status.HTTP_409_CONFLICT,
-    services.AssignmentClosed: status.HTTP_409_CONFLICT,
+    queue.NotAMember: status.HTTP_404_NOT_FOUND,
+    queue.NotLeaseHolder: status.HTTP_404_NOT_FOUND,
+    queue.CampaignPaused: status.HTTP_403_FORBIDDEN,
+    queue.MembershipInactive: status.HTTP_403_FORBIDDEN,
+    queue.ScreeningFailed: status.HTTP_403_FORBIDDEN,
+    queue.LeaseTaken: status.HTTP_409_CONFLICT,
+    queue.AssignmentClosed: status.HTTP_409_CONFLICT,
 }
 
 
-def _refusal(error: services.LabelingError) -> Response:
-    if isinstance(error, services.LabelsInvalid):
+def _refusal(error: queue.LabelingError) -> Response:
+    if isinstance(error, queue.LabelsInvalid):
         return Response({error.field: [error.detail]}, status=status.HTTP_400_BAD_REQUEST)
     code = _STATUS.get(type(error), status.HTTP_400_BAD_REQUEST)
     return Response({"code": error.code, "detail": error.detail}, status=code)
@@ -87,13 +87,12 @@ def _refusal(error: services.LabelingError) -> Response:
     tags=QUEUE, request=None, responses={200: NextSerializer, **_REFUSED}, operation_id="queue_next"
 )
 @api_view(["POST"])
-@authentication_classes(AUTHENTICATION)
 def campaign_next(request: Request, slug: str) -> Response:
     """Lease the caller's next solution in the campaign (or resume the one they hold)."""
     try:
-        campaign = selectors.membership_campaign(slug=slug, user=request.user)
-        assignment = services.assignment_next(campaign=campaign, annotator=request.user)
-    except services.LabelingError as error:
+        campaign = campaign_of_member(slug=slug, user=request.user)
+        assignment = queue.assignment_next(campaign=campaign, annotator=request.user)
+    except queue.LabelingError as error:
         return _refusal(error)
     if assignment is None:
         nothing = selectors.queue_no_work(campaign=campaign, annotator=request.user)
@@ -111,12 +110,11 @@ def campaign_next(request: Request, slug: str) -> Response:
 
 @extend_schema(tags=QUEUE, responses={200: AssignmentSerializer, 404: _REFUSED[404]})
 @api_view(["GET"])
-@authentication_classes(AUTHENTICATION)
 def assignment_detail(request: Request, pk: int) -> Response:
     """The assignment with its steps and the caller's own labels so far."""
     try:
         assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
-    except services.LabelingError as error:
+    except queue.LabelingError as error:
         return _refusal(error)
     return Response(AssignmentSerializer(selectors.assignment_view(assignment=assignment)).data)
 
@@ -127,17 +125,16 @@ def assignment_detail(request: Request, pk: int) -> Response:
     responses={200: SubmitResultSerializer, **_REFUSED},
 )
 @api_view(["POST"])
-@authentication_classes(AUTHENTICATION)
 def assignment_submit(request: Request, pk: int) -> Response:
     """Submit the labels of an assignment; a retry with the same submission key is harmless."""
     data = SubmitSerializer(data=request.data)
     data.is_valid(raise_exception=True)
     try:
         assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
-        result = services.assignment_submit(
+        result = queue.assignment_submit(
             assignment=assignment, annotator=request.user, **data.validated_data
         )
-    except services.LabelingError as error:
+    except queue.LabelingError as error:
         return _refusal(error)
     headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
     return Response(SubmitResultSerializer(result).data, headers=headers)
@@ -145,13 +142,12 @@ def assignment_submit(request: Request, pk: int) -> Response:
 
 @extend_schema(tags=QUEUE, request=None, responses={200: SkipResultSerializer, **_REFUSED})
 @api_view(["POST"])
-@authentication_classes(AUTHENTICATION)
 def assignment_skip(request: Request, pk: int) -> Response:
     """Hand the solution back unlabelled; it is not served to the caller again."""
     try:
         assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
-        skipped = services.assignment_skip(assignment=assignment, annotator=request.user)
-    except services.LabelingError as error:
+        skipped = queue.assignment_skip(assignment=assignment, annotator=request.user)
+    except queue.LabelingError as error:
         return _refusal(error)
     return Response(SkipResultSerializer(skipped).data)
 
@@ -167,11 +163,6 @@ def _reviewable_campaign(request: Request, slug: str) -> Campaign:
     return campaign
 
 
-class _CampaignList(generics.ListAPIView):
-    authentication_classes = AUTHENTICATION
-    pagination_class = CursorPagination
-
-
 @extend_schema(
     tags=["problems"],
     parameters=[
@@ -179,7 +170,7 @@ class _CampaignList(generics.ListAPIView):
         OpenApiParameter("level", str, description="Exact level, e.g. 3."),
     ],
 )
-class ProblemList(_CampaignList):
+class ProblemList(CursorListView):
     """The campaign's problems, oldest first (managers and reviewers)."""
 
     serializer_class = ProblemListSerializer
@@ -197,7 +188,6 @@ class ProblemList(_CampaignList):
 class ProblemDetail(generics.RetrieveAPIView):
     """A problem with its ground truth and the ids of its solutions."""
 
-    authentication_classes = AUTHENTICATION
     serializer_class = ProblemDetailSerializer
 
     def get_queryset(self):
@@ -215,7 +205,7 @@ class ProblemDetail(generics.RetrieveAPIView):
         OpenApiParameter("generator", str, description="Exact generator name."),
     ],
 )
-class SolutionList(_CampaignList):
+class SolutionList(CursorListView):
     """The campaign's solutions, oldest first, with their queue state (managers, reviewers)."""
 
     serializer_class = SolutionListSerializer
@@ -240,7 +230,6 @@ class SolutionList(_CampaignList):
 class SolutionDetail(generics.RetrieveAPIView):
     """A solution with its problem and its steps (with gold ratings on gold solutions)."""
 
-    authentication_classes = AUTHENTICATION
     serializer_class = SolutionDetailSerializer
 
     def get_queryset(self):
@@ -265,7 +254,7 @@ class SolutionDetail(generics.RetrieveAPIView):
         ),
     ],
 )
-class LabelList(_CampaignList):
+class LabelList(CursorListView):
     """Every step label of the campaign, oldest first (managers and reviewers)."""
 
     serializer_class = StepLabelSerializer
@@ -290,51 +279,126 @@ class LabelList(_CampaignList):
 # --- PRM models and active learning: managers -------------------------------------------------
 
 
-@extend_schema(tags=["active learning"])
-class PRMModelList(_CampaignList):
-    """The campaign's trained PRMs, oldest first; ``is_active`` marks the one scoring the queue."""
+class CampaignSerializer(serializers.ModelSerializer):
+    """A campaign and the caller's role in it (``site admin`` for superusers outside it)."""
 
-    serializer_class = PRMModelSerializer
+    role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Campaign
+        fields = ["id", "slug", *SETTINGS_FIELDS, "is_paused", "created_at", "role"]
+        read_only_fields = fields
+
+    def get_role(self, campaign: Campaign) -> str:
+        roles = self.context.get("roles", {})
+        return roles.get(campaign.pk, "site admin")
+
+
+class CampaignWriteSerializer(serializers.ModelSerializer):
+    """Settings to create a campaign with (``name`` required) or to change (any subset).
+
+    ``slug`` is chosen once, at creation (from the name when absent); ``is_paused`` pauses or
+    resumes serving work.
+    """
+
+    class Meta:
+        model = Campaign
+        fields = ["slug", *SETTINGS_FIELDS, "is_paused"]
+        extra_kwargs = {
+            "slug": {"required": False, "validators": []},
+            "name": {"required": True},
+            "is_paused": {"required": False},
+        }
+
+
+def _form_errors(form) -> exceptions.ValidationError:
+    errors = {("non_field_errors" if k == "__all__" else k): v for k, v in form.errors.items()}
+    return exceptions.ValidationError(errors)
+
+
+def _campaign_body(request: Request, campaign: Campaign, status_code: int = 200) -> Response:
+    roles = dict(
+        Membership.objects.filter(user=request.user, campaign=campaign).values_list(
+            "campaign_id", "role"
+        )
+    )
+    body = CampaignSerializer(campaign, context={"roles": roles}).data
+    return Response(body, status=status_code)
+
+
+class CampaignList(generics.ListAPIView):
+    """The campaigns the caller belongs to (every campaign for site admins), with their role."""
+
+    pagination_class = CursorPagination
+    serializer_class = CampaignSerializer
 
     def get_queryset(self):
-        campaign, _ = campaign_for(self.request.user, self.kwargs["slug"], roles=MANAGE)
-        return PRMModel.objects.filter(campaign=campaign)
+        return campaigns_visible_to(self.request.user).distinct()
 
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        context["roles"] = dict(
+            Membership.objects.filter(
+                user=self.request.user, status=Membership.Status.ACTIVE
+            ).values_list("campaign_id", "role")
+        )
+        return context
 
-class ActiveLearningRunList(_CampaignList):
-    """The campaign's active-learning runs, oldest first; POST asks for one now."""
-
-    serializer_class = ActiveLearningRunSerializer
-
-    def get_queryset(self):
-        campaign, _ = campaign_for(self.request.user, self.kwargs["slug"], roles=MANAGE)
-        return ActiveLearningRun.objects.filter(campaign=campaign).select_related("requested_by")
-
-    @extend_schema(tags=["active learning"])
+    @extend_schema(tags=["campaigns"])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
-        tags=["active learning"],
-        request=None,
-        responses={202: ActiveLearningRunSerializer},
-        description="Train the PRM on the labels so far, rescore the open solutions and reorder "
-        "the queue, in a Celery worker. One run at a time per campaign: while one is queued "
-        "or running, this returns that one.",
+        tags=["campaigns"],
+        request=CampaignWriteSerializer,
+        responses={201: CampaignSerializer},
+        description="Create a campaign; the caller becomes its manager. Who may: "
+        "`STEPWISE_CAMPAIGN_CREATORS` (anyone logged in, or staff).",
     )
-    def post(self, request: Request, slug: str) -> Response:
-        campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
-        run = active_learning_trigger(campaign=campaign, requested_by=request.user)
-        return Response(ActiveLearningRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+    def post(self, request: Request, *args, **kwargs) -> Response:
+        if not may_create_campaigns(request.user):
+            raise PermissionDenied("Only staff create campaigns on this site.")
+        data = CampaignWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        paused = values.pop("is_paused", False)
+        defaults = model_to_dict(Campaign(), fields=CampaignForm.Meta.fields)
+        form = CampaignForm({**defaults, **values})
+        if not form.is_valid():
+            raise _form_errors(form)
+        campaign = services.campaign_create(creator=request.user, **form.settings())
+        if paused:
+            services.campaign_pause_set(campaign=campaign, paused=True)
+        return _campaign_body(request, campaign, status.HTTP_201_CREATED)
 
 
-@extend_schema(tags=["active learning"], responses={200: ActiveLearningRunSerializer})
-@api_view(["GET"])
-@authentication_classes(AUTHENTICATION)
-def active_learning_run_detail(request: Request, slug: str, pk: int) -> Response:
-    """One run's status, timings, metrics and the composition of the new queue head."""
+@extend_schema(methods=["GET"], tags=["campaigns"], responses={200: CampaignSerializer})
+@extend_schema(
+    methods=["PATCH"],
+    tags=["campaigns"],
+    request=CampaignWriteSerializer(partial=True),
+    responses={200: CampaignSerializer},
+    description="Change settings (managers). A new overlap or bad-problem limit reopens or "
+    "closes solutions at once; `is_paused` pauses or resumes serving work; the slug never changes.",
+)
+@api_view(["GET", "PATCH"])
+def campaign_detail(request: Request, slug: str) -> Response:
+    """A campaign the caller belongs to, with their role; managers change its settings."""
+    if request.method == "GET":
+        campaign, _ = campaign_for(request.user, slug, roles=LABEL)
+        return _campaign_body(request, campaign)
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
-    run = get_object_or_404(
-        ActiveLearningRun.objects.select_related("requested_by"), campaign=campaign, pk=pk
-    )
-    return Response(ActiveLearningRunSerializer(run).data)
+    data = CampaignWriteSerializer(campaign, data=request.data, partial=True)
+    data.is_valid(raise_exception=True)
+    values = dict(data.validated_data)
+    if "slug" in values and values.pop("slug") != campaign.slug:
+        raise exceptions.ValidationError({"slug": ["A campaign's slug cannot change."]})
+    paused = values.pop("is_paused", None)
+    current = model_to_dict(campaign, fields=SETTINGS_FIELDS)
+    form = CampaignForm({**current, **values}, instance=Campaign.objects.get(pk=campaign.pk))
+    if not form.is_valid():
+        raise _form_errors(form)
+    campaign = services.campaign_update(campaign=campaign, **form.settings())
+    if paused is not None:
+        services.campaign_pause_set(campaign=campaign, paused=paused)
+    return _campaign_body(request, campaign)

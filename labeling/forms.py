@@ -8,8 +8,9 @@ absurd values are clamped instead of refused.
 from __future__ import annotations
 
 from django import forms
+from django.utils.text import slugify
 
-from labeling.models import FinishReason, Rating
+from labeling.models import Campaign, FinishReason, Rating
 
 # A step read for longer than this was not being read (the tab was left open); a solution
 # worked on for longer than this was abandoned and resumed. Clamped, not refused.
@@ -81,3 +82,102 @@ class SubmitForm(forms.Form):
         ],
     )
     total_time_ms = MillisecondsField(maximum=TOTAL_TIME_MAX_MS)
+
+
+def _share(value: float, name: str) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise forms.ValidationError(f"{name} is a share between 0 and 1.")
+    return value
+
+
+class CampaignForm(forms.ModelForm):
+    """Every setting of a campaign. The slug is chosen once (URLs and exports carry it)."""
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "name",
+            "slug",
+            "instructions",
+            "overlap",
+            "lease_seconds",
+            "stop_at_first_error",
+            "qc_rate",
+            "requires_screening",
+            "screening_threshold",
+            "bad_problem_limit",
+            "active_learning",
+            "al_wrong_answer_share",
+            "al_retrain_every",
+            "al_backbone",
+        ]
+        labels = {
+            "qc_rate": "Quality-control rate",
+            "al_wrong_answer_share": "Active learning: share of convincing wrong answers",
+            "al_retrain_every": "Active learning: retrain every N labels",
+            "al_backbone": "Active learning: PRM backbone",
+            "lease_seconds": "Lease (seconds)",
+        }
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 8})}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["slug"].required = False
+        self.fields["slug"].help_text = "Part of the campaign's URLs; from the name if empty."
+        if self.instance.pk:
+            del self.fields["slug"]
+
+    def clean_overlap(self) -> int:
+        value = self.cleaned_data["overlap"]
+        if value < 1:
+            raise forms.ValidationError("At least one annotator labels each solution.")
+        return value
+
+    def clean_lease_seconds(self) -> int:
+        value = self.cleaned_data["lease_seconds"]
+        if value < 60:
+            raise forms.ValidationError("A lease lasts at least 60 seconds.")
+        return value
+
+    def clean_bad_problem_limit(self) -> int:
+        value = self.cleaned_data["bad_problem_limit"]
+        if value < 1:
+            raise forms.ValidationError("At least one report takes a solution out.")
+        return value
+
+    def clean_qc_rate(self) -> float:
+        return _share(self.cleaned_data["qc_rate"], "The quality-control rate")
+
+    def clean_screening_threshold(self) -> float:
+        return _share(self.cleaned_data["screening_threshold"], "The screening threshold")
+
+    def clean_al_wrong_answer_share(self) -> float:
+        return _share(self.cleaned_data["al_wrong_answer_share"], "The share")
+
+    def clean_al_retrain_every(self) -> int:
+        value = self.cleaned_data["al_retrain_every"]
+        if value < 1:
+            raise forms.ValidationError("Retrain after at least one label.")
+        return value
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if "slug" in self.fields and data.get("name") and not self.errors.get("slug"):
+            slug = data.get("slug") or slugify(data["name"])[:80]
+            if not slug:
+                self.add_error("slug", "Choose a slug: letters, digits, - and _.")
+            elif slug in RESERVED_SLUGS:
+                self.add_error("slug", f"{slug!r} is reserved; choose another.")
+            elif Campaign.objects.filter(slug=slug).exists():
+                self.add_error("slug", f"The slug {slug!r} is taken; choose another.")
+            else:
+                data["slug"] = slug
+        return data
+
+    def settings(self) -> dict:
+        """The cleaned settings as keyword arguments for the services."""
+        return {name: self.cleaned_data[name] for name in self.fields}
+
+
+# Paths under /campaigns/ that are not campaigns.
+RESERVED_SLUGS = {"new"}

@@ -43,36 +43,6 @@ class FinishReason(models.TextChoices):
     GIVE_UP = "give_up", "gave up"
 
 
-class BackgroundJob(models.Model):
-    """What every job a Celery worker runs for a page has: its state and when it ran.
-
-    A job is created ``pending``, claimed ``running`` by one worker, and ends ``done`` or
-    ``failed``; pages poll it until it is finished.
-    """
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
-
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        abstract = True
-        ordering = ["-created_at", "-id"]
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {self.Status.DONE, self.Status.FAILED}
-
-
 class Campaign(models.Model):
     """A labelling project: its solutions, who labels them, and how.
 
@@ -130,6 +100,118 @@ class Campaign(models.Model):
         return timedelta(seconds=self.lease_seconds)
 
 
+class Membership(models.Model):
+    """A person's role in one campaign. The same person may hold different roles elsewhere.
+
+    ``screening`` records where an annotator stands with the campaign's screening gate.
+    """
+
+    class Role(models.TextChoices):
+        MANAGER = "manager", "manager"
+        REVIEWER = "reviewer", "reviewer"
+        ANNOTATOR = "annotator", "annotator"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        PAUSED = "paused", "paused"
+        REMOVED = "removed", "removed"
+
+    class Screening(models.TextChoices):
+        PENDING = "pending", "pending"
+        PASSED = "passed", "passed"
+        FAILED = "failed", "failed"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.ANNOTATOR)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    screening = models.CharField(
+        max_length=10, choices=Screening.choices, default=Screening.PENDING
+    )
+    screening_score = models.FloatField(null=True, blank=True)
+    joined_at = models.DateTimeField(default=timezone.now)
+    invitation = models.ForeignKey(
+        "Invitation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="memberships",
+        help_text="The link they joined with, if any.",
+    )
+
+    class Meta:
+        db_table = "annotators_membership"
+        constraints = [
+            models.UniqueConstraint(fields=["user", "campaign"], name="membership_unique_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.role} in {self.campaign}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+
+class Invitation(models.Model):
+    """A link that lets whoever holds it join ``campaign`` as ``role``, up to ``max_uses`` times.
+
+    Only a hash of the token is stored, like a password: the link is shown once, when it is
+    created, so a leaked database or a manager's screen later on does not hand out access.
+    ``token_hint`` (the token's first characters) tells links apart in the list.
+    """
+
+    class State(models.TextChoices):
+        ACTIVE = "active", "active"
+        EXPIRED = "expired", "expired"
+        USED_UP = "used_up", "used up"
+        REVOKED = "revoked", "revoked"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(
+        max_length=10, choices=Membership.Role.choices, default=Membership.Role.ANNOTATOR
+    )
+    token_hash = models.CharField(max_length=64, unique=True)
+    token_hint = models.CharField(max_length=8)
+    note = models.CharField(max_length=200, blank=True, help_text="Who it is for, for the list.")
+    max_uses = models.PositiveIntegerField(default=1, help_text="1: single use.")
+    uses = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "annotators_invitation"
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"invitation {self.token_hint}… to {self.campaign} as {self.role}"
+
+    @staticmethod
+    def hash_token(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def state(self, now=None) -> str:
+        """Why the link works or not; a revoked link says so even once it has expired."""
+        now = now or timezone.now()
+        if self.revoked_at is not None:
+            return self.State.REVOKED
+        if self.uses >= self.max_uses:
+            return self.State.USED_UP
+        if self.expires_at <= now:
+            return self.State.EXPIRED
+        return self.State.ACTIVE
+
+    @property
+    def is_usable(self) -> bool:
+        return self.state() == self.State.ACTIVE
+
+
 class Problem(models.Model):
     """A math problem with its ground truth. Problems belong to one campaign."""
 
@@ -168,7 +250,7 @@ class SolutionQuerySet(models.QuerySet):
 
         The queue keeps ``assignment_count`` and ``is_open`` current with these relative updates
         (never read-modify-write in Python), so concurrent requests cannot lose one another's
-        changes. Callers hold the rows' locks in id order (see ``labeling.services``).
+        changes. Callers hold the rows' locks in id order (see ``labeling.queue``).
         """
         # In an UPDATE every right-hand side reads the old row, hence the shifted bounds.
         not_bad = Q(bad_problem_reports__lt=campaign.bad_problem_limit - reports)
@@ -338,7 +420,7 @@ class Step(models.Model):
 class Assignment(models.Model):
     """One annotator labelling one solution (a PRM800K label line once submitted).
 
-    Life cycle (see ``labeling.services``): ``leased`` holds a slot of the solution; the lease is
+    Life cycle (see ``labeling.queue``): ``leased`` holds a slot of the solution; the lease is
     live until ``lease_expires_at``, and an expired lease keeps its slot until the queue reclaims
     it (status ``expired``, slot released, drafts kept). ``skipped`` holds no slot and the solution
     is never served to that annotator again. ``submitted`` holds its slot for good, except with
@@ -470,115 +552,3 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.decision} assignment {self.assignment_id}"
-
-
-def prm_checkpoint_path(campaign_slug: str, version: int) -> str:
-    """Where a campaign's PRM checkpoints live, relative to ``MEDIA_ROOT``."""
-    return f"prm/{campaign_slug}/v{version:04d}"
-
-
-class PRMModel(models.Model):
-    """A trained PRM checkpoint of one campaign: its version, training set size and metrics.
-
-    At most one model per campaign is active (a conditional unique constraint): the one whose
-    scores ordered the current queue. Active learning registers a new version inactive and only
-    flips ``is_active`` at the very end, in the same transaction as the priority rewrite, so a
-    worker that dies mid-run leaves the previous model active and the queue as it was.
-    """
-
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="prm_models")
-    version = models.PositiveIntegerField()
-    backbone = models.CharField(max_length=100, default="bow")
-    path = models.CharField(
-        max_length=300, help_text="Checkpoint directory, relative to MEDIA_ROOT."
-    )
-    metrics = models.JSONField(default=dict, blank=True)
-    training_labels = models.PositiveIntegerField(
-        default=0, help_text="Submitted step labels in the training export."
-    )
-    training_solutions = models.PositiveIntegerField(default=0)
-    is_active = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["campaign", "-version"]
-        constraints = [
-            models.UniqueConstraint(fields=["campaign", "version"], name="prmmodel_unique_version"),
-            models.UniqueConstraint(
-                fields=["campaign"], condition=Q(is_active=True), name="prmmodel_one_active"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"PRM v{self.version} of {self.campaign_id}"
-
-
-class ActiveLearningRun(models.Model):
-    """One active-learning run: export, train, evaluate, register, rescore, reorder the queue.
-
-    The partial unique constraint on ``campaign`` while ``queued`` or ``running`` is the lock that
-    keeps two runs of one campaign from overlapping, in every process and on every database. A
-    worker that dies cannot hold it forever: the running worker beats ``heartbeat_at``, and the
-    recovery sweep (``labeling.active_learning.active_learning_sweep``) re-enqueues a run whose
-    heartbeat is stale, or fails it after ``MAX_ATTEMPTS``, which frees the lock.
-    """
-
-    class Status(models.TextChoices):
-        QUEUED = "queued", "queued"
-        RUNNING = "running", "running"
-        SUCCEEDED = "succeeded", "succeeded"
-        FAILED = "failed", "failed"
-
-    class Trigger(models.TextChoices):
-        AUTO = "auto", "automatic"
-        MANUAL = "manual", "manual"
-
-    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
-
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="al_runs")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.MANUAL)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    model = models.ForeignKey(
-        PRMModel, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
-    )
-    training_labels = models.PositiveIntegerField(
-        null=True,
-        blank=True,
-        help_text="Submitted step labels in the training export (the trigger counts from it).",
-    )
-    metrics = models.JSONField(default=dict, blank=True)
-    timings = models.JSONField(default=dict, blank=True, help_text="Seconds per stage.")
-    queue_head = models.JSONField(
-        default=dict, blank=True, help_text="Composition of the new queue head."
-    )
-    error = models.TextField(blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["campaign"],
-                condition=Q(status__in=["queued", "running"]),
-                name="alrun_one_active_per_campaign",
-            ),
-        ]
-        indexes = [models.Index(fields=["campaign", "-created_at"], name="alrun_by_campaign")]
-
-    def __str__(self) -> str:
-        return f"active-learning run {self.pk} ({self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in self.ACTIVE_STATUSES

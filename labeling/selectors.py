@@ -12,14 +12,20 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Count, Exists, IntegerField, Min, OuterRef, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, F, IntegerField, Min, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce, Left
 from django.utils import timezone
 
-from annotators.models import Membership
-from annotators.permissions import campaigns_visible_to
-from labeling.models import Assignment, Campaign, Solution, StepLabel
-from labeling.services import NotAMember, NotLeaseHolder, _first, human_completion_load
+from labeling.models import (
+    Assignment,
+    Campaign,
+    Membership,
+    Review,
+    Solution,
+    StepLabel,
+)
+from labeling.permissions import campaigns_visible_to
+from labeling.queue import NotLeaseHolder, _first, human_completion_load
 
 
 @dataclass(frozen=True)
@@ -81,24 +87,10 @@ def assignment_get(*, assignment_id: int, user) -> Assignment:
     return assignment
 
 
-def membership_campaign(*, slug: str, user) -> Campaign:
-    """The campaign with this slug if the user is a member of it, else ``NotAMember``."""
-    campaign = _first(
-        Campaign.objects.raw(
-            "SELECT c.* FROM labeling_campaign c JOIN annotators_membership m"
-            " ON m.campaign_id = c.id WHERE c.slug = %s AND m.user_id = %s",
-            [slug, user.pk],
-        )
-    )
-    if campaign is None:
-        raise NotAMember("No such campaign.")
-    return campaign
-
-
 def assignment_view(*, assignment: Assignment) -> AssignmentView:
     """The assignment as its annotator sees it: problem, steps, and their own labels only.
 
-    Plain SQL, like the rest of the hot path (see ``labeling.services``); the label join is on
+    Plain SQL, like the rest of the hot path (see ``labeling.queue``); the label join is on
     this assignment alone, so no other annotator's label can come along.
     """
     campaign = assignment.campaign
@@ -210,58 +202,36 @@ def _count(queryset) -> Coalesce:
 # --- Active learning (the manager's page) ----------------------------------------------------
 
 
-def active_learning_runs(*, campaign: Campaign, limit: int = 50):
-    """The campaign's latest active-learning runs with their model, newest first."""
-    from labeling.models import ActiveLearningRun
-
-    return list(
-        ActiveLearningRun.objects.filter(campaign=campaign)
-        .select_related("model", "requested_by")
-        .order_by("-created_at", "-pk")[:limit]
+def my_reviews(*, campaign: Campaign, user, page: int = 1, per_page: int = 50) -> tuple[list, bool]:
+    """A page of the annotator's reviewed work, newest review first: outcome, comment and
+    corrected ratings. Says nothing about who reviewed, the solution's kind or others' labels."""
+    start = (max(page, 1) - 1) * per_page
+    reviews = list(
+        Review.objects.filter(assignment__campaign=campaign, assignment__annotator=user)
+        .order_by("-created_at", "-id")
+        .values(
+            "assignment_id",
+            "decision",
+            "comment",
+            "corrections",
+            "created_at",
+            submitted_at=F("assignment__submitted_at"),
+            problem=Left("assignment__solution__problem__text", 200),
+        )[start : start + per_page + 1]
     )
-
-
-def prm_models(*, campaign: Campaign):
-    """The campaign's PRM versions, oldest first (the metrics chart reads them in order)."""
-    from labeling.models import PRMModel
-
-    return list(PRMModel.objects.filter(campaign=campaign).order_by("version"))
-
-
-@dataclass(frozen=True)
-class QueueHead:
-    size: int
-    wrong: int
-    correct: int
-    ungraded: int
-    scored: int
-    histogram: list[tuple[str, int]]  # PRM score bins of the head, "0.0-0.1" -> count
-    open_total: int
-
-
-def queue_head(*, campaign: Campaign, size: int = 100, bins: int = 10) -> QueueHead:
-    """The first ``size`` open regular solutions in queue order: what annotators get next.
-
-    The queue order itself (priority, then id) is the claim's; a solution's labels are not read.
-    """
-    open_regular = Solution.objects.filter(
-        campaign=campaign, kind=Solution.Kind.REGULAR, is_open=True
-    )
-    head = list(
-        open_regular.order_by("-priority", "pk").values_list("answer_is_correct", "prm_score")[
-            :size
+    has_next = len(reviews) > per_page
+    reviews = reviews[:per_page]
+    corrected = [r["assignment_id"] for r in reviews if r["corrections"]]
+    mine: dict[tuple[int, int], int | None] = {
+        (a, i): rating
+        for a, i, rating in StepLabel.objects.filter(assignment_id__in=corrected).values_list(
+            "assignment_id", "step__index", "rating"
+        )
+    }
+    for r in reviews:
+        r["reviewed_at"] = r.pop("created_at")
+        r["corrections"] = [
+            {"step": int(i) + 1, "yours": mine.get((r["assignment_id"], int(i))), "corrected": v}
+            for i, v in sorted(r["corrections"].items(), key=lambda kv: int(kv[0]))
         ]
-    )
-    counts = [0] * bins
-    for _, score in head:
-        if score is not None:
-            counts[min(bins - 1, max(0, int(score * bins)))] += 1
-    return QueueHead(
-        size=len(head),
-        wrong=sum(1 for correct, _ in head if correct is False),
-        correct=sum(1 for correct, _ in head if correct is True),
-        ungraded=sum(1 for correct, _ in head if correct is None),
-        scored=sum(1 for _, score in head if score is not None),
-        histogram=[(f"{i / bins:.1f}", counts[i]) for i in range(bins)],
-        open_total=open_regular.count(),
-    )
+    return reviews, has_next

@@ -4,16 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from labeling.models import (
-    ActiveLearningRun,
-    Assignment,
-    FinishReason,
-    PRMModel,
-    Problem,
-    Solution,
-    Step,
-    StepLabel,
-)
+from labeling.models import Assignment, FinishReason, Problem, Solution, Step, StepLabel
 
 
 class StepSerializer(serializers.Serializer):
@@ -198,49 +189,3 @@ class StepLabelSerializer(serializers.ModelSerializer):
 
 
 # --- Active learning (managers) ---------------------------------------------------------------
-
-
-class PRMModelSerializer(serializers.ModelSerializer):
-    """A trained PRM checkpoint of the campaign, with its held-out metrics."""
-
-    class Meta:
-        model = PRMModel
-        fields = [
-            "id",
-            "version",
-            "backbone",
-            "metrics",
-            "training_labels",
-            "training_solutions",
-            "is_active",
-            "created_at",
-        ]
-        read_only_fields = fields
-
-
-class ActiveLearningRunSerializer(serializers.ModelSerializer):
-    """A run: queued → running → succeeded (``model``, ``metrics``, ``queue_head``) or failed."""
-
-    requested_by = serializers.CharField(
-        source="requested_by.username", allow_null=True, default=None
-    )
-
-    class Meta:
-        model = ActiveLearningRun
-        fields = [
-            "id",
-            "status",
-            "trigger",
-            "requested_by",
-            "model",
-            "training_labels",
-            "metrics",
-            "timings",
-            "queue_head",
-            "error",
-            "attempts",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
-        read_only_fields = fields

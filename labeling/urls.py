@@ -1,4 +1,4 @@
-"""The annotator-facing pages (mounted at the site root by ``stepwise/urls.py``)."""
+"""Campaigns and the labelling page (mounted at the site root by ``stepwise/urls.py``)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,17 @@ from labeling import views
 
 app_name = "labeling"
 
+campaign = "campaigns/<slug:slug>/"
 urlpatterns = [
-    path("campaigns/<slug:slug>/label/", views.label, name="label"),
-    path("campaigns/<slug:slug>/label/<int:pk>/rate/", views.step_rate, name="rate"),
-    path("campaigns/<slug:slug>/label/<int:pk>/undo/", views.step_undo, name="undo"),
-    path("campaigns/<slug:slug>/label/<int:pk>/flag/", views.step_flag, name="flag"),
-    path("campaigns/<slug:slug>/label/<int:pk>/submit/", views.assignment_submit, name="submit"),
-    path("campaigns/<slug:slug>/label/<int:pk>/skip/", views.assignment_skip, name="skip"),
-]
-
-urlpatterns += [
-    path("campaigns/<slug:slug>/active-learning/", views.active_learning, name="active-learning"),
-    path(
-        "campaigns/<slug:slug>/active-learning/retrain/",
-        views.active_learning_retrain,
-        name="active-learning-retrain",
-    ),
+    path("campaigns/", views.campaign_list, name="campaigns"),
+    path("campaigns/new/", views.campaign_create, name="campaign-create"),
+    path(campaign, views.campaign_detail, name="campaign"),
+    path(campaign + "settings/", views.campaign_settings, name="campaign-settings"),
+    path(campaign + "pause/", views.campaign_pause, name="campaign-pause"),
+    path(campaign + "label/", views.label, name="label"),
+    path(campaign + "label/<int:pk>/rate/", views.step_rate, name="rate"),
+    path(campaign + "label/<int:pk>/undo/", views.step_undo, name="undo"),
+    path(campaign + "label/<int:pk>/flag/", views.step_flag, name="flag"),
+    path(campaign + "label/<int:pk>/submit/", views.assignment_submit, name="submit"),
+    path(campaign + "label/<int:pk>/skip/", views.assignment_skip, name="skip"),
 ]

@@ -7,7 +7,7 @@ the same forms post in the background and get back only the partial they change:
 returns ``steps``, a submission returns the *next* solution's ``workspace`` in the same
 response (submit and claim in one round trip), so no extra request stands between two solutions.
 
-Views only parse input and call ``labeling.services`` (every labelling rule lives there) or
+Views only parse input and call ``labeling.queue`` (every labelling rule lives there) or
 ``labeling.selectors`` (which never read gold ratings or other annotators' labels).
 """
 
@@ -23,24 +23,30 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import retarget
 
-from annotators import charts
-from annotators.models import Membership
-from annotators.permissions import MANAGE, campaign_for, campaign_nav
-from labeling import selectors, services
-from labeling.active_learning import active_learning_trigger
+from common.pages import posted
+from labeling import queue, selectors, services
 from labeling.forms import (
     STEP_TIME_MAX_MS,
     TOTAL_TIME_MAX_MS,
+    CampaignForm,
     FlagForm,
     RateForm,
     SubmitForm,
     UndoForm,
     clamp_ms,
 )
-from labeling.models import Assignment, Campaign, FinishReason, Rating
+from labeling.models import Assignment, Campaign, FinishReason, Membership, Rating
+from labeling.permissions import (
+    LABEL,
+    MANAGE,
+    campaign_for,
+    campaign_page,
+    campaigns_visible_to,
+    may_create_campaigns,
+)
 
 TEMPLATE = "labeling/label.html"
 
@@ -165,7 +171,7 @@ def step_rate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         # No JavaScript: the time since the previous draft action (each renews the lease).
         time_ms = _since_last_action_ms(assignment, maximum=STEP_TIME_MAX_MS)
     try:
-        services.step_label_set(
+        queue.step_label_set(
             assignment=assignment,
             annotator=request.user,
             step_index=data["step_index"],
@@ -173,7 +179,7 @@ def step_rate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             flagged=data["flagged"],
             time_spent_ms=time_ms,
         )
-    except services.LabelingError as error:
+    except queue.LabelingError as error:
         return _refused(request, assignment, error)
     return _drafted(request, assignment)
 
@@ -187,12 +193,12 @@ def step_undo(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _refused(request, assignment, "That undo could not be read.")
     try:
-        services.step_label_undo(
+        queue.step_label_undo(
             assignment=assignment,
             annotator=request.user,
             step_index=form.cleaned_data["step_index"],
         )
-    except services.LabelingError as error:
+    except queue.LabelingError as error:
         return _refused(request, assignment, error)
     return _drafted(request, assignment)
 
@@ -206,13 +212,13 @@ def step_flag(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _refused(request, assignment, "That flag could not be read.")
     try:
-        services.step_label_flag(
+        queue.step_label_flag(
             assignment=assignment,
             annotator=request.user,
             step_index=form.cleaned_data["step_index"],
             flagged=form.cleaned_data["flagged"],
         )
-    except services.LabelingError as error:
+    except queue.LabelingError as error:
         return _refused(request, assignment, error)
     return _drafted(request, assignment)
 
@@ -236,7 +242,7 @@ def assignment_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         elapsed = timezone.now() - assignment.leased_at
         total_ms = clamp_ms(int(elapsed.total_seconds() * 1000), maximum=TOTAL_TIME_MAX_MS)
     try:
-        result = services.assignment_submit(
+        result = queue.assignment_submit(
             assignment=assignment,
             annotator=request.user,
             submission_key=data["submission_key"],
@@ -244,7 +250,7 @@ def assignment_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             finish_reason=data["finish_reason"] or None,
             total_time_ms=total_ms,
         )
-    except services.LabelingError as error:
+    except queue.LabelingError as error:
         return _refused(request, assignment, error)
     return _finished(request, assignment, notice=_submitted_notice(result))
 
@@ -255,8 +261,8 @@ def assignment_skip(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Hand the solution back unlabelled and serve the next one."""
     assignment = _assignment(request, slug=slug, pk=pk)
     try:
-        services.assignment_skip(assignment=assignment, annotator=request.user)
-    except services.LabelingError as error:
+        queue.assignment_skip(assignment=assignment, annotator=request.user)
+    except queue.LabelingError as error:
         return _refused(request, assignment, error)
     return _finished(request, assignment, notice="Skipped. It will not be shown to you again.")
 
@@ -271,7 +277,7 @@ def _assignment(request: HttpRequest, *, slug: str, pk: int) -> Assignment:
     """
     try:
         assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
-    except services.NotLeaseHolder:
+    except queue.NotLeaseHolder:
         raise Http404("No such assignment") from None
     if assignment.campaign.slug != slug or assignment.annotator_id != request.user.pk:
         raise Http404("No such assignment")
@@ -290,8 +296,8 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
     """The context of the workspace: the annotator's next solution, or why there is none."""
     context: dict = {"campaign": campaign, "notice": notice}
     try:
-        assignment = services.assignment_next(campaign=campaign, annotator=request.user)
-    except services.LabelingError as error:
+        assignment = queue.assignment_next(campaign=campaign, annotator=request.user)
+    except queue.LabelingError as error:
         return {**context, "refusal": error.detail}
     if assignment is None:
         nothing = selectors.queue_no_work(campaign=campaign, annotator=request.user)
@@ -333,19 +339,19 @@ def _finished(request: HttpRequest, assignment: Assignment, *, notice: str) -> H
 
 
 def _refused(
-    request: HttpRequest, assignment: Assignment, error: services.LabelingError | str
+    request: HttpRequest, assignment: Assignment, error: queue.LabelingError | str
 ) -> HttpResponse:
     """Say why an action was refused, next to the steps (htmx) or as a message (plain forms).
 
     An assignment that is no longer the annotator's to change (submitted elsewhere, or its
     lease taken by someone else) cannot be shown again: the next solution is, with the reason.
     """
-    if isinstance(error, services.NotLeaseHolder | services.NotAMember):
+    if isinstance(error, queue.NotLeaseHolder | queue.NotAMember):
         raise Http404("No such assignment")
-    if isinstance(error, services.MembershipInactive):
+    if isinstance(error, queue.MembershipInactive):
         raise PermissionDenied(error.detail)
     message = error if isinstance(error, str) else error.detail
-    closed = isinstance(error, services.LeaseTaken | services.AssignmentClosed)
+    closed = isinstance(error, queue.LeaseTaken | queue.AssignmentClosed)
     status = 409 if closed else 400
     if not request.htmx:
         messages.error(request, message)
@@ -358,7 +364,7 @@ def _refused(
     )
 
 
-def _submitted_notice(result: services.SubmitResult) -> str:
+def _submitted_notice(result: queue.SubmitResult) -> str:
     said = {
         FinishReason.SOLUTION: "Submitted.",
         FinishReason.FOUND_ERROR: "Submitted: error found.",
@@ -375,38 +381,86 @@ def _submitted_notice(result: services.SubmitResult) -> str:
 
 @login_required
 @require_GET
-def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
-    """Settings, runs, the active model's metrics over versions and the head of the queue."""
+def campaign_list(request: HttpRequest) -> HttpResponse:
+    """The campaigns this person belongs to, with their role, and a way to create one."""
+    roles = dict(
+        Membership.objects.filter(user=request.user, status=Membership.Status.ACTIVE).values_list(
+            "campaign_id", "role"
+        )
+    )
+    campaigns = [
+        {"campaign": c, "role": roles.get(c.pk, "site admin")}
+        for c in campaigns_visible_to(request.user).order_by("name")
+    ]
+    return render(
+        request,
+        "labeling/campaign_list.html",
+        {"campaigns": campaigns, "may_create": may_create_campaigns(request.user)},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def campaign_create(request: HttpRequest) -> HttpResponse:
+    if not may_create_campaigns(request.user):
+        raise PermissionDenied("Only staff create campaigns on this site.")
+    form = CampaignForm(posted(request))
+    if request.method == "POST" and form.is_valid():
+        campaign = services.campaign_create(creator=request.user, **form.settings())
+        messages.success(request, f"Campaign “{campaign.name}” created. Next: import solutions.")
+        return redirect("imports:list", slug=campaign.slug)
+    return render(
+        request,
+        "labeling/campaign_form.html",
+        {"form": form, "creating": True},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_GET
+def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """The campaign's home: instructions, the viewer's standing (screening), links by role."""
+    campaign, membership = campaign_for(request.user, slug, roles=LABEL)
+    reviewed = (
+        selectors.my_reviews(campaign=campaign, user=request.user, per_page=5)[0]
+        if membership
+        else []
+    )
+    return campaign_page(
+        request,
+        "labeling/campaign_detail.html",
+        campaign,
+        membership,
+        {"recent_reviews": reviewed},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def campaign_settings(request: HttpRequest, slug: str) -> HttpResponse:
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    models = selectors.prm_models(campaign=campaign)
-    head = selectors.queue_head(campaign=campaign)
-    runs = selectors.active_learning_runs(campaign=campaign)
-    versions = [(f"v{m.version}", m.metrics.get("auroc")) for m in models]
-    context = campaign_nav(request.user, campaign, membership) | {
-        "runs": runs,
-        "run_in_progress": next((run for run in runs if run.is_active), None),
-        "models": models,
-        "active_model": next((m for m in models if m.is_active), None),
-        "head": head,
-        "auroc_chart": charts.line(
-            title="Held-out step AUROC of each PRM version",
-            points=versions,
-            fmt=lambda v: f"{v:.3f}",
-        ),
-        "histogram_chart": charts.columns(
-            title=f"PRM scores of the first {head.size} solutions in the queue",
-            points=head.histogram,
-        ),
-        "stages": ("export", "train", "evaluate", "register", "score", "order", "write", "total"),
-    }
-    return render(request, "labeling/active_learning.html", context)
+    form = CampaignForm(posted(request), instance=Campaign.objects.get(pk=campaign.pk))
+    if request.method == "POST" and form.is_valid():
+        services.campaign_update(campaign=campaign, **form.settings())
+        messages.success(request, "Settings saved.")
+        return redirect("labeling:campaign-settings", slug=campaign.slug)
+    return campaign_page(
+        request,
+        "labeling/campaign_form.html",
+        campaign,
+        membership,
+        {"form": form, "creating": False},
+        status=400 if form.errors else 200,
+    )
 
 
 @login_required
 @require_POST
-def active_learning_retrain(request: HttpRequest, slug: str) -> HttpResponse:
-    """ "Retrain now": queue a run (or find the one already queued or running)."""
+def campaign_pause(request: HttpRequest, slug: str) -> HttpResponse:
+    """Pause or resume (``paused=1`` / ``paused=0``)."""
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
-    run = active_learning_trigger(campaign=campaign, requested_by=request.user)
-    messages.info(request, f"Active-learning run {run.pk} is {run.status}.")
-    return redirect("labeling:active-learning", slug=campaign.slug)
+    paused = request.POST.get("paused") == "1"
+    services.campaign_pause_set(campaign=campaign, paused=paused)
+    messages.success(request, "Campaign paused: no work is served." if paused else "Resumed.")
+    return redirect("labeling:campaign", slug=campaign.slug)

@@ -7,7 +7,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from annotators import api as annotators_api
 from exports import api as exports_api
+from imports import api as imports_api
 from labeling import api as labeling_api
+from learning import api as learning_api
 
 
 class IdConverter:
@@ -26,10 +28,10 @@ register_converter(IdConverter, "id")
 
 campaign = "campaigns/<slug:slug>/"
 urlpatterns = [
-    path("campaigns/", annotators_api.CampaignList.as_view(), name="api-campaigns"),
-    path(campaign, annotators_api.campaign_detail, name="api-campaign"),
-    path(campaign + "imports/", annotators_api.ImportList.as_view(), name="api-imports"),
-    path(campaign + "imports/<id:pk>/", annotators_api.import_detail, name="api-import"),
+    path("campaigns/", labeling_api.CampaignList.as_view(), name="api-campaigns"),
+    path(campaign, labeling_api.campaign_detail, name="api-campaign"),
+    path(campaign + "imports/", imports_api.ImportList.as_view(), name="api-imports"),
+    path(campaign + "imports/<id:pk>/", imports_api.import_detail, name="api-import"),
     path(campaign + "problems/", labeling_api.ProblemList.as_view(), name="api-problems"),
     path(campaign + "problems/<id:pk>/", labeling_api.ProblemDetail.as_view(), name="api-problem"),
     path(campaign + "solutions/", labeling_api.SolutionList.as_view(), name="api-solutions"),
@@ -46,15 +48,15 @@ urlpatterns = [
         exports_api.export_download,
         name="api-export-file",
     ),
-    path(campaign + "prm-models/", labeling_api.PRMModelList.as_view(), name="api-prm-models"),
+    path(campaign + "prm-models/", learning_api.PRMModelList.as_view(), name="api-prm-models"),
     path(
         campaign + "active-learning/runs/",
-        labeling_api.ActiveLearningRunList.as_view(),
+        learning_api.ActiveLearningRunList.as_view(),
         name="api-al-runs",
     ),
     path(
         campaign + "active-learning/runs/<id:pk>/",
-        labeling_api.active_learning_run_detail,
+        learning_api.active_learning_run_detail,
         name="api-al-run",
     ),
     path(campaign + "next/", labeling_api.campaign_next, name="api-campaign-next"),

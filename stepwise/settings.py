@@ -60,9 +60,14 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "template_partials",
+    # Lowest layer first; a module imports only its own app and those above it in this list
+    # (the import-linter contracts in pyproject.toml hold it).
+    "common",
     "labeling",
     "annotators",
+    "imports",
     "exports",
+    "learning",
 ]
 
 MIDDLEWARE = [
@@ -136,7 +141,7 @@ MEDIA_URL = "/media/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "stepwise.api.TokenAuthentication",
+        "annotators.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -156,7 +161,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RatingEnum": "labeling.models.Rating",
         "AssignmentStatusEnum": "labeling.models.Assignment.Status",
-        "RunStatusEnum": "labeling.models.ActiveLearningRun.Status",
+        "RunStatusEnum": "learning.models.ActiveLearningRun.Status",
         "JobStatusEnum": "exports.models.Export.Status",  # imports share these four states
     },
     "PATH_CONVERTER_OVERRIDES": {
@@ -164,7 +169,7 @@ SPECTACULAR_SETTINGS = {
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "stepwise.api.schema_add_error_responses",
+        "common.api.schema_add_error_responses",
     ],
     # Served from static/vendor/swagger-ui (no CDN: the Content Security Policy allows 'self').
     "SWAGGER_UI_DIST": "/static/vendor/swagger-ui",
@@ -219,8 +224,8 @@ STEPWISE_AL_SCORE_WORKERS = envint(
 )
 # Extra prm.TrainConfig fields for active-learning training, as JSON (e.g. {"epochs": 4}).
 STEPWISE_AL_TRAIN = envstr("STEPWISE_AL_TRAIN", "{}")
-CELERY_BEAT_SCHEDULE["labeling-active-learning-sweep"] = {
-    "task": "labeling.active_learning_sweep",
+CELERY_BEAT_SCHEDULE["learning-active-learning-sweep"] = {
+    "task": "learning.active_learning_sweep",
     "schedule": envint("STEPWISE_AL_SWEEP_SECONDS", "60"),
 }
 

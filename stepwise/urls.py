@@ -14,12 +14,14 @@ urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("campaigns/<slug:slug>/imports/", include("imports.urls")),
     path("campaigns/<slug:slug>/exports/", include("exports.urls")),
+    path("campaigns/<slug:slug>/active-learning/", include("learning.urls")),
     path("api/", include("stepwise.api_urls")),
     path("", include("labeling.urls")),
     path("", include("annotators.urls")),
 ]
 
-handler400 = "stepwise.api.handler400"
-handler404 = "stepwise.api.handler404"
-handler500 = "stepwise.api.handler500"
+handler400 = "common.api.handler400"
+handler404 = "common.api.handler404"
+handler500 = "common.api.handler500"

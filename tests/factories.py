@@ -6,8 +6,7 @@ import itertools
 
 from django.contrib.auth import get_user_model
 
-from annotators.models import Membership
-from labeling.models import Campaign, Problem, Solution, Step
+from labeling.models import Campaign, Membership, Problem, Solution, Step
 
 _seq = itertools.count(1)
 
@@ -142,11 +141,11 @@ def make_gold_solution(*, campaign: Campaign, kind: str, gold: list[int], **fiel
 
 def submit_ratings(*, assignment, annotator, ratings: list[int] | None = None, **extra):
     """Submit an assignment through the service with a fresh submission key (all +1 by default)."""
-    from labeling import services
+    from labeling import queue
 
     if ratings is None:
         ratings = [1] * assignment.solution.steps.count()
-    return services.assignment_submit(
+    return queue.assignment_submit(
         assignment=assignment,
         annotator=annotator,
         submission_key=extra.pop("submission_key", f"key-{next(_seq)}"),

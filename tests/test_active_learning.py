@@ -12,8 +12,9 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from labeling import services
-from labeling.active_learning import (
+from labeling import queue
+from labeling.models import Solution
+from learning.active_learning import (
     Scored,
     active_learning_after_submit,
     active_learning_run,
@@ -23,7 +24,7 @@ from labeling.active_learning import (
     queue_order,
     submitted_labels,
 )
-from labeling.models import ActiveLearningRun, PRMModel, Solution
+from learning.models import ActiveLearningRun, PRMModel
 from tests.al_data import demo_campaign
 from tests.factories import make_campaign, make_member, make_solution, submit_ratings
 
@@ -124,7 +125,7 @@ def test_a_campaign_has_at_most_one_active_model():
 
 
 def _serve_and_submit(campaign, annotator, ratings):
-    assignment = services.assignment_next(campaign=campaign, annotator=annotator)
+    assignment = queue.assignment_next(campaign=campaign, annotator=annotator)
     n = assignment.solution.steps.count()
     ratings = (ratings * n)[:n] if -1 not in ratings else ratings
     return submit_ratings(assignment=assignment, annotator=annotator, ratings=ratings), n
@@ -302,7 +303,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
     media, settings
 ):
     import prm
-    from labeling.active_learning import _score_open, _score_open_plain
+    from learning.active_learning import _score_open, _score_open_plain
 
     campaign = demo_campaign(active_learning=True)
     run = active_learning_run(run=_new_run(campaign))
@@ -337,7 +338,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
 
     # Forked featurising gives the same features as in-process.
     settings.STEPWISE_AL_SCORE_WORKERS = 2
-    from labeling import active_learning as al
+    from learning import active_learning as al
 
     rows = [
         (i, "h", p, st) for i, (p, st) in enumerate([(new.problem.text, ["a = 1", "b"])] * 9000)
@@ -352,7 +353,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
 
 
 def _workers_in_child(queue) -> None:
-    from labeling.active_learning import score_workers
+    from learning.active_learning import score_workers
 
     queue.put(score_workers())
 
@@ -361,7 +362,7 @@ def test_a_daemonic_worker_process_scores_in_process(settings):
     """Celery's prefork children are daemonic and may not fork a pool of their own."""
     import multiprocessing
 
-    from labeling.active_learning import score_workers
+    from learning.active_learning import score_workers
 
     settings.STEPWISE_AL_SCORE_WORKERS = 3
     assert score_workers() == 3
@@ -376,8 +377,8 @@ def test_a_daemonic_worker_process_scores_in_process(settings):
 def test_selecting_and_concatenating_features_equals_featurising_again():
     import random
 
-    from labeling.feature_cache import Features
     from prm.backbones import build_backbone
+    from prm.feature_cache import Features
 
     backbone = build_backbone("bow")
     rng = random.Random(0)

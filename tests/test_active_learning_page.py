@@ -7,8 +7,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotators.models import Membership
-from labeling.models import ActiveLearningRun, PRMModel
+from labeling.models import Membership
+from learning.models import ActiveLearningRun, PRMModel
 from tests.factories import make_campaign, make_member, make_solution, make_user
 
 pytestmark = pytest.mark.django_db
@@ -30,11 +30,11 @@ def manager(campaign):
 
 
 def page(campaign):
-    return reverse("labeling:active-learning", kwargs={"slug": campaign.slug})
+    return reverse("learning:page", kwargs={"slug": campaign.slug})
 
 
 def retrain(campaign):
-    return reverse("labeling:active-learning-retrain", kwargs={"slug": campaign.slug})
+    return reverse("learning:retrain", kwargs={"slug": campaign.slug})
 
 
 def test_anonymous_visitors_go_to_the_login_page(client, campaign):

@@ -14,14 +14,15 @@ import time
 
 import pytest
 
-from labeling import services
-from labeling.active_learning import (
+from labeling import queue
+from labeling.models import Solution
+from learning.active_learning import (
     active_learning_run,
     active_learning_sweep,
     active_learning_trigger,
     submitted_labels,
 )
-from labeling.models import ActiveLearningRun, PRMModel, Solution
+from learning.models import ActiveLearningRun, PRMModel
 from tests.al_data import demo_campaign
 from tests.factories import make_member, submit_ratings
 
@@ -64,11 +65,11 @@ def _served(campaign, n: int) -> list[Solution]:
     annotator = make_member(campaign=campaign).user
     out = []
     for _ in range(n):
-        assignment = services.assignment_next(campaign=campaign, annotator=annotator)
+        assignment = queue.assignment_next(campaign=campaign, annotator=annotator)
         if assignment is None:
             break
         out.append(Solution.objects.get(pk=assignment.solution_id))
-        services.assignment_skip(assignment=assignment, annotator=annotator)
+        queue.assignment_skip(assignment=assignment, annotator=annotator)
     return out
 
 
@@ -84,7 +85,7 @@ def test_submitted_labels_trigger_a_run_that_puts_convincing_wrong_answers_first
     annotator = make_member(campaign=campaign).user
     submits = 0
     while not ActiveLearningRun.objects.filter(campaign=campaign).exists():
-        assignment = services.assignment_next(campaign=campaign, annotator=annotator)
+        assignment = queue.assignment_next(campaign=campaign, annotator=annotator)
         n = assignment.solution.steps.count()
         submit_ratings(assignment=assignment, annotator=annotator, ratings=[1] * n)
         submits += 1
@@ -95,7 +96,7 @@ def test_submitted_labels_trigger_a_run_that_puts_convincing_wrong_answers_first
     assert run.trigger == "auto"
     run = _wait(lambda: _finished(run), proc=worker, what="the run")
     assert run.status == "succeeded", run.error
-    assert "labeling.active_learning_run" in worker.log_path.read_text(errors="replace")
+    assert "learning.active_learning_run" in worker.log_path.read_text(errors="replace")
 
     model = PRMModel.objects.get(campaign=campaign, is_active=True)
     assert model.version == 1 and run.model_id == model.pk

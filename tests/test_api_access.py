@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotators.models import Membership
 from exports.models import Export
+from labeling.models import Membership
 from tests.factories import (
     api_client_for,
     make_campaign,

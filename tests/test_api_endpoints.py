@@ -9,11 +9,11 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from annotators.models import ImportJob, Membership
-from annotators.services import import_job_run
 from exports.models import Export
 from exports.services import export_run
-from labeling.models import Campaign, Solution
+from imports.models import ImportJob
+from imports.services import import_job_run
+from labeling.models import Campaign, Membership, Solution
 from tests.conftest import FIXTURES
 from tests.factories import (
     api_client_for,
@@ -238,7 +238,7 @@ def test_the_campaign_still_exists_only_once(api):
 def test_a_manager_triggers_an_active_learning_run_and_follows_it(
     api, campaign, manager, django_capture_on_commit_callbacks
 ):
-    from labeling.models import ActiveLearningRun, PRMModel
+    from learning.models import ActiveLearningRun, PRMModel
 
     with django_capture_on_commit_callbacks() as queued:
         response = api.post("/api/campaigns/api/active-learning/runs/")
@@ -264,7 +264,7 @@ def test_a_manager_triggers_an_active_learning_run_and_follows_it(
 
 
 def test_only_managers_see_or_trigger_active_learning(campaign):
-    from labeling.models import ActiveLearningRun
+    from learning.models import ActiveLearningRun
 
     for role in (Membership.Role.ANNOTATOR, Membership.Role.REVIEWER):
         client = api_client_for(make_member(campaign=campaign, role=role).user)

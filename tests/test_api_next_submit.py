@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from annotators.models import Membership
-from labeling.models import Assignment, StepLabel
+from labeling.models import Assignment, Membership, StepLabel
 from tests.factories import (
     api_client_for,
     make_campaign,
@@ -66,14 +65,14 @@ def test_next_returns_the_problem_steps_and_lease(campaign, annotator):
 
 
 def test_next_resumes_with_the_steps_already_labelled(campaign, annotator):
-    from labeling import services
+    from labeling import queue
 
     make_solution(campaign=campaign, steps=["a", "b", "c"])
     client = client_for(annotator)
     first = client.post(next_url(campaign)).json()["assignment"]
     assignment = Assignment.objects.get(pk=first["id"])
-    services.step_label_set(assignment=assignment, annotator=annotator, step_index=0, rating=1)
-    services.step_label_set(
+    queue.step_label_set(assignment=assignment, annotator=annotator, step_index=0, rating=1)
+    queue.step_label_set(
         assignment=assignment, annotator=annotator, step_index=1, rating=0, flagged=True
     )
     again = client.post(next_url(campaign)).json()["assignment"]
@@ -98,9 +97,9 @@ def test_next_never_shows_gold_ratings_or_that_a_solution_is_quality_control(ann
 def test_next_never_shows_other_annotators_labels(campaign, annotator):
     solution = make_solution(campaign=campaign, steps=["a", "b"])
     other = make_member(campaign=campaign).user
-    from labeling import services
+    from labeling import queue
 
-    theirs = services.assignment_next(campaign=campaign, annotator=other)
+    theirs = queue.assignment_next(campaign=campaign, annotator=other)
     submit_ratings(assignment=theirs, annotator=other, ratings=[-1])
     body = client_for(annotator).post(next_url(campaign)).json()["assignment"]
     assert body["solution"] == solution.pk

@@ -22,9 +22,11 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from annotators.models import ApiToken, ImportJob, Membership
+from annotators.models import ApiToken
 from exports.models import Export
 from exports.services import export_run
+from imports.models import ImportJob
+from labeling.models import Membership
 from tests.factories import (
     make_campaign,
     make_gold_solution,

@@ -131,7 +131,7 @@ def test_the_command_names_an_unknown_user():
 
 
 def test_authentication_is_one_query_once_the_last_use_is_fresh(django_assert_num_queries):
-    from stepwise.api import TokenAuthentication
+    from annotators.authentication import TokenAuthentication
 
     user = make_user()
     key = make_token(user=user)

@@ -15,8 +15,7 @@ from django.test import Client
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from annotators.models import Membership
-from labeling.models import Assignment, Campaign, Review
+from labeling.models import Assignment, Campaign, Membership, Review
 from tests.conftest import FIXTURES
 from tests.factories import make_member, make_user
 
@@ -81,7 +80,7 @@ def test_a_campaign_from_creation_to_a_rejected_assignment_on_the_dashboard(
     manager = logged_in(browser, live_server, make_user(username="maria"))
 
     # The manager creates a campaign that screens new annotators.
-    manager.goto(url + reverse("annotators:create"))
+    manager.goto(url + reverse("labeling:campaign-create"))
     manager.fill("#id_name", "Story campaign")
     manager.fill("#id_instructions", "Rate **every** step.")
     manager.check("#id_requires_screening")
@@ -136,7 +135,7 @@ def test_a_campaign_from_creation_to_a_rejected_assignment_on_the_dashboard(
         )
     ana = Membership.objects.get(user__username="ana", campaign=campaign)
     assert (ana.role, ana.screening, ana.screening_score) == ("annotator", "passed", 1.0)
-    annotator.goto(url + reverse("annotators:detail", kwargs={"slug": campaign.slug}))
+    annotator.goto(url + reverse("labeling:campaign", kwargs={"slug": campaign.slug}))
     assert "Screening passed with 100% agreement" in annotator.inner_text("#screening-outcome")
     regular = Assignment.objects.get(annotator=ana.user, solution__kind="regular")
     assert regular.status == "submitted"

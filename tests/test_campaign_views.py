@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotators.models import Membership
 from annotators.services import ManageError, membership_update
-from labeling import services as queue
-from labeling.models import Assignment, Campaign, Solution
+from labeling import queue
+from labeling.models import Assignment, Campaign, Membership, Solution
 from tests.factories import make_campaign, make_labelled, make_member, make_solution, make_user
 
 pytestmark = pytest.mark.django_db
@@ -34,11 +33,11 @@ def test_anyone_logged_in_creates_a_campaign_and_becomes_its_manager(client):
     user = make_user()
     client.force_login(user)
 
-    response = client.post(reverse("annotators:create"), SETTINGS)
+    response = client.post(reverse("labeling:campaign-create"), SETTINGS)
 
     campaign = Campaign.objects.get()
     assert response.status_code == 302
-    assert response.url == reverse("annotators:imports", kwargs={"slug": "geometry-round-2"})
+    assert response.url == reverse("imports:list", kwargs={"slug": "geometry-round-2"})
     assert (campaign.slug, campaign.overlap, campaign.qc_rate, campaign.created_by) == (
         "geometry-round-2",
         3,
@@ -53,9 +52,9 @@ def test_anyone_logged_in_creates_a_campaign_and_becomes_its_manager(client):
 def test_only_staff_create_campaigns_when_the_site_says_so(client, settings):
     settings.STEPWISE_CAMPAIGN_CREATORS = "staff"
     client.force_login(make_user())
-    assert client.get(reverse("annotators:create")).status_code == 403
+    assert client.get(reverse("labeling:campaign-create")).status_code == 403
     client.force_login(make_user(is_staff=True))
-    assert client.get(reverse("annotators:create")).status_code == 200
+    assert client.get(reverse("labeling:campaign-create")).status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -70,7 +69,7 @@ def test_only_staff_create_campaigns_when_the_site_says_so(client, settings):
 )
 def test_settings_are_checked(client, field, value, message):
     client.force_login(make_user())
-    response = client.post(reverse("annotators:create"), SETTINGS | {field: value})
+    response = client.post(reverse("labeling:campaign-create"), SETTINGS | {field: value})
     assert response.status_code == 400
     assert message in response.content.decode()
     assert not Campaign.objects.exists()
@@ -79,7 +78,7 @@ def test_settings_are_checked(client, field, value, message):
 def test_a_taken_slug_is_refused(client):
     make_campaign(slug="geometry-round-2")
     client.force_login(make_user())
-    response = client.post(reverse("annotators:create"), SETTINGS)
+    response = client.post(reverse("labeling:campaign-create"), SETTINGS)
     assert "is taken" in response.content.decode()
 
 
@@ -93,7 +92,7 @@ def test_raising_the_overlap_reopens_labelled_solutions(client):
     client.force_login(manager)
 
     response = client.post(
-        reverse("annotators:settings", kwargs={"slug": campaign.slug}),
+        reverse("labeling:campaign-settings", kwargs={"slug": campaign.slug}),
         SETTINGS | {"name": campaign.name, "overlap": 2},
     )
 
@@ -108,7 +107,7 @@ def test_a_paused_campaign_serves_no_work_until_resumed(client):
     annotator = make_member(campaign=campaign).user
     make_solution(campaign=campaign)
     client.force_login(manager)
-    pause = reverse("annotators:pause", kwargs={"slug": campaign.slug})
+    pause = reverse("labeling:campaign-pause", kwargs={"slug": campaign.slug})
 
     client.post(pause, {"paused": "1"})
     campaign.refresh_from_db()
@@ -124,7 +123,7 @@ def test_the_campaign_page_renders_instructions_as_markdown_without_html(client)
     campaign = make_campaign(instructions="Rate **every** step. <script>alert(1)</script>")
     client.force_login(make_member(campaign=campaign).user)
 
-    page = client.get(reverse("annotators:detail", kwargs={"slug": campaign.slug})).content.decode()
+    page = client.get(reverse("labeling:campaign", kwargs={"slug": campaign.slug})).content.decode()
 
     assert "<strong>every</strong>" in page
     assert "<script>alert(1)</script>" not in page
@@ -145,7 +144,7 @@ def test_an_annotator_is_told_their_screening_outcome(client, screening, score, 
     member = make_member(campaign=campaign, screening=screening, screening_score=score)
     client.force_login(member.user)
 
-    page = client.get(reverse("annotators:detail", kwargs={"slug": campaign.slug})).content.decode()
+    page = client.get(reverse("labeling:campaign", kwargs={"slug": campaign.slug})).content.decode()
 
     assert text in page
     assert ("Start labelling" in page) == (screening != "failed")
@@ -179,7 +178,7 @@ def test_a_removed_member_no_longer_sees_the_campaign(client):
     client.force_login(member.user)
 
     assert (
-        client.get(reverse("annotators:detail", kwargs={"slug": campaign.slug})).status_code == 404
+        client.get(reverse("labeling:campaign", kwargs={"slug": campaign.slug})).status_code == 404
     )
 
 

@@ -8,7 +8,6 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotators import charts
 from annotators.models import CampaignSnapshot
 from annotators.services import (
     ManageError,
@@ -19,7 +18,8 @@ from annotators.services import (
     solution_gold_set,
 )
 from annotators.stats import campaign_stats, qc_agreement
-from labeling import services as queue
+from common import charts
+from labeling import queue
 from labeling.models import Solution, Step
 from tests.factories import (
     make_campaign,

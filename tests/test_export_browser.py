@@ -6,9 +6,9 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from annotators.models import Membership
 from exports.models import Export
 from exports.services import export_run
+from labeling.models import Membership
 from tests.factories import make_campaign, make_labelled, make_member, make_solution
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotators.models import Membership
 from exports.formats import LabelPolicy
 from exports.models import Export
 from exports.services import export_create, export_run
+from labeling.models import Membership
 from tests.factories import make_campaign, make_labelled, make_member, make_solution, make_user
 
 pytestmark = pytest.mark.django_db

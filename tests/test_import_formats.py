@@ -7,9 +7,8 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotators.models import Membership
-from exports.importers import ImportValidationError, import_file
-from labeling.models import Assignment, Problem, Solution, StepLabel
+from imports.service import ImportValidationError, import_file
+from labeling.models import Assignment, Membership, Problem, Solution, StepLabel
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign
 
@@ -298,7 +297,7 @@ def test_a_large_import_refreshes_the_planner_statistics_of_what_it_wrote(monkey
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from exports.importers import service
+    from imports.service import service
 
     campaign = make_campaign()
     with CaptureQueriesContext(connection) as small:

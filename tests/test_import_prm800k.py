@@ -8,10 +8,9 @@ from datetime import UTC, datetime
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotators.models import Membership
 from bench.synthetic import records
-from exports.importers import ImportValidationError, import_file
-from labeling.models import Assignment, Problem, Solution, Step, StepLabel
+from imports.service import ImportValidationError, import_file
+from labeling.models import Assignment, Membership, Problem, Solution, Step, StepLabel
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign
 

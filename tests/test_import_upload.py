@@ -6,8 +6,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotators.models import ImportJob
-from annotators.services import import_job_run
+from imports.models import ImportJob
+from imports.services import import_job_run
 from labeling.models import Solution, Step
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_member
@@ -36,7 +36,7 @@ def manager_client(client, campaign):
 
 def upload(client, campaign, name: str, content: bytes, **fields):
     data = {"format": "jsonl", "grade": "on", "file": SimpleUploadedFile(name, content)} | fields
-    return client.post(reverse("annotators:imports", kwargs={"slug": campaign.slug}), data)
+    return client.post(reverse("imports:list", kwargs={"slug": campaign.slug}), data)
 
 
 def test_an_upload_is_stored_and_queued_then_imported_with_its_counts(
@@ -62,7 +62,7 @@ def test_an_upload_is_stored_and_queued_then_imported_with_its_counts(
     assert job.status == "done" and job.progress == 1.0
     assert job.counts["solutions_created"] == Solution.objects.filter(campaign=campaign).count() > 0
     assert not job.path.exists()  # the upload is removed; its size and sha256 stay
-    page = manager_client.get(reverse("annotators:imports", kwargs={"slug": campaign.slug}))
+    page = manager_client.get(reverse("imports:list", kwargs={"slug": campaign.slug}))
     assert f"{job.counts['solutions_created']} new solutions" in page.content.decode()
 
 
@@ -79,7 +79,7 @@ def test_a_bad_file_fails_whole_with_its_file_line_and_field(manager_client, cam
     assert job.errors[1]["line"] == 3 and job.errors[1]["field"]
     assert not Solution.objects.exists()  # all or nothing
     page = manager_client.get(
-        reverse("annotators:imports", kwargs={"slug": campaign.slug})
+        reverse("imports:list", kwargs={"slug": campaign.slug})
     ).content.decode()
     assert "Nothing was imported" in page
     assert "<code>broken.jsonl:2</code>" in page
@@ -144,7 +144,7 @@ def test_the_status_row_polls_while_running_and_stops_when_finished(manager_clie
         phase="writing",
         progress=0.42,
     )
-    url = reverse("annotators:import-status", kwargs={"slug": campaign.slug, "pk": job.pk})
+    url = reverse("imports:status", kwargs={"slug": campaign.slug, "pk": job.pk})
 
     running = manager_client.get(url, headers={"HX-Request": "true"}).content.decode()
     ImportJob.objects.filter(pk=job.pk).update(status="done", counts={"solutions_created": 5})
@@ -172,12 +172,12 @@ def _wait_for(predicate, seconds: float = 30.0) -> bool:
 
 @pytest.mark.django_db(transaction=True)
 def test_progress_is_written_by_its_own_connection():
-    from annotators.services import _ProgressWriter
+    from imports.services import ImportProgress
 
     job = ImportJob.objects.create(
         campaign=make_campaign(), file_name="x.jsonl", format="jsonl", status="running"
     )
-    with _ProgressWriter(job.pk) as writer:
+    with ImportProgress(job.pk) as writer:
         writer.report("writing", 0.5)
         seen = _wait_for(lambda: ImportJob.objects.get(pk=job.pk).progress == 0.5)
 
@@ -190,7 +190,7 @@ def test_progress_is_written_by_its_own_connection():
 def test_progress_shows_while_the_import_transaction_is_still_open():
     from django.db import transaction
 
-    from annotators.services import _ProgressWriter
+    from imports.services import ImportProgress
 
     campaign = make_campaign()
     job = ImportJob.objects.create(
@@ -198,7 +198,7 @@ def test_progress_shows_while_the_import_transaction_is_still_open():
     )
     with transaction.atomic():
         make_member(campaign=campaign)  # the import's writes, not committed yet
-        with _ProgressWriter(job.pk) as writer:
+        with ImportProgress(job.pk) as writer:
             writer.report("writing", 0.25)
             assert _wait_for(lambda: _progress_elsewhere(job.pk) == 0.25)
 
@@ -224,7 +224,7 @@ def _progress_elsewhere(pk: int) -> float:
 def test_an_import_into_an_active_learning_campaign_with_a_model_queues_a_rescoring_run(
     manager_client, campaign, django_capture_on_commit_callbacks
 ):
-    from labeling.models import ActiveLearningRun, PRMModel
+    from learning.models import ActiveLearningRun, PRMModel
 
     campaign.active_learning = True
     campaign.save(update_fields=["active_learning"])

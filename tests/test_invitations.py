@@ -9,13 +9,13 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils import timezone
 
-from annotators.models import Invitation, Membership
 from annotators.services import (
     InvitationRefused,
     invitation_create,
     invitation_redeem,
     membership_update,
 )
+from labeling.models import Invitation, Membership
 from tests.factories import make_campaign, make_member, make_user
 
 pytestmark = pytest.mark.django_db
@@ -74,7 +74,7 @@ def test_an_invitee_signs_up_and_joins_with_the_invited_role(client, campaign):
 
     assert "You are invited as <strong>annotator</strong>" in page.content.decode()
     assert response.status_code == 302
-    assert response.url == reverse("annotators:detail", kwargs={"slug": campaign.slug})
+    assert response.url == reverse("labeling:campaign", kwargs={"slug": campaign.slug})
     member = Membership.objects.get(user__username="newbie")
     assert (member.campaign, member.role, member.screening) == (campaign, "annotator", "pending")
     assert member.invitation.uses == 1

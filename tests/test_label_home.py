@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotators.models import Membership
+from labeling.models import Membership
 from tests.factories import make_campaign, make_labelled, make_member, make_solution, make_user
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotators.models import Membership
-from labeling.models import Assignment, StepLabel
+from labeling.models import Assignment, Membership, StepLabel
 from tests.factories import (
     make_campaign,
     make_gold_solution,
@@ -42,10 +41,10 @@ def leased_with_one_rating():
     campaign = make_campaign()
     make_solution(campaign=campaign, steps=["a", "b"])
     owner = make_member(campaign=campaign).user
-    from labeling import services
+    from labeling import queue
 
-    assignment = services.assignment_next(campaign=campaign, annotator=owner)
-    services.step_label_set(assignment=assignment, annotator=owner, step_index=0, rating=1)
+    assignment = queue.assignment_next(campaign=campaign, annotator=owner)
+    queue.step_label_set(assignment=assignment, annotator=owner, step_index=0, rating=1)
     return assignment
 
 
@@ -184,10 +183,10 @@ def test_a_correction_with_markup_comes_back_escaped(client):
     client.force_login(user)
     client.get(label_url(campaign))
     assignment = Assignment.objects.get()
-    from labeling import services
+    from labeling import queue
 
-    services.step_label_set(assignment=assignment, annotator=user, step_index=0, rating=-1)
-    services.step_label_human_completion(
+    queue.step_label_set(assignment=assignment, annotator=user, step_index=0, rating=-1)
+    queue.step_label_human_completion(
         assignment=assignment, annotator=user, step_index=0, text="</textarea><img src=x>"
     )
     html = client.get(label_url(campaign)).content.decode()

@@ -22,11 +22,12 @@ import pytest
 from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from annotators.models import ImportJob, Membership
 from annotators.services import api_token_create, invitation_create
 from exports.models import Export
-from labeling.models import ActiveLearningRun
-from labeling.services import assignment_next
+from imports.models import ImportJob
+from labeling.models import Membership
+from labeling.queue import assignment_next
+from learning.models import ActiveLearningRun
 from tests.factories import (
     make_campaign,
     make_gold_solution,
@@ -75,16 +76,16 @@ ROUTES: dict[str, Route] = {
     "labeling:submit": Route("holder", {"POST": 302}, ("slug", "assignment")),
     "labeling:skip": Route("holder", {"POST": 302}, ("slug", "assignment")),
     # active learning: the manager's page and "Retrain now"
-    "labeling:active-learning": Route("manage", {"GET": 200}, ("slug",)),
-    "labeling:active-learning-retrain": Route("manage", {"POST": 302}, ("slug",)),
+    "learning:page": Route("manage", {"GET": 200}, ("slug",)),
+    "learning:retrain": Route("manage", {"POST": 302}, ("slug",)),
     # annotators
-    "annotators:list": Route("login", {"GET": 200}),
-    "annotators:create": Route("login", {"GET": 200, "POST": 400}),
-    "annotators:detail": Route("label", {"GET": 200}, ("slug",)),
-    "annotators:settings": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
-    "annotators:pause": Route("manage", {"POST": 302}, ("slug",), {"paused": "1"}),
-    "annotators:imports": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
-    "annotators:import-status": Route("manage", {"GET": 302}, ("slug", "import_job")),
+    "labeling:campaigns": Route("login", {"GET": 200}),
+    "labeling:campaign-create": Route("login", {"GET": 200, "POST": 400}),
+    "labeling:campaign": Route("label", {"GET": 200}, ("slug",)),
+    "labeling:campaign-settings": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "labeling:campaign-pause": Route("manage", {"POST": 302}, ("slug",), {"paused": "1"}),
+    "imports:list": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "imports:status": Route("manage", {"GET": 302}, ("slug", "import_job")),
     "annotators:members": Route("manage", {"GET": 200}, ("slug",)),
     "annotators:member": Route("manage", {"GET": 200, "POST": 400}, ("slug", "membership")),
     "annotators:invitations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),

@@ -4,8 +4,8 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from annotators.models import Membership
-from annotators.permissions import MANAGE, campaign_for, campaigns_visible_to
+from labeling.models import Membership
+from labeling.permissions import MANAGE, campaign_for, campaigns_visible_to
 from tests.factories import make_campaign, make_member, make_user
 
 pytestmark = pytest.mark.django_db

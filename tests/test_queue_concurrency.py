@@ -16,7 +16,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from labeling import services
+from labeling import queue
 from labeling.models import Assignment, Solution
 from tests.factories import make_campaign, make_member, make_solution
 
@@ -91,10 +91,10 @@ def test_fifty_annotators_at_once_never_exceed_the_overlap_nor_repeat_a_solution
 
     def annotate(user):
         while True:
-            assignment = services.assignment_next(campaign=campaign, annotator=user)
+            assignment = queue.assignment_next(campaign=campaign, annotator=user)
             if assignment is None:
                 break
-            services.assignment_submit(
+            queue.assignment_submit(
                 assignment=assignment,
                 annotator=user,
                 submission_key=uuid.uuid4().hex,
@@ -122,7 +122,7 @@ def test_concurrent_requests_of_one_annotator_lease_one_solution():
     user = make_member(campaign=campaign).user
     served = []
     run_threads(
-        lambda: served.append(services.assignment_next(campaign=campaign, annotator=user).pk),
+        lambda: served.append(queue.assignment_next(campaign=campaign, annotator=user).pk),
         [() for _ in range(10)],
     )
     assert len(set(served)) == 1
@@ -136,21 +136,21 @@ def test_expired_leases_are_reclaimed_once_while_annotators_claim_at_once():
         make_solution(campaign=campaign, steps=["a"])
     stale = [make_member(campaign=campaign).user for _ in range(ANNOTATORS // 2)]
     for user in stale:
-        services.assignment_next(campaign=campaign, annotator=user)
+        queue.assignment_next(campaign=campaign, annotator=user)
     Assignment.objects.update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     fresh = [make_member(campaign=campaign).user for _ in range(ANNOTATORS // 2)]
 
     def claim_and_submit(user):
         for _ in range(3):
-            assignment = services.assignment_next(campaign=campaign, annotator=user)
+            assignment = queue.assignment_next(campaign=campaign, annotator=user)
             if assignment is None:
                 return
-            services.assignment_submit(
+            queue.assignment_submit(
                 assignment=assignment, annotator=user, submission_key=uuid.uuid4().hex, ratings=[1]
             )
 
     run_threads(claim_and_submit, [(user,) for user in stale + fresh])
-    services.leases_reclaim(campaign=campaign, limit=None)
+    queue.leases_reclaim(campaign=campaign, limit=None)
     assert_counters_match_the_assignments(campaign)
     pairs = Counter(Assignment.objects.values_list("annotator_id", "solution_id"))
     assert max(pairs.values()) == 1

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from labeling import services
+from labeling import queue
 from labeling.models import Assignment, Solution
 from labeling.tasks import leases_sweep
 from tests.factories import make_campaign, make_member, make_solution, submit_ratings
@@ -31,11 +31,11 @@ def test_an_expired_lease_frees_its_slot_for_another_annotator():
     campaign = make_campaign(overlap=1)
     solution = make_solution(campaign=campaign)
     first_user = member(campaign)
-    first = services.assignment_next(campaign=campaign, annotator=first_user)
+    first = queue.assignment_next(campaign=campaign, annotator=first_user)
     other = member(campaign)
-    assert services.assignment_next(campaign=campaign, annotator=other) is None
+    assert queue.assignment_next(campaign=campaign, annotator=other) is None
     expire(first)
-    taken = services.assignment_next(campaign=campaign, annotator=other)
+    taken = queue.assignment_next(campaign=campaign, annotator=other)
     assert taken.solution_id == solution.pk
     first.refresh_from_db()
     assert first.status == Assignment.Status.EXPIRED
@@ -47,10 +47,10 @@ def test_an_expired_lease_is_not_resumed_but_served_again_with_its_drafts():
     campaign = make_campaign(overlap=1)
     make_solution(campaign=campaign, steps=["a", "b"])
     user = member(campaign)
-    first = services.assignment_next(campaign=campaign, annotator=user)
-    services.step_label_set(assignment=first, annotator=user, step_index=0, rating=1)
+    first = queue.assignment_next(campaign=campaign, annotator=user)
+    queue.step_label_set(assignment=first, annotator=user, step_index=0, rating=1)
     expire(first)
-    again = services.assignment_next(campaign=campaign, annotator=user)
+    again = queue.assignment_next(campaign=campaign, annotator=user)
     assert again.pk == first.pk
     assert again.status == "leased" and again.lease_expires_at > timezone.now()
     assert again.labels.get().rating == 1
@@ -61,9 +61,9 @@ def test_a_late_submission_is_accepted_while_the_slot_is_free():
     campaign = make_campaign(overlap=1)
     solution = make_solution(campaign=campaign)
     user = member(campaign)
-    assignment = services.assignment_next(campaign=campaign, annotator=user)
+    assignment = queue.assignment_next(campaign=campaign, annotator=user)
     expire(assignment)
-    assert services.leases_reclaim(campaign=campaign) == 1
+    assert queue.leases_reclaim(campaign=campaign) == 1
     solution.refresh_from_db()
     assert (solution.assignment_count, solution.is_open) == (0, True)
     result = submit_ratings(assignment=assignment, annotator=user)
@@ -76,22 +76,22 @@ def test_a_late_submission_of_a_lease_not_yet_reclaimed_keeps_its_slot():
     campaign = make_campaign(overlap=1)
     solution = make_solution(campaign=campaign)
     user = member(campaign)
-    assignment = services.assignment_next(campaign=campaign, annotator=user)
+    assignment = queue.assignment_next(campaign=campaign, annotator=user)
     expire(assignment)
     submit_ratings(assignment=assignment, annotator=user)
     solution.refresh_from_db()
     assert (solution.assignment_count, solution.is_open) == (1, False)
-    assert services.leases_reclaim(campaign=campaign) == 0
+    assert queue.leases_reclaim(campaign=campaign) == 0
 
 
 def test_a_late_submission_is_refused_once_the_slot_is_taken():
     campaign = make_campaign(overlap=1)
     solution = make_solution(campaign=campaign)
     late_user = member(campaign)
-    late = services.assignment_next(campaign=campaign, annotator=late_user)
+    late = queue.assignment_next(campaign=campaign, annotator=late_user)
     expire(late)
-    services.assignment_next(campaign=campaign, annotator=member(campaign))
-    with pytest.raises(services.LeaseTaken) as refused:
+    queue.assignment_next(campaign=campaign, annotator=member(campaign))
+    with pytest.raises(queue.LeaseTaken) as refused:
         submit_ratings(assignment=late, annotator=late_user)
     assert "another annotator" in str(refused.value)
     late.refresh_from_db()
@@ -104,10 +104,10 @@ def test_drafting_on_an_expired_lease_takes_the_free_slot_back_and_renews_the_le
     campaign = make_campaign(overlap=1, lease_seconds=300)
     solution = make_solution(campaign=campaign)
     user = member(campaign)
-    assignment = services.assignment_next(campaign=campaign, annotator=user)
+    assignment = queue.assignment_next(campaign=campaign, annotator=user)
     expire(assignment)
-    services.leases_reclaim(campaign=campaign)
-    services.step_label_set(assignment=assignment, annotator=user, step_index=0, rating=1)
+    queue.leases_reclaim(campaign=campaign)
+    queue.step_label_set(assignment=assignment, annotator=user, step_index=0, rating=1)
     assignment.refresh_from_db()
     assert assignment.status == "leased"
     assert assignment.lease_expires_at > timezone.now() + timedelta(seconds=290)
@@ -120,7 +120,7 @@ def test_the_sweep_task_reclaims_expired_leases_of_every_campaign():
     for _ in range(2):
         campaign = make_campaign(overlap=1)
         make_solution(campaign=campaign)
-        leases.append(services.assignment_next(campaign=campaign, annotator=member(campaign)))
+        leases.append(queue.assignment_next(campaign=campaign, annotator=member(campaign)))
     for lease in leases:
         expire(lease)
     assert leases_sweep.apply().get() == 2
@@ -133,14 +133,14 @@ def test_refresh_queue_state_agrees_with_the_queue_counters():
     solutions = [make_solution(campaign=campaign) for _ in range(4)]
     for i in range(6):
         user = member(campaign)
-        assignment = services.assignment_next(campaign=campaign, annotator=user)
+        assignment = queue.assignment_next(campaign=campaign, annotator=user)
         if i % 3 == 0:
             submit_ratings(assignment=assignment, annotator=user)
         elif i % 3 == 1:
             submit_ratings(
                 assignment=assignment, annotator=user, ratings=[], finish_reason="give_up"
             )
-    services.leases_reclaim(campaign=campaign)
+    queue.leases_reclaim(campaign=campaign)
     kept = list(Solution.objects.order_by("pk").values_list("assignment_count", "is_open"))
     Solution.objects.update(assignment_count=0, is_open=False)
     assert Solution.objects.filter(campaign=campaign).refresh_queue_state() == len(solutions)
@@ -154,14 +154,14 @@ def test_refresh_queue_state_agrees_with_the_queue_counters():
 def test_refresh_queue_state_releases_expired_leases_like_the_queue():
     campaign = make_campaign(overlap=1)
     solution = make_solution(campaign=campaign)
-    assignment = services.assignment_next(campaign=campaign, annotator=member(campaign))
+    assignment = queue.assignment_next(campaign=campaign, annotator=member(campaign))
     expire(assignment)
     Solution.objects.filter(is_open=False).refresh_queue_state()
     assignment.refresh_from_db()
     solution.refresh_from_db()
     assert assignment.status == Assignment.Status.EXPIRED
     assert (solution.assignment_count, solution.is_open) == (0, True)
-    assert services.leases_reclaim(campaign=campaign) == 0
+    assert queue.leases_reclaim(campaign=campaign) == 0
 
 
 def test_refresh_queue_state_counts_imported_bad_problem_reports():

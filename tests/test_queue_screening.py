@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotators.models import Membership
-from labeling import services
+from labeling import queue
+from labeling.models import Membership
 from tests.factories import make_campaign, make_gold_solution, make_member, make_solution
 
 pytestmark = pytest.mark.django_db
@@ -25,10 +25,10 @@ def answer_screening(campaign, membership, answers):
     user = membership.user
     results = []
     for ratings in answers:
-        assignment = services.assignment_next(campaign=campaign, annotator=user)
+        assignment = queue.assignment_next(campaign=campaign, annotator=user)
         assert assignment.solution.kind == "screening"
         results.append(
-            services.assignment_submit(
+            queue.assignment_submit(
                 assignment=assignment,
                 annotator=user,
                 submission_key=f"s{assignment.pk}",
@@ -47,7 +47,7 @@ def test_an_annotator_who_agrees_enough_with_gold_passes_and_gets_regular_work()
     assert [r.screening for r in results] == ["pending", "passed"]
     assert membership.screening == Membership.Screening.PASSED
     assert membership.screening_score == pytest.approx(6 / 7)
-    assignment = services.assignment_next(campaign=campaign, annotator=membership.user)
+    assignment = queue.assignment_next(campaign=campaign, annotator=membership.user)
     assert assignment.solution_id == regular.pk
 
 
@@ -59,15 +59,15 @@ def test_an_annotator_below_the_threshold_fails_and_gets_no_more_work():
     assert results[-1].screening == "failed"
     assert membership.screening == Membership.Screening.FAILED
     assert membership.screening_score == pytest.approx(4 / 7)
-    with pytest.raises(services.ScreeningFailed):
-        services.assignment_next(campaign=campaign, annotator=membership.user)
+    with pytest.raises(queue.ScreeningFailed):
+        queue.assignment_next(campaign=campaign, annotator=membership.user)
 
 
 def test_unrated_gold_steps_count_as_disagreement():
-    assert services.gold_agreement(
+    assert queue.gold_agreement(
         gold=[(0, 1), (1, 0), (2, -1), (3, 1)], ratings={0: 1}, stop_at_first_error=True
     ) == (1, 3)
-    assert services.gold_agreement(
+    assert queue.gold_agreement(
         gold=[(0, 1), (1, None), (2, -1), (3, 1)],
         ratings={0: 1, 2: -1, 3: 0},
         stop_at_first_error=False,
@@ -84,16 +84,16 @@ def test_the_outcome_waits_until_every_screening_solution_is_done():
 def test_screening_questions_cannot_be_skipped():
     campaign, _ = screened_campaign()
     user = make_member(campaign=campaign).user
-    assignment = services.assignment_next(campaign=campaign, annotator=user)
-    with pytest.raises(services.AssignmentClosed):
-        services.assignment_skip(assignment=assignment, annotator=user)
+    assignment = queue.assignment_next(campaign=campaign, annotator=user)
+    with pytest.raises(queue.AssignmentClosed):
+        queue.assignment_skip(assignment=assignment, annotator=user)
 
 
 def test_a_campaign_without_screening_solutions_serves_regular_work():
     campaign = make_campaign(requires_screening=True)
     regular = make_solution(campaign=campaign)
     membership = make_member(campaign=campaign)
-    assignment = services.assignment_next(campaign=campaign, annotator=membership.user)
+    assignment = queue.assignment_next(campaign=campaign, annotator=membership.user)
     assert assignment.solution_id == regular.pk
     membership.refresh_from_db()
     assert membership.screening == Membership.Screening.PENDING
@@ -104,5 +104,5 @@ def test_a_failed_annotator_may_work_again_once_the_campaign_drops_screening():
     membership = make_member(campaign=campaign, screening=Membership.Screening.FAILED)
     campaign.requires_screening = False
     campaign.save()
-    assignment = services.assignment_next(campaign=campaign, annotator=membership.user)
+    assignment = queue.assignment_next(campaign=campaign, annotator=membership.user)
     assert assignment.solution_id == regular.pk

@@ -7,9 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotators.models import Membership
-from labeling import services
-from labeling.models import Assignment, StepLabel
+from labeling import queue
+from labeling.models import Assignment, Membership, StepLabel
 from tests.factories import make_campaign, make_member, make_solution, make_user, submit_ratings
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +19,7 @@ def leased(campaign=None, *, steps=4, **campaign_fields):
     campaign = campaign or make_campaign(**campaign_fields)
     make_solution(campaign=campaign, steps=[f"step {i}" for i in range(steps)])
     user = make_member(campaign=campaign).user
-    return services.assignment_next(campaign=campaign, annotator=user), user
+    return queue.assignment_next(campaign=campaign, annotator=user), user
 
 
 def labels_of(assignment):
@@ -33,7 +32,7 @@ def labels_of(assignment):
 
 def test_it_stores_the_ratings_and_finishes_the_assignment():
     assignment, user = leased()
-    result = services.assignment_submit(
+    result = queue.assignment_submit(
         assignment=assignment,
         annotator=user,
         submission_key="k1",
@@ -66,10 +65,10 @@ def test_it_stores_the_ratings_and_finishes_the_assignment():
 
 def test_a_retry_with_the_same_key_changes_nothing_and_returns_the_same_result():
     assignment, user = leased()
-    first = services.assignment_submit(
+    first = queue.assignment_submit(
         assignment=assignment, annotator=user, submission_key="same", ratings=[1, 1, -1]
     )
-    retry = services.assignment_submit(
+    retry = queue.assignment_submit(
         assignment=assignment, annotator=user, submission_key="same", ratings=[0, 0, 0, 0]
     )
     assert retry == first and retry.replayed and not first.replayed
@@ -82,8 +81,8 @@ def test_it_refuses_a_submission_key_already_used_for_another_assignment():
     first, user = leased(campaign)
     submit_ratings(assignment=first, annotator=user, submission_key="dup")
     make_solution(campaign=campaign, steps=["a"])
-    second = services.assignment_next(campaign=campaign, annotator=user)
-    with pytest.raises(services.LabelsInvalid) as refused:
+    second = queue.assignment_next(campaign=campaign, annotator=user)
+    with pytest.raises(queue.LabelsInvalid) as refused:
         submit_ratings(assignment=second, annotator=user, submission_key="dup", ratings=[1])
     assert refused.value.field == "submission_key"
 
@@ -91,13 +90,13 @@ def test_it_refuses_a_submission_key_already_used_for_another_assignment():
 def test_it_refuses_a_second_submission_with_another_key():
     assignment, user = leased()
     submit_ratings(assignment=assignment, annotator=user)
-    with pytest.raises(services.AssignmentClosed):
+    with pytest.raises(queue.AssignmentClosed):
         submit_ratings(assignment=assignment, annotator=user)
 
 
 def test_it_requires_a_submission_key():
     assignment, user = leased()
-    with pytest.raises(services.LabelsInvalid) as refused:
+    with pytest.raises(queue.LabelsInvalid) as refused:
         submit_ratings(assignment=assignment, annotator=user, submission_key="")
     assert refused.value.field == "submission_key"
 
@@ -105,7 +104,7 @@ def test_it_requires_a_submission_key():
 def test_only_the_lease_holder_may_submit():
     assignment, _ = leased()
     intruder = make_member(campaign=assignment.campaign).user
-    with pytest.raises(services.NotLeaseHolder):
+    with pytest.raises(queue.NotLeaseHolder):
         submit_ratings(assignment=assignment, annotator=intruder)
     assert Assignment.objects.get().status == "leased"
 
@@ -113,7 +112,7 @@ def test_only_the_lease_holder_may_submit():
 def test_a_removed_member_cannot_submit():
     assignment, user = leased()
     Membership.objects.filter(user=user).update(status=Membership.Status.REMOVED)
-    with pytest.raises(services.MembershipInactive):
+    with pytest.raises(queue.MembershipInactive):
         submit_ratings(assignment=assignment, annotator=user)
 
 
@@ -142,7 +141,7 @@ def test_it_derives_found_error_from_a_negative_step():
 )
 def test_it_refuses_labels_that_break_a_rule_and_names_the_field(fields, field):
     assignment, user = leased()
-    with pytest.raises(services.LabelsInvalid) as refused:
+    with pytest.raises(queue.LabelsInvalid) as refused:
         submit_ratings(assignment=assignment, annotator=user, **fields)
     assert refused.value.field == field
     assert Assignment.objects.get().status == "leased"
@@ -157,7 +156,7 @@ def test_it_accepts_steps_after_a_negative_when_stop_at_first_error_is_off():
 
 def test_without_stop_at_first_error_found_error_needs_every_step():
     assignment, user = leased(stop_at_first_error=False)
-    with pytest.raises(services.LabelsInvalid):
+    with pytest.raises(queue.LabelsInvalid):
         submit_ratings(assignment=assignment, annotator=user, ratings=[1, -1])
 
 
@@ -180,11 +179,11 @@ def test_it_stores_a_correction_of_the_negative_step_as_prm800k_does():
 def test_it_submits_the_drafts_when_no_ratings_are_given():
     assignment, user = leased(steps=3)
     for i, rating in enumerate([1, 0, -1]):
-        services.step_label_set(assignment=assignment, annotator=user, step_index=i, rating=rating)
-    services.step_label_human_completion(
+        queue.step_label_set(assignment=assignment, annotator=user, step_index=i, rating=rating)
+    queue.step_label_human_completion(
         assignment=assignment, annotator=user, step_index=2, text="fixed"
     )
-    result = services.assignment_submit(assignment=assignment, annotator=user, submission_key="d")
+    result = queue.assignment_submit(assignment=assignment, annotator=user, submission_key="d")
     assert (result.finish_reason, result.rated_steps) == ("found_error", 3)
     assert labels_of(assignment) == [(0, 1, False), (1, 0, False), (2, -1, False)]
     assert StepLabel.objects.get(rating=-1).human_completion["text"] == "fixed"
@@ -192,7 +191,7 @@ def test_it_submits_the_drafts_when_no_ratings_are_given():
 
 def test_ratings_replace_the_drafts():
     assignment, user = leased(steps=2)
-    services.step_label_set(assignment=assignment, annotator=user, step_index=0, rating=-1)
+    queue.step_label_set(assignment=assignment, annotator=user, step_index=0, rating=-1)
     submit_ratings(assignment=assignment, annotator=user, ratings=[1, 1])
     assert labels_of(assignment) == [(0, 1, False), (1, 1, False)]
 
@@ -207,9 +206,9 @@ def test_give_up_keeps_the_labels_and_frees_the_slot_for_someone_else():
     solution = assignment.solution
     solution.refresh_from_db()
     assert (solution.assignment_count, solution.is_open) == (0, True)
-    assert services.assignment_next(campaign=campaign, annotator=user) is None
+    assert queue.assignment_next(campaign=campaign, annotator=user) is None
     other = make_member(campaign=campaign).user
-    assert services.assignment_next(campaign=campaign, annotator=other).solution_id == solution.pk
+    assert queue.assignment_next(campaign=campaign, annotator=other).solution_id == solution.pk
 
 
 def test_a_solution_reported_as_a_bad_problem_by_enough_annotators_leaves_the_queue():
@@ -217,7 +216,7 @@ def test_a_solution_reported_as_a_bad_problem_by_enough_annotators_leaves_the_qu
     solution = make_solution(campaign=campaign)
     for _ in range(2):
         user = make_member(campaign=campaign).user
-        assignment = services.assignment_next(campaign=campaign, annotator=user)
+        assignment = queue.assignment_next(campaign=campaign, annotator=user)
         assert assignment.solution_id == solution.pk
         submit_ratings(
             assignment=assignment, annotator=user, ratings=[], finish_reason="bad_problem"
@@ -229,7 +228,7 @@ def test_a_solution_reported_as_a_bad_problem_by_enough_annotators_leaves_the_qu
         False,
     )
     assert (
-        services.assignment_next(campaign=campaign, annotator=make_member(campaign=campaign).user)
+        queue.assignment_next(campaign=campaign, annotator=make_member(campaign=campaign).user)
         is None
     )
 
@@ -239,19 +238,19 @@ def test_one_bad_problem_report_under_the_limit_keeps_the_solution_served():
     assignment, user = leased(campaign)
     submit_ratings(assignment=assignment, annotator=user, ratings=[], finish_reason="bad_problem")
     other = make_member(campaign=campaign).user
-    assert services.assignment_next(campaign=campaign, annotator=other) is not None
+    assert queue.assignment_next(campaign=campaign, annotator=other) is not None
 
 
 def test_skip_frees_the_slot_and_drops_the_drafts():
     campaign = make_campaign(overlap=1)
     assignment, user = leased(campaign)
-    services.step_label_set(assignment=assignment, annotator=user, step_index=0, rating=1)
-    skipped = services.assignment_skip(assignment=assignment, annotator=user)
+    queue.step_label_set(assignment=assignment, annotator=user, step_index=0, rating=1)
+    skipped = queue.assignment_skip(assignment=assignment, annotator=user)
     assert skipped.status == "skipped"
     assert not StepLabel.objects.exists()
     assignment.solution.refresh_from_db()
     assert (assignment.solution.assignment_count, assignment.solution.is_open) == (0, True)
-    assert services.assignment_skip(assignment=assignment, annotator=user).status == "skipped"
+    assert queue.assignment_skip(assignment=assignment, annotator=user).status == "skipped"
     assignment.solution.refresh_from_db()
     assert assignment.solution.assignment_count == 0
 
@@ -259,15 +258,15 @@ def test_skip_frees_the_slot_and_drops_the_drafts():
 def test_a_submitted_assignment_cannot_be_skipped_or_skipped_one_submitted():
     assignment, user = leased()
     submit_ratings(assignment=assignment, annotator=user)
-    with pytest.raises(services.AssignmentClosed):
-        services.assignment_skip(assignment=assignment, annotator=user)
+    with pytest.raises(queue.AssignmentClosed):
+        queue.assignment_skip(assignment=assignment, annotator=user)
     other, other_user = leased()
-    services.assignment_skip(assignment=other, annotator=other_user)
-    with pytest.raises(services.AssignmentClosed):
+    queue.assignment_skip(assignment=other, annotator=other_user)
+    with pytest.raises(queue.AssignmentClosed):
         submit_ratings(assignment=other, annotator=other_user)
 
 
 def test_only_the_holder_may_skip():
     assignment, _ = leased()
-    with pytest.raises(services.NotLeaseHolder):
-        services.assignment_skip(assignment=assignment, annotator=make_user())
+    with pytest.raises(queue.NotLeaseHolder):
+        queue.assignment_skip(assignment=assignment, annotator=make_user())

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from annotators.models import Membership
 from exports.models import Export
-from labeling.models import Assignment, Campaign
+from labeling.models import Assignment, Campaign, Membership
 from tests.factories import make_token, make_user
 
 pytestmark = [pytest.mark.celery, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

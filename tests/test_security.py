@@ -15,8 +15,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotators.models import ImportJob, Membership
-from labeling.models import Campaign
+from imports.models import ImportJob
+from labeling.models import Campaign, Membership
 from tests.factories import (
     api_client_for,
     make_campaign,

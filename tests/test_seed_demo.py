@@ -6,8 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from annotators.models import Membership
-from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepLabel
+from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

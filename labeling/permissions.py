@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from annotators.models import Membership
 from labeling.models import Campaign
+from labeling.queue import Membership, NotAMember
 
 Role = Membership.Role
 MANAGE = (Role.MANAGER,)
@@ -48,6 +48,23 @@ def campaign_for(
     return campaign, membership
 
 
+def campaign_of_member(*, slug: str, user) -> Campaign:
+    """The campaign with this slug if the user holds any membership of it, else ``NotAMember``.
+
+    The queue's own check, on its hot path (one plain query): a paused or removed member gets
+    the campaign here and the queue's refusal (403) after, where ``campaign_for`` would 404.
+    """
+    campaigns = Campaign.objects.raw(
+        f"SELECT c.* FROM {Campaign._meta.db_table} c JOIN {Membership._meta.db_table} m"
+        " ON m.campaign_id = c.id WHERE c.slug = %s AND m.user_id = %s",
+        [slug, user.pk],
+    )
+    campaign = next(iter(campaigns), None)
+    if campaign is None:
+        raise NotAMember("No such campaign.")
+    return campaign
+
+
 def campaigns_visible_to(user):
     """Campaigns the user belongs to (all of them for site admins)."""
     if user.is_superuser:
@@ -69,7 +86,7 @@ def may_create_campaigns(user) -> bool:
 
 
 def campaign_nav(user, campaign: Campaign, membership: Membership | None) -> dict:
-    """What the campaign menu (``annotators/_campaign_nav.html``) needs to know about the viewer."""
+    """What the campaign menu (``labeling/_campaign_nav.html``) needs to know about the viewer."""
     from django.urls import reverse
 
     role = membership.role if membership else None
@@ -80,3 +97,19 @@ def campaign_nav(user, campaign: Campaign, membership: Membership | None) -> dic
         "can_review": user.is_superuser or role in REVIEW,
         "label_url": reverse("labeling:label", kwargs={"slug": campaign.slug}),
     }
+
+
+def campaign_page(
+    request,
+    template: str,
+    campaign: Campaign,
+    membership: Membership | None,
+    context: dict | None = None,
+    *,
+    status: int = 200,
+):
+    """Render a campaign page with what the campaign menu needs to know about the viewer."""
+    from django.shortcuts import render
+
+    base = campaign_nav(request.user, campaign, membership)
+    return render(request, template, base | (context or {}), status=status)

@@ -1,82 +1,15 @@
-"""What every API view shares: token authentication, cursor pagination, error shapes.
+"""What every API view shares: cursor pagination, query parameters, error shapes.
 
 The views themselves live beside their domain (``labeling/api.py``, ``annotators/api.py``,
-``exports/api.py``); routes are in ``stepwise/api_urls.py``.
+``imports/api.py``, ``exports/api.py``, ``learning/api.py``); routes are in
+``stepwise/api_urls.py``. Authentication is the settings' default for every view (session, and
+``annotators.authentication.TokenAuthentication`` for API keys).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
-from django.contrib.auth import get_user_model
-from django.utils import timezone
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework import authentication, exceptions, pagination, serializers
-
-from annotators.models import ApiToken
-
-# A token's last use is written at most this often: the time is for people ("used today"), and
-# one write per request would double what authentication costs.
-LAST_USED_EVERY = timedelta(minutes=1)
-
-
-class TokenAuthentication(authentication.TokenAuthentication):
-    """``Authorization: Token <key>`` against the sha256 of the user's API tokens.
-
-    Every request of every annotator starts here, so the lookup is one plain query (DRF's ORM
-    lookup costs about twice the rest of authentication on a small machine); the last-used time
-    costs a second, small write at most once a minute per token. A revoked key is refused.
-    """
-
-    model = ApiToken
-
-    def authenticate_credentials(self, key: str):
-        User = get_user_model()
-        user = next(
-            iter(
-                User.objects.raw(
-                    f"SELECT u.*, t.id AS api_token_id, t.last_used_at AS api_token_used"
-                    f" FROM {User._meta.db_table} u"
-                    f" JOIN {ApiToken._meta.db_table} t ON t.user_id = u.id"
-                    " WHERE t.key_hash = %s AND t.revoked_at IS NULL",
-                    [ApiToken.hash_key(key)],
-                )
-            ),
-            None,
-        )
-        if user is None:
-            raise exceptions.AuthenticationFailed("Invalid token.")
-        if not user.is_active:
-            raise exceptions.AuthenticationFailed("User inactive or deleted.")
-        now = timezone.now()
-        used = user.api_token_used
-        # SQLite hands raw() extra columns back as text or naive datetimes (UTC).
-        if isinstance(used, str):
-            used = datetime.fromisoformat(used)
-        if used is not None and timezone.is_naive(used):
-            used = used.replace(tzinfo=UTC)
-        if used is None or now - used > LAST_USED_EVERY:
-            ApiToken.objects.filter(pk=user.api_token_id).update(last_used_at=now)
-        return user, ApiToken(pk=user.api_token_id, user=user, last_used_at=now)
-
-
-class TokenScheme(OpenApiAuthenticationExtension):
-    target_class = "stepwise.api.TokenAuthentication"
-    name = "tokenAuth"
-
-    def get_security_definition(self, auto_schema):
-        return {
-            "type": "apiKey",
-            "in": "header",
-            "name": "Authorization",
-            "description": "`Token <key>`; create keys on your profile page or with "
-            "`manage.py create_api_token USER`.",
-        }
-
-
-# Token (API clients) or session (the browser, with its CSRF check on writes).
-AUTHENTICATION = [TokenAuthentication, authentication.SessionAuthentication]
+from rest_framework import exceptions, generics, pagination, serializers
 
 
 class CursorPagination(pagination.CursorPagination):
@@ -87,6 +20,12 @@ class CursorPagination(pagination.CursorPagination):
     max_page_size = 1000
     page_size_query_param = "page_size"
     ordering = "id"
+
+
+class CursorListView(generics.ListAPIView):
+    """A list endpoint paged by ``CursorPagination``."""
+
+    pagination_class = CursorPagination
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -9,10 +9,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotators.models import Membership
-from exports.importers import import_file
-from labeling.active_learning import active_learning_trigger
-from labeling.models import Campaign
+from imports.service import import_file
+from labeling import events
+from labeling.models import Campaign, Membership
 
 DEMO_DIR = settings.BASE_DIR / "demo"
 SLUG = "demo"
@@ -58,13 +57,17 @@ class Command(BaseCommand):
                 "instructions": INSTRUCTIONS,
                 "qc_rate": 0.1,
                 # The worker (started by `make run`) retrains the PRM and reorders the queue
-                # after every 25 new step labels; the first run is queued below.
+                # after every 25 new step labels; the import of the labelled files queues the first
+                # run (labeling.events.solutions_imported, to which active learning listens).
                 "active_learning": True,
                 "al_retrain_every": 25,
             },
         )
+        created = labels = 0
         for name, fmt, opts in FILES:
             result = import_file(DEMO_DIR / name, campaign=campaign, fmt=fmt, **opts)
+            created += result.solutions_created
+            labels += result.step_labels_created
             self.stdout.write(
                 f"  {name}: +{result.solutions_created} solutions "
                 f"({result.solutions_existing} already there), "
@@ -80,9 +83,15 @@ class Command(BaseCommand):
                     campaign=campaign,
                     defaults={"role": role, "status": Membership.Status.ACTIVE},
                 )
-        if campaign.active_learning and not campaign.al_runs.exists():
-            run = active_learning_trigger(campaign=campaign)
-            self.stdout.write(f"  active learning: first run {run.pk} queued for the worker")
+        if created:
+            answers = events.publish(
+                events.solutions_imported,
+                campaign_id=campaign.pk,
+                solutions_created=created,
+                labels_created=labels,
+            )
+            for answer in filter(None, answers):
+                self.stdout.write(f"  {answer} queued for the worker")
         total = campaign.solutions.count()
         self.stdout.write(
             f"Demo campaign {campaign.name!r} ({'created' if created else 'ready'}): "

@@ -5,7 +5,7 @@ the current PRM and show labelers mostly *convincing wrong-answer* solutions (th
 highly but their final answer is wrong), plus some of the most convincing others. The queue serves
 by ``Solution.priority`` (highest first), so a run rewrites ``priority`` in bulk.
 
-The run is a Celery task (``labeling.tasks.active_learning_run_task``) around
+The run is a Celery task (``learning.tasks.active_learning_run_task``) around
 ``active_learning_run``; ``active_learning_trigger`` creates the run row, which is also the lock
 (see ``ActiveLearningRun``), and enqueues the task on commit.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -29,20 +28,13 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, OperationalError, connection, connections, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
-from labeling.models import (
-    ActiveLearningRun,
-    Assignment,
-    Campaign,
-    PRMModel,
-    Problem,
-    Solution,
-    Step,
-    StepLabel,
-)
+from common.jobs import JobBeat
+from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepLabel
+from learning.models import ActiveLearningRun, PRMModel
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +90,7 @@ def _active_run(campaign: Campaign) -> ActiveLearningRun | None:
 
 
 def _enqueue(run_id: int) -> None:
-    from labeling.tasks import active_learning_run_task
+    from learning.tasks import active_learning_run_task
 
     transaction.on_commit(lambda: active_learning_run_task.delay(run_id))
 
@@ -120,13 +112,13 @@ def submitted_labels(*, campaign: Campaign, since=None) -> int:
     return labels.count()
 
 
-def active_learning_after_submit(*, campaign_id: int) -> ActiveLearningRun | None:
+def active_learning_after_submit(*, campaign_id: int, **_) -> ActiveLearningRun | None:
     """After a submit: trigger a run once ``al_retrain_every`` new labels have come in.
 
-    "New" means submitted after the last run took its snapshot of the labels (its start); a run
-    that failed counts too, so a campaign whose training keeps failing does not retry on every
-    submit (a manager can always retrain by hand). Called on commit of the submit; it never fails
-    it (errors are logged).
+    Subscribed to ``labeling.events.labels_submitted``. "New" means submitted after the last run
+    took its snapshot of the labels (its start); a run that failed counts too, so a campaign
+    whose training keeps failing does not retry on every submit (a manager can always retrain by
+    hand). Called on commit of the submit; it never fails it (errors are logged).
     """
     try:
         campaign = Campaign.objects.filter(pk=campaign_id, active_learning=True).first()
@@ -144,16 +136,23 @@ def active_learning_after_submit(*, campaign_id: int) -> ActiveLearningRun | Non
         return None
 
 
-def active_learning_after_import(*, campaign: Campaign) -> ActiveLearningRun | None:
-    """After an import added solutions: rescore once a model exists.
+def active_learning_after_import(*, campaign_id: int, **_) -> ActiveLearningRun | None:
+    """After an import added solutions: rescore once a model exists, or train the first one.
 
-    New solutions sit at priority 0, below every scored one, until a run scores them; without
-    a run they would wait for the next ``al_retrain_every`` labels. A campaign without an active
-    model has nothing to score with yet (its first run comes from labels).
+    Subscribed to ``labeling.events.solutions_imported``. New solutions sit at priority 0, below
+    every scored one, until a run scores them; without a run they would wait for the next
+    ``al_retrain_every`` labels. A campaign that has never run but holds submitted labels (an
+    import of labelled data, such as the demo) gets its first run; one without labels has nothing
+    to train on yet (its first run comes from submits).
     """
-    if not campaign.active_learning or not campaign.prm_models.filter(is_active=True).exists():
+    campaign = Campaign.objects.filter(pk=campaign_id, active_learning=True).first()
+    if campaign is None:
         return None
-    return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
+    if campaign.prm_models.filter(is_active=True).exists():
+        return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
+    if not campaign.al_runs.exists() and submitted_labels(campaign=campaign) > 0:
+        return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
+    return None
 
 
 # --- The queue order -------------------------------------------------------------------------
@@ -231,7 +230,7 @@ def active_learning_run(*, run: ActiveLearningRun) -> ActiveLearningRun:
         run.refresh_from_db()
         return run
     run.refresh_from_db()
-    heartbeat = _Heartbeat(run.pk, settings.STEPWISE_AL_HEARTBEAT_SECONDS)
+    heartbeat = _heartbeat(run.pk, settings.STEPWISE_AL_HEARTBEAT_SECONDS)
     heartbeat.start()
     try:
         _run_stages(run, attempt=attempt, heartbeat=heartbeat)
@@ -279,42 +278,19 @@ def _run_claim(run: ActiveLearningRun) -> int | None:
     return ActiveLearningRun.objects.values_list("attempts", flat=True).get(pk=run.pk)
 
 
-class _Heartbeat:
+def _heartbeat(run_id: int, every: float) -> JobBeat:
     """Beats ``heartbeat_at`` from a thread while the run works, so the sweep knows it is alive.
 
     A thread, because training is one long call into the PRM; torch releases the GIL often
     enough for a beat every few seconds.
     """
 
-    def __init__(self, run_id: int, every: float) -> None:
-        self.run_id = run_id
-        self.every = max(0.5, float(every))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._loop, name=f"al-heartbeat-{run_id}", daemon=True
+    def beat() -> None:
+        ActiveLearningRun.objects.filter(pk=run_id, status=ActiveLearningRun.Status.RUNNING).update(
+            heartbeat_at=timezone.now()
         )
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def beat(self) -> None:
-        ActiveLearningRun.objects.filter(
-            pk=self.run_id, status=ActiveLearningRun.Status.RUNNING
-        ).update(heartbeat_at=timezone.now())
-
-    def _loop(self) -> None:
-        try:
-            while not self._stop.wait(self.every):
-                try:
-                    self.beat()
-                except Exception:  # e.g. SQLite busy while the run writes: beat next time
-                    log.debug("heartbeat of run %s failed", self.run_id, exc_info=True)
-        finally:
-            connections.close_all()
+    return JobBeat(beat, every=max(0.5, float(every)), name=f"al-heartbeat-{run_id}")
 
 
 class _Stages:
@@ -356,7 +332,7 @@ class _Stage:
             self.stages.timings[self.name] = round(time.perf_counter() - self.t0, 3)
 
 
-def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: _Heartbeat) -> None:
+def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> None:
     import prm
 
     campaign = run.campaign
@@ -404,7 +380,7 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: _Heartbeat) 
     with stages("score"):
         counts: dict = {}
         scored = list(
-            _score_open(campaign=campaign, scorer=scorer, beat=heartbeat.beat, stats=counts)
+            _score_open(campaign=campaign, scorer=scorer, beat=heartbeat.tick, stats=counts)
         )
     stages.timings.update({f"solutions_{k}": v for k, v in counts.items()})
 
@@ -511,11 +487,11 @@ def _score_open(
 ) -> Iterator[Scored]:
     """Every open regular solution with its PRM score (product of step P(correct)).
 
-    ``bow`` models read the campaign's feature cache (``labeling.feature_cache``) and featurise
+    ``bow`` models read the campaign's feature cache (``prm.feature_cache``) and featurise
     only the solutions it lacks; other backbones featurise everything, in batches. ``stats``, when
     given, receives how many solutions were featurised and how many came from the cache.
     """
-    from labeling import feature_cache
+    from prm import feature_cache
 
     if not feature_cache.supports(scorer.backbone):
         yield from _score_open_plain(campaign=campaign, scorer=scorer, beat=beat)
@@ -585,7 +561,7 @@ _FORKED: tuple | None = None  # (backbone, rows) for forked featurising processe
 
 
 def _featurise_chunk(span: tuple[int, int]):
-    from labeling.feature_cache import Features
+    from prm.feature_cache import Features
 
     backbone, rows = _FORKED
     return Features.build(backbone, rows[span[0] : span[1]])
@@ -596,7 +572,7 @@ def _featurise(backbone, rows: Iterable, n: int):
     share the work when there is enough of it (they inherit the rows; only arrays come back)."""
     import multiprocessing
 
-    from labeling.feature_cache import Features
+    from prm.feature_cache import Features
 
     global _FORKED
     workers = score_workers()

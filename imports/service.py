@@ -17,14 +17,12 @@ labels are recounted with ``refresh_queue_state``. Then the new solutions' answe
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from queue import Full, Queue
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -32,9 +30,9 @@ from django.contrib.auth.hashers import make_password
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotators.models import Membership
+from common.readahead import read_ahead
 from labeling.grading import GradingResult, solutions_grade
-from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepLabel
+from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
 
 from .jsonl import parse_jsonl
 from .prm800k import parse_prm800k, parse_trajectories
@@ -120,7 +118,9 @@ def import_file(
     with transaction.atomic(), _constraints_checked_per_statement():
         writer = _Writer(campaign=campaign, source=fmt, file=path.name)
         writer.add_labelers(labelers)
-        for items in _ahead(_batches(path, parse, options, progress)):
+        for items in read_ahead(
+            _batches(path, parse, options, progress), depth=2, name="import-parse"
+        ):
             writer.write(items)
         writer.finish()
     result = writer.result
@@ -297,47 +297,6 @@ def _batches(
         yield items
     if bar is not None:
         bar.close()
-
-
-def _ahead(batches: Iterator[list], depth: int = 2) -> Iterator[list]:
-    """The same batches, parsed in a thread while the caller writes the previous ones.
-
-    Parsing is Python work and writing mostly waits on the database (psycopg releases the GIL
-    while it waits), so the two overlap. The thread touches no database connection.
-    """
-    queue: Queue = Queue(maxsize=depth)
-    stop = threading.Event()
-    done = object()
-
-    def put(item) -> bool:
-        """Hand over an item unless the consumer has gone."""
-        while not stop.is_set():
-            try:
-                queue.put(item, timeout=0.1)
-                return True
-            except Full:
-                pass
-        return False
-
-    def produce() -> None:
-        try:
-            for batch in batches:
-                if not put(batch):
-                    return
-            put(done)
-        except BaseException as e:  # handed to the consumer, raised there
-            put(e)
-
-    thread = threading.Thread(target=produce, name="import-parse", daemon=True)
-    thread.start()
-    try:
-        while (item := queue.get()) is not done:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        thread.join()
 
 
 @dataclass(slots=True)

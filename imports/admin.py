@@ -1,0 +1,17 @@
+"""Import jobs in Django's admin (read-mostly: uploads go through the campaign's imports page)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from imports.models import ImportJob
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "campaign", "file_name", "format", "status", "created_at", "finished_at"]
+    list_filter = ["status", "format", "campaign"]
+    readonly_fields = [f.name for f in ImportJob._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False

@@ -1,0 +1,17 @@
+"""Celery tasks of imports: take an id, load the row, call one service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from imports import services
+from imports.models import ImportJob
+
+
+@shared_task(name="imports.import_run")
+def import_run_task(job_id: int) -> str:
+    """Run an uploaded import. A message for a job that no longer exists is dropped."""
+    job = ImportJob.objects.select_related("campaign").filter(pk=job_id).first()
+    if job is None:
+        return "missing"
+    return services.import_job_run(job=job).status

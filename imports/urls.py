@@ -1,0 +1,14 @@
+"""The manager's upload page (mounted under ``campaigns/<slug>/imports/``)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from imports import views
+
+app_name = "imports"
+
+urlpatterns = [
+    path("", views.import_list, name="list"),
+    path("<int:pk>/", views.import_status, name="status"),
+]

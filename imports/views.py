@@ -1,0 +1,78 @@
+"""The manager's imports page: upload a file, follow its job until it is done or failed."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_GET, require_http_methods
+
+from imports import services
+from imports.forms import (
+    UploadForm,
+)
+from imports.models import ImportJob
+from labeling.permissions import (
+    MANAGE,
+    campaign_for,
+    campaign_page,
+)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """Upload a file (imported in the background) and follow the imports."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    status, refused = 200, None
+    form = UploadForm()
+    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    if request.method == "POST" and length > services.upload_limit_bytes() + 65536:
+        # Refused on the request's size, before the form reads the file.
+        refused, status = services.upload_too_large_message(length), 413
+    elif request.method == "POST":
+        form = UploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                services.import_job_create(
+                    campaign=campaign,
+                    created_by=request.user,
+                    upload=form.cleaned_data["file"],
+                    fmt=form.cleaned_data["format"],
+                    as_gold=form.cleaned_data["as_gold"] or None,
+                    generator=form.cleaned_data["generator"],
+                    grade=form.cleaned_data["grade"],
+                )
+            except services.ImportRefused as error:
+                form.add_error(None, str(error))
+            else:
+                return redirect("imports:list", slug=campaign.slug)
+        status = 400
+    jobs = ImportJob.objects.filter(campaign=campaign).select_related("created_by")[:50]
+    return campaign_page(
+        request,
+        "imports/import_list.html",
+        campaign,
+        membership,
+        {
+            "form": form,
+            "refused": refused,
+            "jobs": jobs,
+            "limit_mb": settings.STEPWISE_MAX_UPLOAD_MB,
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_GET
+def import_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One import's row; htmx polls it while the import runs. Without htmx: the list."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    job = get_object_or_404(ImportJob, campaign=campaign, pk=pk)
+    if not request.htmx:
+        return redirect("imports:list", slug=campaign.slug)
+    return campaign_page(
+        request, "imports/import_list.html#job-row", campaign, membership, {"job": job}
+    )

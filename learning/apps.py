@@ -1,0 +1,22 @@
+from django.apps import AppConfig
+
+
+class LearningConfig(AppConfig):
+    name = "learning"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Submits and imports happen in lower layers, which publish events rather than import
+        # this app (labeling/events.py).
+        from labeling import events
+        from learning.active_learning import (
+            active_learning_after_import,
+            active_learning_after_submit,
+        )
+
+        events.labels_submitted.connect(
+            active_learning_after_submit, dispatch_uid="learning.after_submit"
+        )
+        events.solutions_imported.connect(
+            active_learning_after_import, dispatch_uid="learning.after_import"
+        )

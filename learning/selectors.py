@@ -1,0 +1,64 @@
+"""Reads for the active-learning page: runs, PRM versions and the head of the queue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labeling.models import Campaign, Solution
+
+
+def active_learning_runs(*, campaign: Campaign, limit: int = 50):
+    """The campaign's latest active-learning runs with their model, newest first."""
+    from learning.models import ActiveLearningRun
+
+    return list(
+        ActiveLearningRun.objects.filter(campaign=campaign)
+        .select_related("model", "requested_by")
+        .order_by("-created_at", "-pk")[:limit]
+    )
+
+
+def prm_models(*, campaign: Campaign):
+    """The campaign's PRM versions, oldest first (the metrics chart reads them in order)."""
+    from learning.models import PRMModel
+
+    return list(PRMModel.objects.filter(campaign=campaign).order_by("version"))
+
+
+@dataclass(frozen=True)
+class QueueHead:
+    size: int
+    wrong: int
+    correct: int
+    ungraded: int
+    scored: int
+    histogram: list[tuple[str, int]]  # PRM score bins of the head, "0.0-0.1" -> count
+    open_total: int
+
+
+def queue_head(*, campaign: Campaign, size: int = 100, bins: int = 10) -> QueueHead:
+    """The first ``size`` open regular solutions in queue order: what annotators get next.
+
+    The queue order itself (priority, then id) is the claim's; a solution's labels are not read.
+    """
+    open_regular = Solution.objects.filter(
+        campaign=campaign, kind=Solution.Kind.REGULAR, is_open=True
+    )
+    head = list(
+        open_regular.order_by("-priority", "pk").values_list("answer_is_correct", "prm_score")[
+            :size
+        ]
+    )
+    counts = [0] * bins
+    for _, score in head:
+        if score is not None:
+            counts[min(bins - 1, max(0, int(score * bins)))] += 1
+    return QueueHead(
+        size=len(head),
+        wrong=sum(1 for correct, _ in head if correct is False),
+        correct=sum(1 for correct, _ in head if correct is True),
+        ungraded=sum(1 for correct, _ in head if correct is None),
+        scored=sum(1 for _, score in head if score is not None),
+        histogram=[(f"{i / bins:.1f}", counts[i]) for i in range(bins)],
+        open_total=open_regular.count(),
+    )

@@ -1,0 +1,57 @@
+"""The manager's active-learning page: settings, runs, PRM versions, the queue head; retrain now."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from common import charts
+from labeling.permissions import (
+    MANAGE,
+    campaign_for,
+    campaign_nav,
+)
+from learning import selectors
+from learning.active_learning import active_learning_trigger
+
+
+@login_required
+@require_GET
+def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
+    """Settings, runs, the active model's metrics over versions and the head of the queue."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    models = selectors.prm_models(campaign=campaign)
+    head = selectors.queue_head(campaign=campaign)
+    runs = selectors.active_learning_runs(campaign=campaign)
+    versions = [(f"v{m.version}", m.metrics.get("auroc")) for m in models]
+    context = campaign_nav(request.user, campaign, membership) | {
+        "runs": runs,
+        "run_in_progress": next((run for run in runs if run.is_active), None),
+        "models": models,
+        "active_model": next((m for m in models if m.is_active), None),
+        "head": head,
+        "auroc_chart": charts.line(
+            title="Held-out step AUROC of each PRM version",
+            points=versions,
+            fmt=lambda v: f"{v:.3f}",
+        ),
+        "histogram_chart": charts.columns(
+            title=f"PRM scores of the first {head.size} solutions in the queue",
+            points=head.histogram,
+        ),
+        "stages": ("export", "train", "evaluate", "register", "score", "order", "write", "total"),
+    }
+    return render(request, "learning/active_learning.html", context)
+
+
+@login_required
+@require_POST
+def active_learning_retrain(request: HttpRequest, slug: str) -> HttpResponse:
+    """ "Retrain now": queue a run (or find the one already queued or running)."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    run = active_learning_trigger(campaign=campaign, requested_by=request.user)
+    messages.info(request, f"Active-learning run {run.pk} is {run.status}.")
+    return redirect("learning:page", slug=campaign.slug)
