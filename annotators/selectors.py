@@ -151,7 +151,9 @@ def _disagreeing_labels():
 
 
 @dataclass(frozen=True)
-class StepRow:
+class ReviewedStep:
+    """One step as the reviewer sees it: gold, this annotator's label, the others' ratings."""
+
     index: int
     text: str
     gold: int | None
@@ -166,7 +168,7 @@ class StepRow:
 class ReviewDetail:
     assignment: Assignment
     solution: Solution
-    steps: list[StepRow]
+    steps: list[ReviewedStep]
     others: list[str]  # usernames of the other annotators who submitted this solution
     review: Review | None
 
@@ -206,7 +208,7 @@ def review_detail(*, campaign: Campaign, assignment_id: int) -> ReviewDetail | N
         own = ratings.get((assignment.pk, step.pk))
         correction = corrections.get(str(step.index))
         steps.append(
-            StepRow(
+            ReviewedStep(
                 index=step.index,
                 text=step.text,
                 gold=step.gold_rating,

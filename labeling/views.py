@@ -65,7 +65,9 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @dataclass(frozen=True)
-class StepRow:
+class PageStep:
+    """One step on the labelling page, with the annotator's own label once rated."""
+
     index: int
     text: str
     label: selectors.LabelView | None
@@ -84,21 +86,21 @@ class LabelPage:
     """
 
     view: selectors.AssignmentView
-    rated: list[StepRow]
-    current: StepRow | None
+    rated: list[PageStep]
+    current: PageStep | None
     found_error: bool
     submission_key: str
 
     @classmethod
     def build(cls, view: selectors.AssignmentView) -> LabelPage:
         labels = {label.step_index: label for label in view.labels}
-        rated: list[StepRow] = []
+        rated: list[PageStep] = []
         found_error = False
         for step in view.steps:
             label = labels.get(step.index)
             if label is None:
                 break
-            rated.append(StepRow(index=step.index, text=step.text, label=label))
+            rated.append(PageStep(index=step.index, text=step.text, label=label))
             if label.rating == Rating.NEGATIVE:
                 found_error = True
                 if view.stop_at_first_error:
@@ -107,7 +109,7 @@ class LabelPage:
         current = None
         if not ended:
             step = view.steps[len(rated)]
-            current = StepRow(index=step.index, text=step.text, label=None)
+            current = PageStep(index=step.index, text=step.text, label=None)
         return cls(
             view=view,
             rated=rated,
@@ -123,11 +125,11 @@ class LabelPage:
         return self.current is None
 
     @property
-    def last_rated(self) -> StepRow | None:
+    def last_rated(self) -> PageStep | None:
         return self.rated[-1] if self.rated else None
 
     @property
-    def error_step(self) -> StepRow | None:
+    def error_step(self) -> PageStep | None:
         return next((r for r in self.rated if r.label.rating == Rating.NEGATIVE), None)
 
     @property

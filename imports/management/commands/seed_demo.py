@@ -91,7 +91,7 @@ class Command(BaseCommand):
                 labels_created=labels,
             )
             for answer in filter(None, answers):
-                self.stdout.write(f"  {answer} queued for the worker")
+                self.stdout.write(f"  waiting for the worker: {answer}")
         total = campaign.solutions.count()
         self.stdout.write(
             f"Demo campaign {campaign.name!r} ({'created' if created else 'ready'}): "
