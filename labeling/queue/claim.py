@@ -1,0 +1,264 @@
+"""Serving work: which solution an annotator labels next, and the claim that leases it."""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import OperationalError, connection, transaction
+from django.db.models import Exists, OuterRef, Subquery
+from django.utils import timezone
+
+from labeling.models import Assignment, Campaign, Membership, Solution
+from labeling.queue.errors import CampaignPaused
+from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
+from labeling.queue.screening import _check_may_work, _membership_lock, _screening_evaluate
+from labeling.queue.shared import _first
+
+# Each process probes a campaign for expired leases at most this often before a claim (the probe
+# is cheap, but it is one more query on the hottest path). Before answering "no work" it always
+# reclaims, so this only delays an expired high-priority solution by up to this long.
+RECLAIM_EVERY_SECONDS = 1.0
+_reclaimed_at: dict[int, float] = {}
+
+
+def assignment_next(*, campaign: Campaign, annotator: AbstractBaseUser) -> Assignment | None:
+    """Lease the annotator's next solution in this campaign, or None when there is none for them.
+
+    In order: (1) an unexpired lease they already hold (a reload or a crash resumes it);
+    (2) screening solutions, in queue order, while the campaign requires screening and they have
+    not passed it; (3) a quality-control solution they have not done, when it is their turn at
+    the campaign's rate (``qc_turn``); (4) the open regular solution with the highest priority
+    (ties: oldest first) that they have not labelled or skipped. Raises a ``LabelingError`` when
+    the campaign is paused, the membership is not active or the annotator failed screening.
+    """
+    if campaign.is_paused:
+        raise CampaignPaused()
+    clock = time.monotonic()
+    if clock - _reclaimed_at.get(campaign.pk, -math.inf) >= RECLAIM_EVERY_SECONDS:
+        _reclaimed_at[campaign.pk] = clock
+        leases_reclaim(campaign=campaign, limit=RECLAIM_BATCH)
+    assignment = _assignment_next_attempts(campaign=campaign, annotator=annotator)
+    if assignment is None and leases_reclaim(campaign=campaign, limit=None):
+        # Expired leases were still hiding free slots: look once more before saying "no work".
+        assignment = _assignment_next_attempts(campaign=campaign, annotator=annotator)
+    if assignment is None:
+        # Screening may have just failed (the outcome is committed by now): say so.
+        membership = Membership.objects.get(campaign=campaign, user=annotator)
+        _check_may_work(campaign=campaign, membership=membership)
+        return None
+    assignment.campaign = campaign  # callers show it; saves them a query
+    return assignment
+
+
+class _WaitForLockedRows(Exception):
+    """The SKIP LOCKED claim found nothing free: try again, waiting for the rows it skipped."""
+
+
+def _assignment_next_attempts(*, campaign: Campaign, annotator) -> Assignment | None:
+    """``_assignment_next_once``, first skipping locked rows, then waiting for them.
+
+    The waiting claim runs in a fresh transaction. A locking read can keep a lock on a row that
+    it then rejects (the row changed under it and no longer qualifies); if the skipping attempt's
+    transaction went on to wait for an earlier row in the queue while keeping such a lock on a
+    later one, two annotators could wait for each other. Claims that wait take their locks in
+    queue order, so they cannot. A deadlock that still happens (the queue reordered by a
+    concurrent priority rewrite) is retried; PostgreSQL has already rolled one side back.
+    """
+    for attempt in range(3):
+        try:
+            try:
+                return _assignment_next_once(campaign=campaign, annotator=annotator, wait=False)
+            except _WaitForLockedRows:
+                return _assignment_next_once(campaign=campaign, annotator=annotator, wait=True)
+        except OperationalError as error:
+            if attempt == 2 or getattr(error.__cause__, "sqlstate", None) != "40P01":
+                raise
+    raise AssertionError("unreachable")
+
+
+def _assignment_next_once(*, campaign: Campaign, annotator, wait: bool) -> Assignment | None:
+    now = timezone.now()
+    with transaction.atomic():
+        membership = _membership_lock(campaign_id=campaign.pk, annotator=annotator)
+        _check_may_work(campaign=campaign, membership=membership)
+        # A statement of its own, after the lock: the locking statement's snapshot predates the
+        # wait, so it would miss a lease that a concurrent request of theirs just committed.
+        live = _assignment_live(campaign=campaign, annotator=annotator, now=now)
+        if live is not None:
+            return live
+        assignment = None
+        if campaign.requires_screening and membership.screening != Membership.Screening.PASSED:
+            assignment = _claim(
+                campaign=campaign, annotator=annotator, kind=Solution.Kind.SCREENING, now=now
+            )
+            if assignment is None:
+                state = _screening_evaluate(campaign=campaign, membership=membership)
+                if state == Membership.Screening.FAILED:
+                    # Refused after the commit below, so the outcome is kept.
+                    return None
+        if (
+            assignment is None
+            and campaign.qc_rate > 0
+            and qc_turn(campaign=campaign, annotator=annotator)
+        ):
+            assignment = _claim(
+                campaign=campaign,
+                annotator=annotator,
+                kind=Solution.Kind.QUALITY_CONTROL,
+                now=now,
+            )
+        if assignment is None:
+            assignment = _claim(
+                campaign=campaign,
+                annotator=annotator,
+                kind=Solution.Kind.REGULAR,
+                now=now,
+                wait=wait,
+            )
+        return assignment
+
+
+def _assignment_live(*, campaign: Campaign, annotator, now: datetime) -> Assignment | None:
+    return _first(
+        Assignment.objects.raw(
+            "SELECT * FROM labeling_assignment WHERE campaign_id = %s AND annotator_id = %s"
+            " AND status = 'leased' AND lease_expires_at > %s ORDER BY leased_at LIMIT 1",
+            [campaign.pk, annotator.pk, now],
+        )
+    )
+
+
+def qc_turn(*, campaign: Campaign, annotator: AbstractBaseUser) -> bool:
+    """Whether the annotator's next solution should be a quality-control one.
+
+    Deterministic, so the rate is exact and testable: with ``n`` regular and QC solutions served
+    so far, the next is QC when ``floor((n + 1) * rate) > floor(n * rate)``; at rate 0.25 that
+    is the 4th, 8th, 12th... When no QC solution is left for them, a regular one is served.
+    """
+    served = Assignment.objects.filter(
+        campaign=campaign,
+        annotator=annotator,
+        solution__kind__in=[Solution.Kind.REGULAR, Solution.Kind.QUALITY_CONTROL],
+    ).count()
+    rate = campaign.qc_rate
+    # The epsilon keeps e.g. 100 * 0.29 = 28.999999999999996 on the right side of the floor.
+    return math.floor((served + 1) * rate + 1e-9) > math.floor(served * rate + 1e-9)
+
+
+def _claim(
+    *, campaign: Campaign, annotator, kind: str, now: datetime, wait: bool = False
+) -> Assignment | None:
+    """Lease the first open solution of ``kind`` the annotator has not had; None when none is left.
+
+    On PostgreSQL a regular claim first skips rows other claims hold locked and raises
+    ``_WaitForLockedRows`` when that finds nothing; with ``wait`` it waits for them instead. An
+    annotator has at most one assignment per solution: a solution whose lease they let
+    expire comes back to them on the same row, with their drafts.
+    """
+    expires = now + campaign.lease_duration
+    if connection.vendor == "postgresql":
+        return _claim_postgresql(
+            campaign=campaign, annotator=annotator, kind=kind, now=now, expires=expires, wait=wait
+        )
+    # SQLite: the same three steps as the statement below, safe because the transaction holds
+    # the database's write lock from its start (BEGIN IMMEDIATE).
+    mine = Assignment.objects.filter(solution=OuterRef("pk"), annotator=annotator)
+    row = (
+        Solution.objects.filter(campaign=campaign, kind=kind, is_open=True)
+        .filter(~Exists(mine.exclude(status=Assignment.Status.EXPIRED)))
+        .annotate(
+            expired_id=Subquery(mine.filter(status=Assignment.Status.EXPIRED).values("pk")[:1])
+        )
+        .order_by("-priority", "pk")
+        .values_list("pk", "expired_id")
+        .first()
+    )
+    if row is None:
+        return None
+    solution_id, expired_id = row
+    Solution.objects.filter(pk=solution_id).slots_change(campaign=campaign, slots=1)
+    if expired_id is not None:
+        Assignment.objects.filter(pk=expired_id).update(
+            status=Assignment.Status.LEASED, leased_at=now, lease_expires_at=expires
+        )
+        return Assignment.objects.get(pk=expired_id)
+    return Assignment.objects.create(
+        campaign=campaign,
+        solution_id=solution_id,
+        annotator=annotator,
+        status=Assignment.Status.LEASED,
+        leased_at=now,
+        lease_expires_at=expires,
+    )
+
+
+# The claim on PostgreSQL, in one round trip: pick the first open solution of the kind that the
+# annotator has not had (reading the partial index ``solution_queue``, so the cost does not grow
+# with the queue), lock it, take a slot (the same arithmetic as ``SolutionQuerySet.slots_change``),
+# and lease it: a new assignment, or the annotator's own expired one again, drafts and all.
+_CLAIM_SQL = """
+WITH cand AS (
+    SELECT s.id,
+           (SELECT a.id FROM labeling_assignment a
+            WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
+              AND a.status = 'expired' LIMIT 1) AS expired_id
+    FROM labeling_solution s
+    WHERE s.campaign_id = %(campaign)s AND s.kind = %(kind)s AND s.is_open
+      AND NOT EXISTS (SELECT 1 FROM labeling_assignment a
+                      WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
+                        AND a.status <> 'expired')
+    ORDER BY s.priority DESC, s.id
+    LIMIT 1
+    {lock}
+), taken AS (
+    UPDATE labeling_solution s
+    SET assignment_count = s.assignment_count + 1,
+        is_open = (s.kind <> 'regular' OR s.assignment_count + 1 < %(overlap)s)
+                  AND s.bad_problem_reports < %(bad_problem_limit)s
+    FROM cand WHERE s.id = cand.id
+), renewed AS (
+    UPDATE labeling_assignment a
+    SET status = 'leased', leased_at = %(now)s, lease_expires_at = %(expires)s
+    FROM cand WHERE a.id = cand.expired_id
+    RETURNING a.*
+), created AS (
+    INSERT INTO labeling_assignment (campaign_id, solution_id, annotator_id, status, leased_at,
+                                     lease_expires_at, finish_reason, source)
+    SELECT %(campaign)s, cand.id, %(annotator)s, 'leased', %(now)s, %(expires)s, '', ''
+    FROM cand WHERE cand.expired_id IS NULL
+    RETURNING *
+)
+SELECT * FROM renewed UNION ALL SELECT * FROM created
+"""
+_CLAIM_SKIP_LOCKED = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s SKIP LOCKED")
+_CLAIM_WAIT = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s")
+# Gold solutions are served to everyone: nothing to race for but the counter (the UPDATE waits).
+_CLAIM_GOLD = _CLAIM_SQL.format(lock="")
+
+
+def _claim_postgresql(
+    *, campaign: Campaign, annotator, kind: str, now: datetime, expires: datetime, wait: bool
+) -> Assignment | None:
+    params = {
+        "campaign": campaign.pk,
+        "annotator": annotator.pk,
+        "kind": kind,
+        "overlap": campaign.overlap,
+        "bad_problem_limit": campaign.bad_problem_limit,
+        "now": now,
+        "expires": expires,
+    }
+    if kind != Solution.Kind.REGULAR:
+        return next(iter(Assignment.objects.raw(_CLAIM_GOLD, params)), None)
+    if wait:
+        return next(iter(Assignment.objects.raw(_CLAIM_WAIT, params)), None)
+    claimed = next(iter(Assignment.objects.raw(_CLAIM_SKIP_LOCKED, params)), None)
+    if claimed is None:
+        # Rows skipped above may be locked by claims that leave a slot free: wait for them (in a
+        # fresh transaction, see ``_assignment_next_attempts``), so nobody is told "no work"
+        # while a slot is about to be free.
+        raise _WaitForLockedRows()
+    return claimed
