@@ -1,6 +1,6 @@
 """Stepwise settings: one file, driven by environment variables with safe defaults.
 
-Every variable is listed in the README. With none set, the app runs on an SQLite file and
+Every variable is listed in docs/settings.md. With none set, the app runs on an SQLite file and
 kombu's filesystem broker under ``var/``, so a fresh checkout works at once.
 """
 

@@ -1,4 +1,4 @@
-"""`manage.py import_solutions PATH --campaign SLUG --format FORMAT` (README: "Import formats")."""
+"""`manage.py import_solutions PATH --campaign SLUG --format FORMAT` (docs/import-formats.md)."""
 
 from __future__ import annotations
 
