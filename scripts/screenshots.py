@@ -1,4 +1,4 @@
-"""Screenshots of the labelling page, taken from the real app, for the docs (docs/labelling-page.md; the README shows one).
+"""Screenshots of the labelling page, taken from the real app, for docs/labelling-page.md.
 
 Builds a throwaway SQLite database with the demo data (``manage.py seed_demo``: real GSM8K,
 Qwen2.5-Math, PRM800K and ProcessBench extracts from ``demo/``), starts ``runserver`` on a free
