@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.models import DateTimeField, JSONField, Model
 
 
-class Table:
+class TableRows:
     """One model's table as seen by the importer: the columns it fills, defaults for the rest.
 
     Rows are tuples in ``columns`` order. Datetime values are aware; JSON values are already

@@ -297,7 +297,7 @@ def test_a_large_import_refreshes_the_planner_statistics_of_what_it_wrote(monkey
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from imports.service import service
+    from imports import service
 
     campaign = make_campaign()
     with CaptureQueriesContext(connection) as small:
