@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import prm
     from labeling.models import Step
-    from learning.active_learning import _score_open, queue_order, solutions_rewrite
+    from learning.active_learning import queue_order, solutions_rewrite
+    from learning.rescoring import _score_open
 
     call_command("migrate", verbosity=0)
     campaign = build_campaign(args.solutions)

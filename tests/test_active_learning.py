@@ -303,7 +303,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
     media, settings
 ):
     import prm
-    from learning.active_learning import _score_open, _score_open_plain
+    from learning.rescoring import _score_open, _score_open_plain
 
     campaign = demo_campaign(active_learning=True)
     run = active_learning_run(run=_new_run(campaign))
@@ -338,7 +338,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
 
     # Forked featurising gives the same features as in-process.
     settings.STEPWISE_AL_SCORE_WORKERS = 2
-    from learning import active_learning as al
+    from learning import rescoring as al
 
     rows = [
         (i, "h", p, st) for i, (p, st) in enumerate([(new.problem.text, ["a = 1", "b"])] * 9000)

@@ -1,0 +1,189 @@
+"""Scoring every open solution with a PRM: from the campaign's feature cache, or featurised afresh.
+
+Featurising steps is pure Python and the bulk of a run's scoring time, so it is shared among
+``STEPWISE_AL_SCORE_WORKERS`` forked processes when there is enough of it (``score_workers``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from django.conf import settings
+
+from labeling.models import Campaign, Problem, Solution, Step
+from learning.ordering import Scored
+
+SCORE_BATCH = 4096  # solutions scored at a time, per scoring process
+
+
+def _open_solutions(campaign: Campaign):
+    return Solution.objects.filter(
+        campaign=campaign, kind=Solution.Kind.REGULAR, is_open=True
+    ).order_by()
+
+
+def _score_open(
+    *, campaign: Campaign, scorer, beat: Callable[[], None], stats: dict | None = None
+) -> Iterator[Scored]:
+    """Every open regular solution with its PRM score (product of step P(correct)).
+
+    ``bow`` models read the campaign's feature cache (``prm.feature_cache``) and featurise
+    only the solutions it lacks; other backbones featurise everything, in batches. ``stats``, when
+    given, receives how many solutions were featurised and how many came from the cache.
+    """
+    from prm import feature_cache
+
+    if not feature_cache.supports(scorer.backbone):
+        yield from _score_open_plain(campaign=campaign, scorer=scorer, beat=beat)
+        return
+    rows = {
+        pk: (correct, digest)
+        for pk, correct, digest in _open_solutions(campaign)
+        .order_by("pk")
+        .values_list("pk", "answer_is_correct", "content_hash")
+    }
+    path = (
+        Path(settings.MEDIA_ROOT)
+        / "prm"
+        / campaign.slug
+        / f"features-{feature_cache.cache_key(scorer.backbone)}.npz"
+    )
+    features, counts = feature_cache.features_for(
+        path=path,
+        backbone=scorer.backbone,
+        wanted=[(pk, digest) for pk, (_, digest) in rows.items()],
+        texts=lambda ids: _solution_texts(campaign=campaign, ids=ids),
+        build=lambda texts, n: _featurise(scorer.backbone, texts, n),
+    )
+    if stats is not None:
+        stats.update(counts)
+    beat()
+    scores = features.solution_scores(scorer)
+    for sid, score in zip(features.ids.tolist(), scores.tolist(), strict=True):
+        yield Scored(sid, score, rows[sid][0])
+
+
+def _solution_texts(*, campaign: Campaign, ids: set[int]) -> Iterator[tuple[int, str, list[str]]]:
+    """``(id, problem, steps)`` of the open solutions in ``ids``, streamed in id order."""
+    if not ids:
+        return
+    problems = dict(Problem.objects.filter(campaign=campaign).values_list("pk", "text"))
+    problem_of = dict(_open_solutions(campaign).values_list("pk", "problem_id"))
+    steps_q = Step.objects.filter(solution__in=_open_solutions(campaign).values("pk"))
+    if len(ids) <= 2000:  # a few new imports: read only theirs
+        steps_q = Step.objects.filter(solution_id__in=sorted(ids))
+    current, steps = None, []
+    for sid, text in (
+        steps_q.order_by("solution_id", "index")
+        .values_list("solution_id", "text")
+        .iterator(chunk_size=10000)
+    ):
+        if sid != current:
+            if current in ids:
+                yield current, problems[problem_of[current]], steps
+            current, steps = sid, []
+        steps.append(text)
+    if current in ids:
+        yield current, problems[problem_of[current]], steps
+
+
+def score_workers() -> int:
+    """Processes to featurise and score with: ``STEPWISE_AL_SCORE_WORKERS``, but 1 inside a
+    daemonic process (a Celery prefork child), which may not have children of its own."""
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return 1
+    return max(1, settings.STEPWISE_AL_SCORE_WORKERS)
+
+
+_FORKED: tuple | None = None  # (backbone, rows) for forked featurising processes
+
+
+def _featurise_chunk(span: tuple[int, int]):
+    from prm.feature_cache import Features
+
+    backbone, rows = _FORKED
+    return Features.build(backbone, rows[span[0] : span[1]])
+
+
+def _featurise(backbone, rows: Iterable, n: int):
+    """Features of many solutions; pure Python, so ``STEPWISE_AL_SCORE_WORKERS`` forked processes
+    share the work when there is enough of it (they inherit the rows; only arrays come back)."""
+    import multiprocessing
+
+    from prm.feature_cache import Features
+
+    global _FORKED
+    workers = score_workers()
+    if workers == 1 or n < 2 * SCORE_BATCH:
+        return Features.build(backbone, rows)  # streaming: the texts are never all in memory
+    rows = list(rows)
+    size = -(-len(rows) // (workers * 4))
+    spans = [(i, min(i + size, len(rows))) for i in range(0, len(rows), size)]
+    _FORKED = (backbone, rows)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_featurise_chunk, spans, chunksize=1)
+    finally:
+        _FORKED = None
+    return Features.concat(parts)
+
+
+def _score_open_plain(*, campaign: Campaign, scorer, beat: Callable[[], None]) -> Iterator[Scored]:
+    """Every open regular solution with its PRM score, featurised afresh, in batches.
+
+    Steps stream in (solution, index) order from one query; a solution with no step scores 0 so
+    it goes last of its kind. Featurising steps is pure Python and the bulk of the time, so with
+    ``STEPWISE_AL_SCORE_WORKERS`` above 1 each batch is scored by that many forked processes.
+    """
+    from prm.metrics import aggregate
+
+    workers = score_workers()
+    batch_size = SCORE_BATCH * workers
+    rows = {
+        pk: (problem_id, correct)
+        for pk, problem_id, correct in _open_solutions(campaign).values_list(
+            "pk", "problem_id", "answer_is_correct"
+        )
+    }
+    problems = dict(Problem.objects.filter(campaign=campaign).values_list("pk", "text"))
+    steps_q = (
+        Step.objects.filter(solution__in=_open_solutions(campaign).values("pk"))
+        .order_by("solution_id", "index")
+        .values_list("solution_id", "text")
+    )
+    batch_ids: list[int] = []
+    batch: list[tuple[str, list[str]]] = []
+    seen: set[int] = set()
+
+    def add(sid: int, steps: list[str]) -> None:
+        batch_ids.append(sid)
+        batch.append((problems[rows[sid][0]], steps))
+        seen.add(sid)
+
+    def flush() -> Iterator[Scored]:
+        probs = scorer.score(batch, workers=workers)
+        for sid, p in zip(batch_ids, probs, strict=True):
+            yield Scored(sid, aggregate(p, "product"), rows[sid][1])
+        batch_ids.clear()
+        batch.clear()
+        beat()
+
+    current, steps = None, []
+    for sid, text in steps_q.iterator(chunk_size=10000):
+        if sid != current:
+            if current is not None:
+                add(current, steps)
+                if len(batch) >= batch_size:
+                    yield from flush()
+            current, steps = sid, []
+        steps.append(text)
+    if current is not None:
+        add(current, steps)
+    if batch:
+        yield from flush()
+    for sid, (_, correct) in rows.items():
+        if sid not in seen:
+            yield Scored(sid, 0.0, correct)

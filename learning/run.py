@@ -1,0 +1,341 @@
+"""An active-learning run: export, train, evaluate, register, rescore and reorder.
+
+``active_learning_run`` is the body of the Celery task ``learning.tasks.active_learning_run_task``.
+It claims the run (one UPDATE, so two workers never both take it), beats its heartbeat from a
+thread while it works, and records every stage's timing on the run. The new model is registered
+inactive; only the last stage, one transaction, activates it and rewrites the queue, so a worker
+killed before that leaves the previous model active and the queue as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, OperationalError, transaction
+from django.db.models import F, Max, Q
+from django.utils import timezone
+
+from common.jobs import JobBeat
+from labeling.models import Campaign
+from learning.models import ActiveLearningRun, PRMModel
+from learning.ordering import Scored, head_summary, queue_order, solutions_rewrite
+from learning.rescoring import _score_open
+from learning.triggers import submitted_labels
+
+log = logging.getLogger(__name__)
+
+
+class RunSuperseded(Exception):
+    """Another attempt took this run over (the sweep thought this worker was dead)."""
+
+
+def active_learning_run(*, run: ActiveLearningRun) -> ActiveLearningRun:
+    """Export, train, evaluate, register, rescore and reorder; record every stage on the run.
+
+    Safe to call for any message: a run that is finished, or running with a live heartbeat (a
+    duplicate message), is returned as it is. A failure is recorded on the run (which frees the
+    lock), then raised.
+    """
+    attempt = _run_claim(run)
+    if attempt is None:
+        run.refresh_from_db()
+        return run
+    run.refresh_from_db()
+    heartbeat = _heartbeat(run.pk, settings.STEPWISE_AL_HEARTBEAT_SECONDS)
+    heartbeat.start()
+    try:
+        _run_stages(run, attempt=attempt, heartbeat=heartbeat)
+    except RunSuperseded:
+        log.warning("active-learning run %s was taken over by a later attempt", run.pk)
+    except Exception as exc:
+        ActiveLearningRun.objects.filter(
+            pk=run.pk, attempts=attempt, status=ActiveLearningRun.Status.RUNNING
+        ).update(
+            status=ActiveLearningRun.Status.FAILED,
+            error=f"{type(exc).__name__}: {exc}"[:5000],
+            finished_at=timezone.now(),
+        )
+        raise
+    finally:
+        heartbeat.stop()
+    run.refresh_from_db()
+    return run
+
+
+def _run_claim(run: ActiveLearningRun) -> int | None:
+    """Take the run for this worker: the attempt number, or None when it is not ours to run.
+
+    A queued run is taken; so is a running one whose heartbeat is stale (its worker died and the
+    broker redelivered the message). One UPDATE, so two workers cannot both take it.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.STEPWISE_AL_STALE_SECONDS)
+    taken = (
+        ActiveLearningRun.objects.filter(pk=run.pk, attempts__lt=settings.STEPWISE_AL_MAX_ATTEMPTS)
+        .filter(
+            Q(status=ActiveLearningRun.Status.QUEUED)
+            | Q(status=ActiveLearningRun.Status.RUNNING, heartbeat_at__lt=stale)
+        )
+        .update(
+            status=ActiveLearningRun.Status.RUNNING,
+            started_at=now,
+            heartbeat_at=now,
+            attempts=F("attempts") + 1,
+            error="",
+        )
+    )
+    if not taken:
+        return None
+    return ActiveLearningRun.objects.values_list("attempts", flat=True).get(pk=run.pk)
+
+
+def _heartbeat(run_id: int, every: float) -> JobBeat:
+    """Beats ``heartbeat_at`` from a thread while the run works, so the sweep knows it is alive.
+
+    A thread, because training is one long call into the PRM; torch releases the GIL often
+    enough for a beat every few seconds.
+    """
+
+    def beat() -> None:
+        ActiveLearningRun.objects.filter(pk=run_id, status=ActiveLearningRun.Status.RUNNING).update(
+            heartbeat_at=timezone.now()
+        )
+
+    return JobBeat(beat, every=max(0.5, float(every)), name=f"al-heartbeat-{run_id}")
+
+
+class _Stages:
+    """Times each stage and writes the timings (and the current stage) to the run as it goes.
+
+    Every write is conditional on this attempt still owning the run, so a worker the sweep gave
+    up on (alive after all, but silent) stops at its next stage instead of racing the new one.
+    """
+
+    def __init__(self, run: ActiveLearningRun, attempt: int) -> None:
+        self.run = run
+        self.attempt = attempt
+        self.timings: dict[str, float | str | int] = {}
+        self.started = time.perf_counter()
+
+    def __call__(self, name: str) -> _Stage:
+        return _Stage(self, name)
+
+    def save(self, **fields) -> None:
+        updated = ActiveLearningRun.objects.filter(
+            pk=self.run.pk, attempts=self.attempt, status=ActiveLearningRun.Status.RUNNING
+        ).update(timings=dict(self.timings), **fields)
+        if not updated:
+            raise RunSuperseded()
+
+
+class _Stage:
+    def __init__(self, stages: _Stages, name: str) -> None:
+        self.stages, self.name = stages, name
+
+    def __enter__(self) -> _Stage:
+        self.stages.timings["stage"] = self.name
+        self.stages.save()
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.stages.timings[self.name] = round(time.perf_counter() - self.t0, 3)
+
+
+def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> None:
+    import prm
+
+    campaign = run.campaign
+    stages = _Stages(run, attempt)
+    media = Path(settings.MEDIA_ROOT)
+    workdir = media / "prm" / campaign.slug / f"run-{run.pk}"
+    model = run.model if run.model_id and _is_checkpoint(media / run.model.path) else None
+
+    if model is None:
+        with stages("export"):
+            labels = submitted_labels(campaign=campaign)
+            data = _export(campaign=campaign, workdir=workdir)
+        stages.save(training_labels=labels)
+
+        with stages("train"):
+            out = workdir / f"attempt-{attempt}"
+            overrides = json.loads(settings.STEPWISE_AL_TRAIN or "{}")
+            train_metrics = prm.train(
+                data["path"],
+                out,
+                backbone=campaign.al_backbone or "bow",
+                progress=False,
+                **overrides,
+            )
+
+        with stages("evaluate"):
+            scorer = prm.load(out)
+            metrics = _evaluate(scorer, data["path"], train_metrics)
+        stages.save(metrics=metrics)
+
+        with stages("register"):
+            model = _model_register(
+                campaign=campaign,
+                checkpoint=out,
+                metrics=metrics,
+                labels=labels,
+                solutions=data["solutions"],
+            )
+        stages.save(model=model)
+    else:
+        # An earlier attempt trained and registered the model, then died: score with it.
+        scorer = prm.load(media / model.path)
+        stages.timings["reused_model"] = model.version
+
+    with stages("score"):
+        counts: dict = {}
+        scored = list(
+            _score_open(campaign=campaign, scorer=scorer, beat=heartbeat.tick, stats=counts)
+        )
+    stages.timings.update({f"solutions_{k}": v for k, v in counts.items()})
+
+    with stages("order"):
+        order = queue_order(scored, wrong_share=campaign.al_wrong_answer_share)
+        head = head_summary(order)
+
+    with stages("write"):
+        _activate_and_rewrite(run=run, attempt=attempt, model=model, order=order, head=head)
+
+    stages.timings.pop("stage", None)
+    stages.timings["total"] = round(time.perf_counter() - stages.started, 3)
+    ActiveLearningRun.objects.filter(pk=run.pk, attempts=attempt).update(timings=stages.timings)
+
+
+def _is_checkpoint(path: Path) -> bool:
+    return (path / "config.json").is_file()
+
+
+def _export(*, campaign: Campaign, workdir: Path) -> dict:
+    """The campaign's submitted labels as a `trl` file, through the exports app's own writer."""
+    from exports.formats import LabelPolicy, write_export
+
+    manifest = write_export(
+        campaign=campaign, fmt="trl", out=workdir / "labels.jsonl", policy=LabelPolicy()
+    )
+    (entry,) = manifest["files"]
+    counts = manifest["counts"]["all"]
+    if not entry["records"]:
+        raise ValueError("no submitted labels to train on yet")
+    return {"path": workdir / entry["name"], "solutions": counts["solutions"]}
+
+
+def _evaluate(scorer, path: Path, train_metrics: dict) -> dict:
+    """Held-out metrics (split by problem): the test split, else validation when test is empty."""
+    import prm
+
+    metrics: dict = {
+        "validation_auroc": _finite(train_metrics.get("validation_auroc")),
+        "train_rows": train_metrics.get("train_rows"),
+        "train_problems": train_metrics.get("train_problems"),
+        "best_epoch": train_metrics.get("best_epoch"),
+        "train_seconds": train_metrics.get("train_seconds"),
+    }
+    for split in ("test", "validation"):
+        try:
+            result = prm.evaluate(scorer, path, split=split, bootstrap=200)
+        except ValueError:  # no labelled rows in that split
+            continue
+        metrics.update(
+            split=split,
+            auroc=_finite(result["auroc"]),
+            auroc_ci95=[_finite(v) for v in result["auroc_ci95"]],
+            accuracy=_finite(result["accuracy"]),
+            first_error_f1=_finite(result["first_error"].get("f1")),
+            eval_problems=result["problems"],
+            eval_steps=result["steps"],
+            positive_rate=_finite(result["positive_rate"]),
+        )
+        break
+    else:
+        metrics["split"] = None
+    return metrics
+
+
+def _finite(value) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return round(value, 4) if math.isfinite(value) else None
+
+
+def _model_register(
+    *, campaign: Campaign, checkpoint: Path, metrics: dict, labels: int, solutions: int
+) -> PRMModel:
+    """The next version of the campaign's PRM, inactive until the run's last transaction."""
+    relative = Path(checkpoint).relative_to(settings.MEDIA_ROOT).as_posix()
+    for _ in range(5):
+        try:
+            with transaction.atomic():
+                latest = campaign.prm_models.aggregate(v=Max("version"))["v"] or 0
+                return PRMModel.objects.create(
+                    campaign=campaign,
+                    version=latest + 1,
+                    backbone=campaign.al_backbone or "bow",
+                    path=relative,
+                    metrics=metrics,
+                    training_labels=labels,
+                    training_solutions=solutions,
+                )
+        except IntegrityError:  # someone registered that number first: take the next one
+            continue
+    raise RuntimeError("could not allocate a PRM version")
+
+
+def _activate_and_rewrite(
+    *,
+    run: ActiveLearningRun,
+    attempt: int,
+    model: PRMModel,
+    order: Sequence[Scored],
+    head: dict,
+) -> None:
+    """The run's one visible effect, atomically: the new model active, the queue reordered.
+
+    Priorities count down from the number of scored solutions, so the first of ``order`` has the
+    highest and every one is above the default 0 of solutions imported after the run. Deadlocks
+    with concurrent claims (PostgreSQL) are retried.
+    """
+    n = len(order)
+    ids = [s.solution_id for s in order]
+    scores = [s.score for s in order]
+    priorities = [float(n - k) for k in range(n)]
+    for try_no in range(3):
+        try:
+            with transaction.atomic():
+                owned = (
+                    ActiveLearningRun.objects.select_for_update()
+                    .filter(pk=run.pk, attempts=attempt, status=ActiveLearningRun.Status.RUNNING)
+                    .exists()
+                )
+                if not owned:
+                    raise RunSuperseded()
+                PRMModel.objects.filter(campaign_id=run.campaign_id, is_active=True).exclude(
+                    pk=model.pk
+                ).update(is_active=False)
+                PRMModel.objects.filter(pk=model.pk).update(is_active=True)
+                solutions_rewrite(ids=ids, scores=scores, priorities=priorities)
+                ActiveLearningRun.objects.filter(pk=run.pk).update(
+                    status=ActiveLearningRun.Status.SUCCEEDED,
+                    model=model,
+                    queue_head=head,
+                    finished_at=timezone.now(),
+                    error="",
+                )
+            return
+        except OperationalError as error:
+            if "deadlock" not in str(error).lower() or try_no == 2:
+                raise
+            time.sleep(0.2 * (try_no + 1))

@@ -1,0 +1,124 @@
+"""Triggering active learning: a run queued by hand, after enough new labels, or after an import.
+
+``active_learning_trigger`` creates the run row, which is also the lock (see
+``ActiveLearningRun``), and enqueues the Celery task on commit. ``active_learning_after_submit``
+and ``active_learning_after_import`` are subscribed to ``labeling.events`` (``learning.apps``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from labeling.models import Assignment, Campaign, StepLabel
+from learning.models import ActiveLearningRun
+
+log = logging.getLogger(__name__)
+
+
+def active_learning_trigger(
+    *,
+    campaign: Campaign,
+    requested_by: AbstractBaseUser | None = None,
+    trigger: str = ActiveLearningRun.Trigger.MANUAL,
+) -> ActiveLearningRun:
+    """Queue a run for the campaign, or return the one already queued or running.
+
+    The partial unique constraint makes this safe under concurrency: two triggers at once create one
+    run, the loser reads the winner's row. The task is enqueued when the transaction commits, so a
+    worker never looks for a row it cannot see yet.
+    """
+    existing = _active_run(campaign)
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            run = ActiveLearningRun.objects.create(
+                campaign=campaign, trigger=trigger, requested_by=requested_by
+            )
+    except IntegrityError:
+        existing = _active_run(campaign)
+        if existing is None:  # finished in between: the caller may simply ask again
+            raise
+        return existing
+    run_enqueue(run.pk)
+    return run
+
+
+def _active_run(campaign: Campaign) -> ActiveLearningRun | None:
+    return (
+        ActiveLearningRun.objects.filter(
+            campaign=campaign, status__in=ActiveLearningRun.ACTIVE_STATUSES
+        )
+        .order_by("pk")
+        .first()
+    )
+
+
+def run_enqueue(run_id: int) -> None:
+    """Send the run's task when the current transaction commits (at once outside one)."""
+    from learning.tasks import active_learning_run_task
+
+    transaction.on_commit(lambda: active_learning_run_task.delay(run_id))
+
+
+def submitted_labels(*, campaign: Campaign, since=None) -> int:
+    """Rated step labels of submitted assignments (submitted after ``since`` when given).
+
+    What a run trains on, and what the automatic trigger counts. With ``since`` the count reads
+    the ``(campaign, submitted_at)`` index, so the check after each submit stays cheap however
+    many labels the campaign has.
+    """
+    labels = StepLabel.objects.filter(
+        assignment__campaign=campaign,
+        assignment__status=Assignment.Status.SUBMITTED,
+        rating__isnull=False,
+    )
+    if since is not None:
+        labels = labels.filter(assignment__submitted_at__gt=since)
+    return labels.count()
+
+
+def active_learning_after_submit(*, campaign_id: int, **_) -> ActiveLearningRun | None:
+    """After a submit: trigger a run once ``al_retrain_every`` new labels have come in.
+
+    Subscribed to ``labeling.events.labels_submitted``. "New" means submitted after the last run
+    took its snapshot of the labels (its start); a run that failed counts too, so a campaign
+    whose training keeps failing does not retry on every submit (a manager can always retrain by
+    hand). Called on commit of the submit; it never fails it (errors are logged).
+    """
+    try:
+        campaign = Campaign.objects.filter(pk=campaign_id, active_learning=True).first()
+        if campaign is None:
+            return None
+        last = campaign.al_runs.order_by("-created_at", "-pk").first()
+        if last is not None and last.is_active:
+            return None
+        since = None if last is None else (last.started_at or last.created_at)
+        if submitted_labels(campaign=campaign, since=since) < max(1, campaign.al_retrain_every):
+            return None
+        return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
+    except Exception:  # a submit must never fail because of active learning
+        log.exception("active learning trigger failed for campaign %s", campaign_id)
+        return None
+
+
+def active_learning_after_import(*, campaign_id: int, **_) -> ActiveLearningRun | None:
+    """After an import added solutions: rescore once a model exists, or train the first one.
+
+    Subscribed to ``labeling.events.solutions_imported``. New solutions sit at priority 0, below
+    every scored one, until a run scores them; without a run they would wait for the next
+    ``al_retrain_every`` labels. A campaign that has never run but holds submitted labels (an
+    import of labelled data, such as the demo) gets its first run; one without labels has nothing
+    to train on yet (its first run comes from submits).
+    """
+    campaign = Campaign.objects.filter(pk=campaign_id, active_learning=True).first()
+    if campaign is None:
+        return None
+    if campaign.prm_models.filter(is_active=True).exists():
+        return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
+    if not campaign.al_runs.exists() and submitted_labels(campaign=campaign) > 0:
+        return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
+    return None
