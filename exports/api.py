@@ -16,12 +16,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from common.api import CursorPagination
-from exports.formats import FORMATS, ExportError, LabelPolicy
+from exports.formats.registry import FORMATS
 from exports.models import Export
+from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
 from exports.services import export_create
 from labeling.permissions import MANAGE, campaign_for
-
-_DEFAULT = LabelPolicy()
 
 
 class ExportFileSerializer(serializers.Serializer):
@@ -74,29 +73,31 @@ class ExportSerializer(serializers.ModelSerializer):
         return self._url(export, export.manifest_name)
 
 
+def policy_field(option: Option) -> serializers.Field:
+    """The serializer field of one policy option, from its declaration."""
+    common = {"default": option.default, "help_text": option.help}
+    if option.choices:
+        return serializers.ChoiceField(choices=option.choices, **common)
+    if option.type is bool:
+        return serializers.BooleanField(**common)
+    number = serializers.FloatField if option.type is float else serializers.IntegerField
+    return number(min_value=option.min_value, max_value=option.max_value, **common)
+
+
 class ExportCreateSerializer(serializers.Serializer):
     """A format and the label policy (every option defaults as on the export page)."""
 
     format = serializers.ChoiceField(choices=list(FORMATS))
-    neutral = serializers.ChoiceField(choices=["positive", "negative"], default=_DEFAULT.neutral)
-    cut_after_first_negative = serializers.BooleanField(default=_DEFAULT.cut_after_first_negative)
-    alternatives = serializers.BooleanField(default=_DEFAULT.alternatives)
-    annotators = serializers.ChoiceField(
-        choices=["majority", "unanimous", "each"], default=_DEFAULT.annotators
-    )
-    include_quality_control = serializers.BooleanField(default=_DEFAULT.include_quality_control)
-    include_screening = serializers.BooleanField(default=_DEFAULT.include_screening)
-    reviewed_only = serializers.BooleanField(default=_DEFAULT.reviewed_only)
-    test_fraction = serializers.FloatField(min_value=0.0, max_value=0.99, default=0.0)
-    split_seed = serializers.IntegerField(
-        min_value=-(2**31), max_value=2**31 - 1, default=_DEFAULT.split_seed
-    )
-    math500 = serializers.ChoiceField(
-        choices=["ignore", "test", "exclude"], default=_DEFAULT.math500
-    )
     step_tag = serializers.CharField(
         max_length=20, required=False, trim_whitespace=False, help_text="math-shepherd only."
     )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        step_tag = fields.pop("step_tag")
+        fields.update({option.name: policy_field(option) for option in POLICY_OPTIONS})
+        fields["step_tag"] = step_tag
+        return fields
 
 
 class ExportList(generics.ListAPIView):

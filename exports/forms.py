@@ -6,57 +6,27 @@ from typing import Any
 
 from django import forms
 
-from exports.formats import DEFAULT_STEP_TAG, FORMATS, LabelPolicy
+from exports.formats.math_shepherd import DEFAULT_STEP_TAG
+from exports.formats.registry import FORMATS
+from exports.policy import POLICY_OPTIONS, LabelPolicy, Option
 
-_DEFAULT = LabelPolicy()
+
+def policy_field(option: Option) -> forms.Field:
+    """The form field of one policy option, from its declaration."""
+    common = {"initial": option.default, "help_text": option.help, "label": option.label or None}
+    if option.choices:
+        return forms.ChoiceField(choices=option.choices, **common)
+    if option.type is bool:
+        # An unticked box is absent from the POST: False, not missing.
+        return forms.BooleanField(required=False, **common)
+    number = forms.FloatField if option.type is float else forms.IntegerField
+    return number(min_value=option.min_value, max_value=option.max_value, **common)
 
 
 class ExportForm(forms.Form):
     format = forms.ChoiceField(
         choices=[(f.name, f"{f.name}: {f.description}") for f in FORMATS.values()],
         initial="trl",
-    )
-    neutral = forms.ChoiceField(
-        choices=[("positive", "positive (as the PRM800K paper)"), ("negative", "negative")],
-        initial=_DEFAULT.neutral,
-        label="Neutral steps count as",
-    )
-    cut_after_first_negative = forms.BooleanField(
-        required=False, initial=_DEFAULT.cut_after_first_negative
-    )
-    alternatives = forms.BooleanField(
-        required=False,
-        initial=_DEFAULT.alternatives,
-        label="Alternative completions as extra examples",
-    )
-    annotators = forms.ChoiceField(
-        choices=[
-            ("majority", "majority per step (ties: the more negative)"),
-            ("unanimous", "unanimous steps only"),
-            ("each", "one record per annotator"),
-        ],
-        initial=_DEFAULT.annotators,
-        label="Several annotators",
-    )
-    include_quality_control = forms.BooleanField(
-        required=False, initial=_DEFAULT.include_quality_control
-    )
-    include_screening = forms.BooleanField(required=False, initial=_DEFAULT.include_screening)
-    reviewed_only = forms.BooleanField(
-        required=False, initial=_DEFAULT.reviewed_only, label="Only reviewed and accepted"
-    )
-    test_fraction = forms.FloatField(
-        min_value=0.0, max_value=0.99, initial=_DEFAULT.test_fraction, label="Test fraction"
-    )
-    split_seed = forms.IntegerField(initial=_DEFAULT.split_seed)
-    math500 = forms.ChoiceField(
-        choices=[
-            ("ignore", "treat like any problem"),
-            ("test", "force into test"),
-            ("exclude", "exclude"),
-        ],
-        initial=_DEFAULT.math500,
-        label="MATH-500 problems",
     )
     step_tag = forms.CharField(
         max_length=20,
@@ -66,11 +36,14 @@ class ExportForm(forms.Form):
         help_text="math-shepherd only",
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for option in POLICY_OPTIONS:
+            self.fields[option.name] = policy_field(option)
+        self.order_fields(["format", *(o.name for o in POLICY_OPTIONS), "step_tag"])
+
     def policy(self) -> LabelPolicy:
-        data = self.cleaned_data
-        return LabelPolicy(
-            **{name: data[name] for name in LabelPolicy.__dataclass_fields__ if name in data}
-        )
+        return LabelPolicy(**{o.name: self.cleaned_data[o.name] for o in POLICY_OPTIONS})
 
     def options(self) -> dict[str, Any]:
         if self.cleaned_data["format"] == "math-shepherd":

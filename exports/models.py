@@ -1,4 +1,4 @@
-"""Export jobs: one row per dataset snapshot a manager asked for (see exports/formats.py).
+"""Export jobs: one row per dataset snapshot a manager asked for (see exports/writer.py).
 
 The row is the job's record and its result: the policy it ran with, its progress while a Celery
 worker writes the files, then the files with their checksums and the manifest written beside them.
@@ -54,7 +54,7 @@ class Export(BackgroundJob):
     @property
     def policy_changes(self) -> list[str]:
         """The policy options this export set away from their defaults, for the list page."""
-        from exports.formats import LabelPolicy
+        from exports.policy import LabelPolicy
 
         defaults = LabelPolicy().to_dict()
         changes = [f"{k}={v}" for k, v in self.policy.items() if defaults.get(k) != v]

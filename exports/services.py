@@ -9,8 +9,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from exports.formats import LabelPolicy, format_options, get_format, write_export
+from exports.formats.registry import format_options, get_format
 from exports.models import Export
+from exports.policy import LabelPolicy
+from exports.writer import write_export
 from labeling.models import Campaign
 
 # How often a running export writes its progress: often enough for a page polling every second,

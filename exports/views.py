@@ -7,9 +7,9 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from exports.formats import ExportError
 from exports.forms import ExportForm
 from exports.models import Export
+from exports.policy import ExportError
 from exports.services import export_create
 from labeling.models import Campaign
 from labeling.permissions import MANAGE, campaign_for

@@ -308,7 +308,7 @@ def test_reading_ahead_in_a_thread_writes_the_same_files_as_reading_in_line(tmp_
 
 @pytest.mark.django_db(transaction=True)
 def test_an_error_in_the_reading_thread_reaches_the_caller(tmp_path, monkeypatch):
-    from exports import formats
+    from exports import reader
 
     campaign = make_campaign()
     make_labelled(solution=make_solution(campaign=campaign), ratings=[1])
@@ -316,6 +316,6 @@ def test_an_error_in_the_reading_thread_reaches_the_caller(tmp_path, monkeypatch
     def broken(by_id, policy):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(formats, "_fill", broken)
+    monkeypatch.setattr(reader, "_fill", broken)
     with pytest.raises(RuntimeError, match="database went away"):
         write_export(campaign=campaign, fmt="trl", out=tmp_path / "x.jsonl")

@@ -9,18 +9,23 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from exports.formats import (
-    ANNOTATOR_CHOICES,
-    FORMATS,
-    MATH500_CHOICES,
-    NEUTRAL_CHOICES,
-    ExportError,
-    LabelPolicy,
-    write_export,
-)
+from exports.formats.math_shepherd import DEFAULT_STEP_TAG
+from exports.formats.registry import FORMATS
+from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
+from exports.writer import write_export
 from labeling.models import Campaign
 
-_DEFAULT = LabelPolicy()
+
+def add_policy_option(group: argparse._ArgumentGroup, option: Option) -> None:
+    """One policy option's flag, from its declaration: ``--neutral``, ``--[no-]reviewed-only``."""
+    # argparse formats help with %, so a literal one is doubled.
+    common = {"default": option.default, "help": option.help.replace("%", "%%")}
+    if option.type is bool:
+        group.add_argument(option.flag, action=argparse.BooleanOptionalAction, **common)
+    elif option.choices:
+        group.add_argument(option.flag, choices=option.values, **common)
+    else:
+        group.add_argument(option.flag, type=option.type, **common)
 
 
 class Command(BaseCommand):
@@ -34,39 +39,11 @@ class Command(BaseCommand):
         parser.add_argument("--format", required=True, choices=list(FORMATS), dest="fmt")
         parser.add_argument("--out", required=True, type=Path, help="output file")
         policy = parser.add_argument_group("label policy")
-        policy.add_argument("--neutral", choices=NEUTRAL_CHOICES, default=_DEFAULT.neutral)
-        policy.add_argument(
-            "--cut-after-first-negative",
-            action=argparse.BooleanOptionalAction,
-            default=_DEFAULT.cut_after_first_negative,
+        for option in POLICY_OPTIONS:
+            add_policy_option(policy, option)
+        parser.add_argument(
+            "--step-tag", help=f"math-shepherd's step tag (default {DEFAULT_STEP_TAG})"
         )
-        policy.add_argument(
-            "--alternatives",
-            action=argparse.BooleanOptionalAction,
-            default=_DEFAULT.alternatives,
-            help="each other rated candidate becomes its own example",
-        )
-        policy.add_argument("--annotators", choices=ANNOTATOR_CHOICES, default=_DEFAULT.annotators)
-        policy.add_argument(
-            "--include-quality-control",
-            action=argparse.BooleanOptionalAction,
-            default=_DEFAULT.include_quality_control,
-        )
-        policy.add_argument(
-            "--include-screening",
-            action=argparse.BooleanOptionalAction,
-            default=_DEFAULT.include_screening,
-        )
-        policy.add_argument(
-            "--reviewed-only",
-            action=argparse.BooleanOptionalAction,
-            default=_DEFAULT.reviewed_only,
-            help="only assignments a reviewer accepted",
-        )
-        policy.add_argument("--test-fraction", type=float, default=_DEFAULT.test_fraction)
-        policy.add_argument("--split-seed", type=int, default=_DEFAULT.split_seed)
-        policy.add_argument("--math500", choices=MATH500_CHOICES, default=_DEFAULT.math500)
-        parser.add_argument("--step-tag", help="math-shepherd's step tag (default ки)")
         parser.add_argument(
             "--progress",
             action=argparse.BooleanOptionalAction,
@@ -79,7 +56,6 @@ class Command(BaseCommand):
             campaign = Campaign.objects.get(slug=opts["campaign"])
         except Campaign.DoesNotExist:
             raise CommandError(f"no campaign with slug {opts['campaign']!r}") from None
-        names = LabelPolicy.__dataclass_fields__
         show = opts["progress"] if opts["progress"] is not None else sys.stderr.isatty()
         options = {"step_tag": opts["step_tag"]} if opts["step_tag"] else {}
         bar = None
@@ -98,7 +74,7 @@ class Command(BaseCommand):
                 campaign=campaign,
                 fmt=opts["fmt"],
                 out=opts["out"],
-                policy=LabelPolicy(**{k: v for k, v in opts.items() if k in names}),
+                policy=LabelPolicy(**{o.name: opts[o.name] for o in POLICY_OPTIONS}),
                 options=options,
                 progress=progress if bar else None,
             )

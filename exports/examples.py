@@ -1,0 +1,120 @@
+"""From a solution's labels to labelled paths and training examples, under a label policy.
+
+The training formats (TRL, Math-Shepherd, ProcessBench) all start here: one annotator's labels
+along the solution's path, several annotators combined, cut at the first error, and each rated
+alternative candidate as an example of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from exports.policy import LabelPolicy
+from exports.reader import AssignmentData, SolutionData
+
+
+@dataclass(slots=True)
+class LabelledPath:
+    """A solution's steps ``steps[:len(labels)]`` with binary labels, and other candidates.
+
+    ``candidates`` are ``(position, text, label)``: the path before ``position`` followed by
+    ``text`` is an example of its own. ``annotator`` is None when several were combined.
+    """
+
+    annotator: str | None
+    labels: list[bool]
+    candidates: list[tuple[int, str, bool]]
+
+
+def _annotator_labels(
+    assignment: AssignmentData, policy: LabelPolicy
+) -> tuple[list[bool], list[tuple[int, str, bool]]]:
+    """One annotator's labels along the path, and their rated candidates.
+
+    The path stops at its first gap or unrated step: a label after a hole has no prefix to sit
+    on. A reviewer's correction replaces the rating it corrects. A step the labeler wrote
+    themselves (PRM800K's human completion taking the place of every candidate) counts as
+    positive unless it was rated: they wrote it as the right next step.
+    """
+    labels: list[bool] = []
+    candidates: list[tuple[int, str, bool]] = []
+    corrections = assignment.corrections
+    for expected, lab in enumerate(assignment.labels):
+        if lab.index != expected:
+            break
+        rating = lab.rating
+        if corrections and str(lab.index) in corrections:
+            rating = int(corrections[str(lab.index)])
+        hc = lab.human_completion
+        if rating is None and lab.completion_index is None and hc is not None:
+            rating = 1
+        if policy.alternatives:
+            # The prefix before this position is fully labelled, so its candidates stand.
+            for alt in lab.alternatives:
+                value = policy.label(alt.get("rating"))
+                if value is not None:
+                    candidates.append((lab.index, alt["text"], value))
+            if hc is not None and lab.completion_index is not None:
+                hc_rating = 1 if hc.get("rating") is None else hc["rating"]
+                candidates.append((lab.index, hc["text"], bool(policy.label(hc_rating))))
+        value = policy.label(rating)
+        if value is None:
+            break
+        labels.append(value)
+    return labels, candidates
+
+
+def _vote(votes: list[bool], mode: str) -> bool | None:
+    """Combine several annotators' labels of one step: None means no agreed label."""
+    positive = sum(votes)
+    negative = len(votes) - positive
+    if mode == "unanimous":
+        return None if positive and negative else positive > 0
+    return positive > negative  # majority; a tie goes to the more negative label
+
+
+def labelled_paths(solution: SolutionData, policy: LabelPolicy) -> list[LabelledPath]:
+    """The solution's labelled paths under the policy: one per annotator, or one combined."""
+    per_annotator = [(a.annotator, *_annotator_labels(a, policy)) for a in solution.assignments]
+    if policy.annotators == "each" or len(per_annotator) == 1:
+        paths = [LabelledPath(name, labels, cands) for name, labels, cands in per_annotator]
+    else:
+        labels: list[bool] = []
+        for position in range(max(len(lbls) for _, lbls, _ in per_annotator)):
+            votes = [lbls[position] for _, lbls, _ in per_annotator if len(lbls) > position]
+            value = _vote(votes, policy.annotators)
+            if value is None:
+                break
+            labels.append(value)
+        grouped: dict[tuple[int, str], list[bool]] = {}
+        for _, _, cands in per_annotator:
+            for position, text, value in cands:
+                grouped.setdefault((position, text), []).append(value)
+        candidates = []
+        for (position, text), votes in grouped.items():
+            value = _vote(votes, policy.annotators)
+            if value is not None:
+                candidates.append((position, text, value))
+        paths = [LabelledPath(None, labels, candidates)]
+    for path in paths:
+        if policy.cut_after_first_negative and False in path.labels:
+            del path.labels[path.labels.index(False) + 1 :]
+        # A candidate needs its whole prefix labelled (and, when cutting, free of errors).
+        end = len(path.labels)
+        if policy.cut_after_first_negative and end and not path.labels[-1]:
+            end -= 1
+        path.candidates = [c for c in path.candidates if c[0] <= end]
+    return paths
+
+
+def training_examples(
+    solution: SolutionData, policy: LabelPolicy
+) -> Iterator[tuple[list[str], list[bool]]]:
+    """(step texts, labels) of every training example the solution gives."""
+    for path in labelled_paths(solution, policy):
+        n = len(path.labels)
+        if n:
+            yield solution.steps[:n], path.labels
+        for position, text, value in path.candidates:
+            yield [*solution.steps[:position], text], [*path.labels[:position], value]

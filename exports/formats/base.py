@@ -1,0 +1,65 @@
+"""What every format is: a name, a file type, rows from a solution, and how it counts labels."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.utils import timezone
+
+from exports.policy import POLICY_OPTIONS, LabelPolicy
+from exports.reader import SolutionData
+
+# The options that only select labels; the raw formats keep every rating as it was given.
+RAW_OPTIONS = (
+    "include_quality_control",
+    "include_screening",
+    "reviewed_only",
+    "test_fraction",
+    "split_seed",
+    "math500",
+)
+ALL_OPTIONS = tuple(o.name for o in POLICY_OPTIONS)
+BINARY_NAMES = {True: "positive", False: "negative", None: "unlabelled"}
+RAW_NAMES = {1: "positive", 0: "neutral", -1: "negative", None: "unrated"}
+
+# Each yields (row, labels to count).
+Rows = Callable[[SolutionData, LabelPolicy, dict], Iterator[tuple[Any, Iterable]]]
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    extension: str
+    writer: type
+    rows: Rows
+    applies: tuple[str, ...]
+    rating_names: dict
+    options: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+class JsonlWriter:
+    def __init__(self, path: Path, fmt: Format) -> None:
+        self._f = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+        self._dumps = json.JSONEncoder(ensure_ascii=False).encode
+
+    def write(self, row: dict) -> None:
+        self._f.write(self._dumps(row))
+        self._f.write("\n")
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def utc_naive_iso(dt: datetime | None) -> str | None:
+    """A time as PRM800K writes it: UTC, without an offset, to the microsecond."""
+    if dt is None:
+        return None
+    if timezone.is_aware(dt):
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
+    return dt.isoformat(timespec="microseconds")

@@ -1,0 +1,88 @@
+"""``csv``: one row per step label, ratings as given (-1/0/1), for analysts."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+from exports.formats.base import RAW_NAMES, RAW_OPTIONS, Format, utc_naive_iso
+from exports.policy import LabelPolicy
+from exports.reader import SolutionData
+
+CSV_COLUMNS = [
+    "campaign",
+    "problem_id",
+    "problem_unique_id",
+    "solution_id",
+    "solution_kind",
+    "generator",
+    "assignment_id",
+    "annotator",
+    "step_index",
+    "step_text",
+    "rating",
+    "flagged",
+    "time_spent_ms",
+    "submitted_at",
+    "total_time_ms",
+    "finish_reason",
+    "answer_is_correct",
+    "review",
+    "corrected_rating",
+]
+
+
+def csv_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
+    """One row per step label of every exported assignment, ratings as given (-1/0/1)."""
+    campaign = options["campaign_slug"]
+    for a in solution.assignments:
+        submitted = utc_naive_iso(a.submitted_at)
+        for lab in a.labels:
+            corrected = a.corrections.get(str(lab.index)) if a.corrections else None
+            yield (
+                [
+                    campaign,
+                    solution.problem_id,
+                    solution.unique_id,
+                    solution.id,
+                    solution.kind,
+                    solution.generator,
+                    a.id,
+                    a.annotator,
+                    lab.index,
+                    solution.steps[lab.index],
+                    lab.rating,
+                    lab.flagged,
+                    lab.time_spent_ms,
+                    submitted,
+                    a.total_time_ms,
+                    a.finish_reason,
+                    solution.answer_is_correct,
+                    a.review or "",
+                    corrected,
+                ],
+                (lab.rating,),
+            )
+
+
+class CsvWriter:
+    def __init__(self, path: Path, fmt: Format) -> None:
+        self._f = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._w = csv.writer(self._f)
+        self._w.writerow(CSV_COLUMNS)
+        self.write = self._w.writerow
+
+    def close(self) -> None:
+        self._f.close()
+
+
+CSV = Format(
+    "csv",
+    ".csv",
+    CsvWriter,
+    csv_rows,
+    RAW_OPTIONS,
+    RAW_NAMES,
+    description="One row per step label (CSV)",
+)

@@ -1,0 +1,42 @@
+"""``math-shepherd``: OpenRLHF / Math-Shepherd.
+
+One record per example: ``{"input": "... Step 1: ... ки", "label": ["+"]}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from exports.examples import training_examples
+from exports.formats.base import ALL_OPTIONS, BINARY_NAMES, Format, JsonlWriter
+from exports.policy import LabelPolicy
+from exports.reader import SolutionData
+
+DEFAULT_STEP_TAG = "ки"
+
+
+def math_shepherd_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
+    """Math-Shepherd / OpenRLHF: steps numbered and tagged in one string, ``+``/``-`` labels.
+
+    The tag must be a single token for the trainer; any copy of it inside a step's text is
+    removed, or the trainer would read a label where there is none.
+    """
+    tag = options.get("step_tag", DEFAULT_STEP_TAG)
+    for texts, labels in training_examples(solution, policy):
+        body = "\n".join(
+            f"Step {k}: {text.replace(tag, '')} {tag}" for k, text in enumerate(texts, 1)
+        )
+        marks = ["+" if v else "-" for v in labels]
+        yield {"input": f"{solution.problem_text} {body}", "label": marks}, labels
+
+
+MATH_SHEPHERD = Format(
+    "math-shepherd",
+    ".jsonl",
+    JsonlWriter,
+    math_shepherd_rows,
+    ALL_OPTIONS,
+    BINARY_NAMES,
+    options={"step_tag": DEFAULT_STEP_TAG},
+    description="Math-Shepherd / OpenRLHF (JSONL, step tag and +/-)",
+)

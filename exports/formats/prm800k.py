@@ -1,0 +1,67 @@
+"""``prm800k``: PRM800K's raw label lines, field for field, one per submitted assignment.
+
+Only the selection options of the policy apply: the lines keep every rating as it was given,
+so an imported PRM800K file comes back as it went in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from exports.formats.base import RAW_NAMES, RAW_OPTIONS, Format, JsonlWriter, utc_naive_iso
+from exports.policy import LabelPolicy
+from exports.reader import SolutionData
+from labeling.models import Solution
+
+
+def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
+    """One PRM800K label line per assignment, rebuilt field for field (see labeling.models).
+
+    The question's shape follows the phase, as PRM800K's does: a phase 1 question (the labeler
+    built the path) holds the problem and its answer only; a phase 2 one also the reference
+    solution and the pre-generated steps, answer and verifier score.
+    """
+    question: dict[str, Any] = {
+        "problem": solution.problem_text,
+        "ground_truth_answer": solution.ground_truth_answer,
+    }
+    if solution.pre_generated:
+        question["ground_truth_solution"] = solution.ground_truth_solution
+        question["pre_generated_steps"] = solution.steps
+        question["pre_generated_answer"] = solution.answer
+        question["pre_generated_verifier_score"] = solution.verifier_score
+    for a in solution.assignments:
+        steps = [
+            {
+                "completions": lab.completions(solution.steps[lab.index]),
+                "human_completion": lab.human_completion,
+                "chosen_completion": lab.chosen_completion,
+            }
+            for lab in a.labels
+        ]
+        record = {
+            "labeler": a.annotator,
+            "timestamp": utc_naive_iso(a.submitted_at),
+            "generation": solution.generation,
+            "is_quality_control_question": solution.kind == Solution.Kind.QUALITY_CONTROL,
+            "is_initial_screening_question": solution.kind == Solution.Kind.SCREENING,
+            "question": question,
+            "label": {
+                "steps": steps,
+                "total_time": a.total_time_ms,
+                "finish_reason": a.finish_reason or None,
+            },
+        }
+        yield record, [lab.rating for lab in a.labels]
+
+
+PRM800K = Format(
+    "prm800k",
+    ".jsonl",
+    JsonlWriter,
+    prm800k_rows,
+    RAW_OPTIONS,
+    RAW_NAMES,
+    description="PRM800K raw label lines (JSONL)",
+)

@@ -1,0 +1,36 @@
+"""Every format by name, and the checks of a request for one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exports.formats.base import Format
+from exports.formats.csv_labels import CSV
+from exports.formats.math_shepherd import MATH_SHEPHERD
+from exports.formats.prm800k import PRM800K
+from exports.formats.processbench import PROCESSBENCH
+from exports.formats.trl import TRL, TRL_PARQUET
+from exports.policy import ExportError
+
+FORMATS: dict[str, Format] = {
+    f.name: f for f in [PRM800K, TRL, TRL_PARQUET, PROCESSBENCH, MATH_SHEPHERD, CSV]
+}
+
+
+def get_format(name: str) -> Format:
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ExportError(f"unknown format {name!r}; choose one of {', '.join(FORMATS)}") from None
+
+
+def format_options(fmt: Format, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The format's options with defaults filled in; unknown or empty ones are refused."""
+    options = dict(options or {})
+    unknown = set(options) - set(fmt.options)
+    if unknown:
+        raise ExportError(f"{fmt.name} has no options {', '.join(sorted(unknown))}")
+    merged = {**fmt.options, **options}
+    if "step_tag" in merged and not str(merged["step_tag"]).strip():
+        raise ExportError("step_tag must not be blank")
+    return merged

@@ -1,0 +1,116 @@
+"""The manifest beside every export: format, policy, counts, split, and each file's sha256."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.utils import timezone
+
+from exports.formats.base import Format
+from exports.policy import SPLIT_HASH, LabelPolicy
+from exports.reader import StreamStats
+from labeling.models import Campaign
+
+
+@dataclass
+class Tally:
+    """What one file received: records, distinct problems and solutions, steps, labels by value.
+
+    Solutions arrive ordered by problem, so a change of id is a new one.
+    """
+
+    records: int = 0
+    problems: int = 0
+    solutions: int = 0
+    steps: int = 0
+    ratings: Counter = field(default_factory=Counter)
+    last_problem: int | None = None
+    last_solution: int | None = None
+
+    def add(self, *, solution_id: int, problem_id: int, labels: Sequence) -> None:
+        """Count one record of the solution, with the labels it carries."""
+        self.records += 1
+        self.steps += len(labels)
+        self.ratings.update(labels)
+        if self.last_solution != solution_id:
+            self.last_solution = solution_id
+            self.solutions += 1
+            if self.last_problem != problem_id:
+                self.last_problem = problem_id
+                self.problems += 1
+
+    def as_dict(self, names: dict) -> dict[str, Any]:
+        ratings = dict.fromkeys(names.values(), 0)
+        for value, n in self.ratings.items():
+            ratings[names[value]] += n
+        return {
+            "records": self.records,
+            "problems": self.problems,
+            "solutions": self.solutions,
+            "steps": self.steps,
+            "ratings": ratings,
+        }
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def manifest_write(
+    *,
+    path: Path,
+    spec: Format,
+    format_options: dict[str, Any],
+    policy: LabelPolicy,
+    campaign: Campaign,
+    files: dict[str, Path],
+    tallies: dict[str, Tally],
+    stats: StreamStats,
+) -> dict[str, Any]:
+    """Describe the written ``files`` in a manifest at ``path``, and return it."""
+    counts = {split: t.as_dict(spec.rating_names) for split, t in tallies.items()}
+    manifest = {
+        "format": spec.name,
+        "description": spec.description,
+        "format_options": format_options,
+        "policy": policy.to_dict(),
+        "policy_applies": list(spec.applies),
+        "campaign": {"id": campaign.pk, "slug": campaign.slug, "name": campaign.name},
+        "created_at": timezone.now().isoformat(),
+        "counts": counts,
+        "split": {
+            "splits": list(files),
+            "by": SPLIT_HASH,
+            "test_fraction": policy.test_fraction,
+            "seed": policy.split_seed,
+            "math500": policy.math500,
+            "math500_problems_seen": stats.math500_problems,
+            "problems_excluded": stats.excluded_problems,
+            "problems": {split: counts[split]["problems"] for split in files},
+        },
+        "files": [
+            {
+                "name": file.name,
+                "split": split,
+                "records": tallies[split].records,
+                "bytes": file.stat().st_size,
+                "sha256": sha256_file(file),
+            }
+            for split, file in files.items()
+        ],
+        "manifest_name": path.name,
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, ensure_ascii=False, indent=2)
+        f.write("\n")
+    return manifest

@@ -1,0 +1,278 @@
+"""The database reader: a campaign's exportable solutions, streamed in keyset batches.
+
+:func:`iter_solutions` walks a campaign's solutions ordered by (problem, solution) and yields each
+with its steps and its exportable assignments and labels; it holds one batch at a time, so memory
+stays flat whatever the campaign's size. The formats turn these plain rows into records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import groupby
+from operator import itemgetter
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Q
+
+from common.readahead import read_ahead
+from exports.policy import LabelPolicy, is_math500
+from labeling.models import Assignment, Campaign, Review, Solution, Step, StepLabel
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(slots=True)
+class LabelData:
+    index: int
+    rating: int | None
+    flagged: bool | None
+    time_spent_ms: int | None
+    completion_index: int | None
+    alternatives: list[dict]
+    human_completion: dict | None
+    chosen_completion: int | None
+
+    def completions(self, step_text: str) -> list[dict]:
+        # The model method is the one definition of how PRM800K's list is rebuilt; it reads
+        # only fields this row shares with StepLabel.
+        return StepLabel.completions(self, step_text)  # type: ignore[arg-type]
+
+
+@dataclass(slots=True)
+class AssignmentData:
+    id: int
+    annotator: str
+    submitted_at: datetime | None
+    finish_reason: str
+    total_time_ms: int | None
+    review: str | None
+    corrections: dict[str, int]
+    labels: list[LabelData] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SolutionData:
+    id: int
+    campaign_id: int
+    problem_id: int
+    problem_text: str
+    ground_truth_answer: str
+    ground_truth_solution: str | None
+    unique_id: str
+    generator: str
+    generation: int | None
+    kind: str
+    pre_generated: bool
+    answer: str | None
+    answer_is_correct: bool | None
+    verifier_score: float | None
+    split: str
+    steps: list[str] = field(default_factory=list)
+    assignments: list[AssignmentData] = field(default_factory=list)
+
+
+_SOLUTION_FIELDS = (
+    "id",
+    "campaign_id",
+    "problem_id",
+    "problem__text",
+    "problem__ground_truth_answer",
+    "problem__ground_truth_solution",
+    "problem__unique_id",
+    "generator",
+    "generation",
+    "kind",
+    "pre_generated",
+    "answer",
+    "answer_is_correct",
+    "verifier_score",
+)
+
+
+@dataclass
+class StreamStats:
+    """What the reader saw, beyond the rows: for the manifest's split section."""
+
+    math500_problems: int = 0
+    excluded_problems: int = 0
+
+
+def iter_solutions(
+    *,
+    campaign: Campaign,
+    policy: LabelPolicy,
+    batch_size: int = 2000,
+    progress: Progress | None = None,
+    stats: StreamStats | None = None,
+) -> Iterator[SolutionData]:
+    """Yield the campaign's solutions that have exportable labels, ordered by problem.
+
+    Exportable: a submitted assignment on a solution of an included kind, not rejected by a
+    reviewer (and accepted, with ``reviewed_only``), on a problem the policy keeps. Solutions come
+    in keyset batches of ``batch_size``, each read with four queries (solutions with their
+    problem, steps, assignments, labels); nothing outlives its batch but the next one, which a
+    thread reads while this one is written (see ``common.readahead``).
+    """
+    batches = _batches(campaign, policy, batch_size, stats or StreamStats())
+    if not connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        # Inside a transaction another thread's connection would not see its writes.
+        batches = read_ahead(batches, name="export-reader")
+    for solutions, done, total in batches:
+        yield from solutions
+        if progress:
+            progress(done, total)
+
+
+def _batches(
+    campaign: Campaign, policy: LabelPolicy, batch_size: int, stats: StreamStats
+) -> Iterator[tuple[list[SolutionData], int, int]]:
+    """(solutions with labels, solutions read so far, solutions in all), batch by batch."""
+    solutions = Solution.objects.filter(campaign=campaign, kind__in=policy.kinds)
+    total = solutions.count()
+    yield [], 0, total
+    done = 0
+    last_problem, last_solution = -1, -1
+    current_problem: int | None = None
+    current_split: str | None = None
+    while True:
+        # The redundant problem_id bound lets the index scan start at the last problem instead
+        # of filtering from the beginning on every batch.
+        batch = list(
+            solutions.filter(problem_id__gte=last_problem)
+            .filter(Q(problem_id__gt=last_problem) | Q(id__gt=last_solution))
+            .order_by("problem_id", "id")
+            .values_list(*_SOLUTION_FIELDS)[:batch_size]
+        )
+        if not batch:
+            break
+        last_problem, last_solution = batch[-1][2], batch[-1][0]
+        done += len(batch)
+
+        by_id: dict[int, SolutionData] = {}
+        for row in batch:
+            if row[2] != current_problem:
+                current_problem = row[2]
+                if is_math500(row[3]):
+                    stats.math500_problems += 1
+                current_split = policy.split_for_problem(row[3])
+                if current_split is None:
+                    stats.excluded_problems += 1
+            if current_split is None:
+                continue
+            by_id[row[0]] = SolutionData(*row, split=current_split)
+        yield (list(_fill(by_id, policy)) if by_id else []), done, total
+
+
+def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[SolutionData]:
+    """Attach steps, assignments and labels to one batch and yield the solutions with labels.
+
+    Children are selected by the batch's window (its range of problem ids and of solution ids)
+    rather than by a list of ids: PostgreSQL plans a list of thousands of literals slowly and
+    then scans whole tables, while the ranges walk the indexes. A window may hold a few
+    solutions of the batch's first or last problem that belong to the next batch or were not
+    kept; their rows are dropped here.
+    """
+    first = next(iter(by_id.values()))
+    ids = list(by_id)
+    window = {
+        "campaign_id": first.campaign_id,
+        "problem_id__gte": first.problem_id,
+        "problem_id__lte": by_id[ids[-1]].problem_id,
+        "id__range": (min(ids), max(ids)),
+    }
+    solutions = Solution.objects.filter(**window).values("id")
+    assignments = Assignment.objects.filter(
+        solution_id__in=solutions, status=Assignment.Status.SUBMITTED
+    )
+    if policy.reviewed_only:
+        assignments = assignments.filter(review__decision=Review.Decision.ACCEPTED)
+    by_assignment: dict[int, AssignmentData] = {}
+    for (
+        a_id,
+        s_id,
+        annotator,
+        submitted_at,
+        reason,
+        total,
+        decision,
+        corrections,
+    ) in assignments.order_by("solution_id", "submitted_at", "id").values_list(
+        "id",
+        "solution_id",
+        "annotator__username",
+        "submitted_at",
+        "finish_reason",
+        "total_time_ms",
+        "review__decision",
+        "review__corrections",
+    ):
+        if decision == Review.Decision.REJECTED or s_id not in by_id:
+            continue
+        data = AssignmentData(
+            a_id, annotator, submitted_at, reason, total, decision, corrections or {}
+        )
+        by_id[s_id].assignments.append(data)
+        by_assignment[a_id] = data
+    if not by_assignment:
+        return
+
+    steps = _raw_rows(
+        Step.objects.filter(solution_id__in=solutions)
+        .order_by("solution_id", "index")
+        .values_list("solution_id", "text")
+    )
+    for s_id, rows in groupby(steps, key=itemgetter(0)):
+        solution = by_id.get(s_id)
+        if solution is not None:
+            solution.steps = [text for _, text in rows]
+    for a_id, index, rating, flagged, ms, own, alternatives, human, chosen in _raw_rows(
+        StepLabel.objects.filter(
+            assignment__solution_id__in=solutions, assignment__status=Assignment.Status.SUBMITTED
+        )
+        .order_by("assignment_id", "step__index")
+        .values_list(
+            "assignment_id",
+            "step__index",
+            "rating",
+            "flagged",
+            "time_spent_ms",
+            "completion_index",
+            "alternatives",
+            "human_completion",
+            "chosen_completion",
+        )
+    ):
+        assignment = by_assignment.get(a_id)
+        if assignment is not None:
+            assignment.labels.append(
+                LabelData(
+                    index,
+                    rating,
+                    None if flagged is None else bool(flagged),  # SQLite gives 0/1
+                    ms,
+                    own,
+                    [] if alternatives == "[]" else json.loads(alternatives),
+                    None if human is None else json.loads(human),
+                    chosen,
+                )
+            )
+    for s_id in ids:
+        solution = by_id[s_id]
+        if solution.assignments:
+            yield solution
+
+
+def _raw_rows(queryset) -> list[tuple]:
+    """A values_list queryset's rows as the database driver returns them.
+
+    Skips Django's per-row converters on the two biggest tables (about ten rows per solution):
+    JSON arrives as text and is parsed only when there is something in it, and booleans may be
+    SQLite's 0/1, so callers convert the columns that need it.
+    """
+    sql, params = queryset.query.sql_with_params()
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
