@@ -1,9 +1,7 @@
-"""The manager's API: campaigns, imports and the caller's own API tokens.
+"""The caller's own API tokens over the API: list, create (the key is shown once), revoke.
 
-Thin views over ``annotators.services``, the same services the manager's pages call. The
-campaign's rules are ``CampaignForm``'s (one place for them): the API validates types with a
-serializer, then lets the form check the values, so a value the page refuses the API refuses
-with the same words.
+Thin views over ``annotators.services``, the same services the profile page calls. (Campaigns
+are ``labeling.api``'s, imports ``imports.api``'s.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Input of the labelling page: one form per action, each cleaning what the browser sends.
+"""The campaign form (settings) and the labelling page's input: one form per action.
 
 Times are measured by the browser and only sanity-checked here: a broken or absent value must
 never cost the annotator a rating, so it becomes ``None`` (the view then estimates it) and

@@ -1,4 +1,4 @@
-"""Annotator pages: "my campaigns" and the labelling page.
+"""Campaign pages ("my campaigns", a campaign's home, its settings) and the labelling page.
 
 The labelling page is one template with named partials: ``workspace`` (one solution, or why there
 is none) and ``steps`` (the steps revealed so far and the controls of the current one). Every
