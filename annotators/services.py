@@ -1,4 +1,4 @@
-"""Writes about people and quality: invitations, sign-up, API tokens, members, gold, reviews, figures.
+"""Writes about people and quality: invitations, sign-up, tokens, members, gold, reviews, figures.
 
 Views, the API and Celery tasks call these keyword-only functions; each checks its own rules and
 raises a ``ManageError`` (with a message for people) when a request breaks one. Who may call
