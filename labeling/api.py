@@ -1,6 +1,8 @@
-"""The labelling REST API: thin views over ``labeling.queue`` and ``labeling.selectors``:
-the queue (next, submit, skip), browsing a campaign's problems, solutions and labels (managers
-and reviewers), PRM models and active-learning runs (managers).
+"""The labelling REST API: thin views over ``labeling.queue``, ``labeling.services`` and
+``labeling.selectors``: campaigns (list, create, settings; the campaign's rules are
+``CampaignForm``'s, so the API refuses what the page refuses, with the same words), the queue
+(next, submit, skip), and browsing a campaign's problems, solutions and labels (managers and
+reviewers).
 
 Refusals map to status codes by kind: not yours or not a member -> 404 (nothing is revealed),
 not allowed to work now -> 403, conflicts with the assignment's state -> 409, broken rules ->
