@@ -43,6 +43,15 @@ class FinishReason(models.TextChoices):
     GIVE_UP = "give_up", "gave up"
 
 
+# The PRM backbones active learning trains (names ``prm.build_backbone`` knows), as the settings
+# form offers them. A campaign may hold another name set elsewhere (``hf:PATH`` for a local
+# Hugging Face model on a GPU worker): the form keeps offering it, it does not invent it.
+AL_BACKBONES = [
+    ("bow", "bow: hashed n-grams with exact sympy checks (fast, CPU)"),
+    ("minilm", "minilm: the pretrained MiniLM sentence encoder (slower, CPU or GPU)"),
+]
+
+
 class Campaign(models.Model):
     """A labelling project: its solutions, who labels them, and how.
 
@@ -98,6 +107,10 @@ class Campaign(models.Model):
     @property
     def lease_duration(self) -> timedelta:
         return timedelta(seconds=self.lease_seconds)
+
+    @property
+    def al_backbone_label(self) -> str:
+        return dict(AL_BACKBONES).get(self.al_backbone, self.al_backbone)
 
 
 class Membership(models.Model):
