@@ -53,6 +53,18 @@ def imported_user_ids(*, campaign: Campaign) -> set[int]:
     )
 
 
+def snapshot_submitted_since(snapshot: CampaignSnapshot, *, exists: bool = False) -> int:
+    """Solutions submitted after the snapshot's figures were read (when its task started); with
+    ``exists``, 1 or 0 (one indexed probe instead of a count)."""
+    since = snapshot.started_at or snapshot.computed_at
+    submitted = Assignment.objects.filter(
+        campaign_id=snapshot.campaign_id,
+        status=Assignment.Status.SUBMITTED,
+        submitted_at__gt=since,
+    )
+    return int(submitted.exists()) if exists else submitted.count()
+
+
 def members_rows(
     *, campaign: Campaign, snapshot: CampaignSnapshot | None, show_imported: bool = False
 ) -> list[dict]:

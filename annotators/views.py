@@ -282,11 +282,14 @@ def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 
 def _snapshot_context(campaign: Campaign) -> dict:
-    """The figures to show, and whether fresher ones are being computed (the page polls)."""
+    """The figures to show, how old they really are (from when their reading began, and the
+    solutions submitted since), and whether fresher ones are being computed (the page polls)."""
     snapshot = services.snapshot_current(campaign=campaign)
     return {
         "snapshot": snapshot,
         "shown": snapshot.pk if snapshot else "",
+        "as_of": (snapshot.started_at or snapshot.computed_at) if snapshot else None,
+        "submitted_since": selectors.snapshot_submitted_since(snapshot) if snapshot else 0,
         "pending": services.snapshot_pending(campaign=campaign),
     }
 
@@ -321,9 +324,12 @@ def snapshot_refresh(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
-    """Polled by htmx while figures are being computed: reloads the page once they are in."""
+    """Polled by htmx: every 2 s while figures are being computed, every 30 s otherwise (so
+    figures gone stale after new submissions are recomputed with the page left open); reloads
+    the page once newer figures are in."""
     campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
     shown = request.GET.get("shown", "")
+    services.snapshot_current(campaign=campaign)  # asks for fresh figures if these are stale
     latest = (
         CampaignSnapshot.objects.filter(campaign=campaign, status=CampaignSnapshot.Status.DONE)
         .order_by("-computed_at", "-id")
