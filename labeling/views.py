@@ -154,7 +154,7 @@ class LabelPage:
         first_error = " (a negative one ends the solution)" if self.view.stop_at_first_error else ""
         return (
             f"Not submitted: {len(self.rated)} of {len(self.view.steps)} steps are rated; "
-            f"{which} not rated yet. Rate step {numbers[0]} with 1, 2 or 3"
+            f"{which.lower()} not rated yet. Rate step {numbers[0]} with 1, 2 or 3"
             f"{first_error}, or give up or report a bad problem below."
         )
 

@@ -128,7 +128,7 @@ def test_submitting_too_early_names_the_missing_steps(client, campaign, annotato
     response = client.post(action_url("submit", assignment), {"submission_key": "early"}, **HX)
 
     assert response.status_code == 400
-    assert "Steps 2 to 4 are not rated yet" in text(response)
+    assert "steps 2 to 4 are not rated yet" in text(response)
     assert Assignment.objects.get().status == "leased"
 
 
@@ -141,7 +141,7 @@ def test_the_page_carries_the_missing_steps_message_for_enter(client, campaign, 
 
     page = text(response)
     assert "data-missing hidden" in page
-    assert "Step 2 is not rated yet" in page
+    assert "step 2 is not rated yet" in page
 
 
 def test_the_no_javascript_submit_says_it_once_and_then_it_is_gone(client, campaign, annotator):

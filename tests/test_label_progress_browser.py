@@ -54,7 +54,7 @@ def test_enter_too_early_names_the_missing_steps_and_progress_follows_submission
     page.keyboard.press("Enter")
 
     missing.wait_for(state="visible")
-    assert "Steps 2 and 3 are not rated yet" in missing.inner_text()
+    assert "steps 2 and 3 are not rated yet" in missing.inner_text()
     assert Assignment.objects.get(annotator=page_of.user).status == "leased"  # nothing submitted
 
     press(page, "3", 2)  # the next action: a fresh steps partial, the message gone
