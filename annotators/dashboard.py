@@ -26,8 +26,15 @@ ANNOTATOR_COLUMNS = [
 ]
 
 
-def dashboard_context(data: dict, *, query: QueryDict) -> dict:
-    """Charts (SVG) and tables of the dashboard from ``CampaignSnapshot.data``."""
+def dashboard_context(data: dict, *, query: QueryDict, show_imported: bool = False) -> dict:
+    """Charts (SVG) and tables of the dashboard from ``CampaignSnapshot.data``.
+
+    The accounts an import made (``imported`` rows) are left out of the per-annotator chart and
+    table unless ``show_imported``; the campaign-wide figures count every label.
+    """
+    data = data | {
+        "annotators": [r for r in data["annotators"] if show_imported or not r.get("imported")]
+    }
     days = data["progress"]
     ratings = data["ratings"]
     rated = ratings["negative"] + ratings["neutral"] + ratings["positive"]

@@ -44,24 +44,48 @@ def low_qc_annotators(*, campaign: Campaign, snapshot: CampaignSnapshot | None) 
     ]
 
 
-def members_rows(*, campaign: Campaign, snapshot: CampaignSnapshot | None) -> list[dict]:
-    """Every member with their role, state, screening and figures from the snapshot."""
+def imported_user_ids(*, campaign: Campaign) -> set[int]:
+    """The accounts an import made for the labelers of its files (``Membership.is_imported``)."""
+    return set(
+        Membership.objects.filter(campaign=campaign, is_imported=True).values_list(
+            "user_id", flat=True
+        )
+    )
+
+
+def snapshot_submitted_since(snapshot: CampaignSnapshot, *, exists: bool = False) -> int:
+    """Solutions submitted after the snapshot's figures were read (when its task started); with
+    ``exists``, 1 or 0 (one indexed probe instead of a count)."""
+    since = snapshot.started_at or snapshot.computed_at
+    submitted = Assignment.objects.filter(
+        campaign_id=snapshot.campaign_id,
+        status=Assignment.Status.SUBMITTED,
+        submitted_at__gt=since,
+    )
+    return int(submitted.exists()) if exists else submitted.count()
+
+
+def members_rows(
+    *, campaign: Campaign, snapshot: CampaignSnapshot | None, show_imported: bool = False
+) -> list[dict]:
+    """Every member with their role, state, screening and figures from the snapshot; the
+    accounts an import made only with ``show_imported`` (and then by a short id)."""
     figures = annotator_figures(snapshot)
+    members = Membership.objects.filter(campaign=campaign)
+    if not show_imported:
+        members = members.filter(is_imported=False)
     rows = []
-    for m in (
-        Membership.objects.filter(campaign=campaign)
-        .select_related("user", "invitation")
-        .order_by("user__username")
-    ):
+    for m in members.select_related("user", "invitation").order_by("user__username"):
         f = figures.get(m.user_id, {})
         rows.append(
             {
                 "id": m.pk,
                 "user_id": m.user_id,
-                "username": m.user.get_username(),
+                "username": m.display_name,
+                "imported": m.is_imported,
                 "role": m.role,
                 "status": m.status,
-                "screening": m.screening,
+                "screening": m.screening_shown,
                 "screening_score": m.screening_score,
                 "joined": m.joined_at,
                 "invitation": m.invitation.token_hint if m.invitation else "",

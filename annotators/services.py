@@ -363,10 +363,23 @@ def snapshot_current(*, campaign: Campaign, refresh: bool = True) -> CampaignSna
         .order_by("-computed_at", "-id")
         .first()
     )
-    max_age = timedelta(seconds=settings.STEPWISE_SNAPSHOT_MAX_AGE)
-    if refresh and (snapshot is None or snapshot.computed_at < timezone.now() - max_age):
+    if refresh and (snapshot is None or snapshot_is_stale(snapshot)):
         snapshot_request(campaign=campaign)
     return snapshot
+
+
+def snapshot_is_stale(snapshot: CampaignSnapshot) -> bool:
+    """Older than ``STEPWISE_SNAPSHOT_MAX_AGE``; or older than ``STEPWISE_SNAPSHOT_MIN_AGE``
+    with solutions submitted after its figures were read (the minimum age keeps a busy campaign
+    from recomputing after every submission)."""
+    from annotators.selectors import snapshot_submitted_since
+
+    age = timezone.now() - snapshot.computed_at
+    if age > timedelta(seconds=settings.STEPWISE_SNAPSHOT_MAX_AGE):
+        return True
+    if age < timedelta(seconds=settings.STEPWISE_SNAPSHOT_MIN_AGE):
+        return False
+    return snapshot_submitted_since(snapshot, exists=True) > 0
 
 
 def snapshot_pending(*, campaign: Campaign) -> CampaignSnapshot | None:

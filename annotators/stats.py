@@ -60,9 +60,19 @@ def campaign_stats(*, campaign: Campaign) -> dict:
         .objects.filter(pk__in=set(work["annotators"]) | set(qc["annotators"]) | inter["coders"])
         .values_list("pk", "username")
     )
+    imported = set(
+        Membership.objects.filter(campaign=campaign, is_imported=True).values_list(
+            "user_id", flat=True
+        )
+    )
     annotators = []
     for uid in sorted(set(work["annotators"]) | set(qc["annotators"]) | inter["coders"]):
-        row = {"id": uid, "username": users.get(uid, str(uid))}
+        name = users.get(uid, str(uid))
+        row = {
+            "id": uid,
+            "username": Membership.short_name(name, imported=uid in imported),
+            "imported": uid in imported,
+        }
         row.update(work["annotators"].get(uid, _empty_work()))
         q = qc["annotators"].get(uid, {"agree": 0, "scored": 0})
         row["qc_steps"] = q["scored"]
@@ -70,10 +80,12 @@ def campaign_stats(*, campaign: Campaign) -> dict:
         row.update(inter["per_annotator"].get(uid, _empty_agreement()))
         annotators.append(row)
     for pair in inter["pairs"]:
-        pair["a"] = users.get(pair["a_id"], str(pair["a_id"]))
-        pair["b"] = users.get(pair["b_id"], str(pair["b_id"]))
+        for side in ("a", "b"):
+            uid = pair[f"{side}_id"]
+            pair[side] = Membership.short_name(users.get(uid, str(uid)), imported=uid in imported)
+        pair["imported"] = pair["a_id"] in imported or pair["b_id"] in imported
     return {
-        "totals": _totals(campaign=campaign, work=work),
+        "totals": _totals(campaign=campaign, work=work, imported=imported),
         "progress": work["days"],
         "ratings": _ratings(submitted),
         "seconds_per_step": work["seconds_per_step"],
@@ -335,7 +347,7 @@ def _agreement(*, campaign: Campaign, submitted) -> dict:
     }
 
 
-def _totals(*, campaign: Campaign, work: dict) -> dict:
+def _totals(*, campaign: Campaign, work: dict, imported: set[int]) -> dict:
     kinds = {
         kind: {"solutions": n, "open": n_open, "done": n_done}
         for kind, n, n_open, n_done in Solution.objects.filter(campaign=campaign)
@@ -357,7 +369,9 @@ def _totals(*, campaign: Campaign, work: dict) -> dict:
         "regular_done_share": _ratio(regular["done"], regular["solutions"]),
         "assignments": work["assignments"],
         "labels": work["labels"],
-        "annotators": len(work["annotators"]),
+        # Active annotators: people with submitted work, not the accounts an import made.
+        "annotators": len(set(work["annotators"]) - imported),
+        "imported_annotators": len(set(work["annotators"]) & imported),
     }
 
 
@@ -403,16 +417,21 @@ def _reviews(*, campaign: Campaign) -> dict:
 def _members(*, campaign: Campaign) -> dict:
     rows = (
         Membership.objects.filter(campaign=campaign)
-        .values_list("role", "status", "screening")
+        .values_list("role", "status", "screening", "is_imported")
         .annotate(n=Count("id"))
-        .values_list("role", "status", "screening", "n")
+        .values_list("role", "status", "screening", "is_imported", "n")
     )
     out: dict[str, Counter] = {"role": Counter(), "status": Counter(), "screening": Counter()}
-    for role, status, screening, n in rows:
+    imported = 0
+    for role, status, screening, is_imported, n in rows:
+        if is_imported:
+            # Accounts an import made: counted apart, never in a role or waiting for screening.
+            imported += n
+            continue
         out["status"][status] += n
         if status == Membership.Status.REMOVED:
             continue
         out["role"][role] += n
         if role == Membership.Role.ANNOTATOR:
             out["screening"][screening] += n
-    return {k: dict(v) for k, v in out.items()}
+    return {k: dict(v) for k, v in out.items()} | {"imported": imported}

@@ -55,12 +55,37 @@ MEMBER_COLUMNS = [
 ]
 
 
+def _imported_switch(request: HttpRequest, campaign: Campaign) -> dict:
+    """The one switch (``?show_imported=1``) that shows the accounts an import made.
+
+    They are the labelers named in imported files (PRM800K's): nobody logs in with them, so
+    lists, filters and charts leave them out unless asked. The context says how many there are
+    and links to the page with the switch flipped.
+    """
+    show = request.GET.get("show_imported") == "1"
+    query = request.GET.copy()
+    query.pop("page", None)
+    if show:
+        query.pop("show_imported", None)
+    else:
+        query["show_imported"] = "1"
+    ids = selectors.imported_user_ids(campaign=campaign)
+    return {
+        "show_imported": show,
+        "imported_ids": ids,
+        "imported_count": len(ids),
+        "imported_toggle": f"{request.path}?{query.urlencode()}" if query else request.path,
+    }
+
+
 @login_required
 @require_GET
 def member_list(request: HttpRequest, slug: str) -> HttpResponse:
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    context = _snapshot_context(campaign)
-    rows = selectors.members_rows(campaign=campaign, snapshot=context["snapshot"])
+    context = _snapshot_context(campaign) | _imported_switch(request, campaign)
+    rows = selectors.members_rows(
+        campaign=campaign, snapshot=context["snapshot"], show_imported=context["show_imported"]
+    )
     for row in rows:
         row["url"] = reverse("annotators:member", kwargs={"slug": campaign.slug, "pk": row["id"]})
     context["members"] = table(rows, MEMBER_COLUMNS, query=request.GET, default_sort="username")
@@ -257,11 +282,14 @@ def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 
 def _snapshot_context(campaign: Campaign) -> dict:
-    """The figures to show, and whether fresher ones are being computed (the page polls)."""
+    """The figures to show, how old they really are (from when their reading began, and the
+    solutions submitted since), and whether fresher ones are being computed (the page polls)."""
     snapshot = services.snapshot_current(campaign=campaign)
     return {
         "snapshot": snapshot,
         "shown": snapshot.pk if snapshot else "",
+        "as_of": (snapshot.started_at or snapshot.computed_at) if snapshot else None,
+        "submitted_since": selectors.snapshot_submitted_since(snapshot) if snapshot else 0,
         "pending": services.snapshot_pending(campaign=campaign),
     }
 
@@ -271,9 +299,13 @@ def _snapshot_context(campaign: Campaign) -> dict:
 def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     """Progress, throughput, time, ratings, QC, agreement and the queue, from the snapshot."""
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    context = _snapshot_context(campaign)
+    context = _snapshot_context(campaign) | _imported_switch(request, campaign)
     if context["snapshot"] is not None:
-        context |= dashboard_context(context["snapshot"].data, query=request.GET)
+        context |= dashboard_context(
+            context["snapshot"].data,
+            query=request.GET,
+            show_imported=context["show_imported"],
+        )
     return campaign_page(request, "annotators/dashboard.html", campaign, membership, context)
 
 
@@ -292,9 +324,12 @@ def snapshot_refresh(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
-    """Polled by htmx while figures are being computed: reloads the page once they are in."""
+    """Polled by htmx: every 2 s while figures are being computed, every 30 s otherwise (so
+    figures gone stale after new submissions are recomputed with the page left open); reloads
+    the page once newer figures are in."""
     campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
     shown = request.GET.get("shown", "")
+    services.snapshot_current(campaign=campaign)  # asks for fresh figures if these are stale
     latest = (
         CampaignSnapshot.objects.filter(campaign=campaign, status=CampaignSnapshot.Status.DONE)
         .order_by("-computed_at", "-id")
@@ -334,20 +369,25 @@ PAIR_COLUMNS = [
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     """Inter-annotator agreement: alpha (nominal, interval), kappa per annotator and per pair."""
     campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
-    context = _snapshot_context(campaign)
+    context = _snapshot_context(campaign) | _imported_switch(request, campaign)
     if (snapshot := context["snapshot"]) is not None:
         data = snapshot.data
+        shown = context["show_imported"]
         context |= {
             "figures": data["agreement"],
             "annotators": table(
-                [r for r in data["annotators"] if r.get("shared")],
+                [
+                    r
+                    for r in data["annotators"]
+                    if r.get("shared") and (shown or not r.get("imported"))
+                ],
                 AGREEMENT_COLUMNS,
                 query=request.GET,
                 default_sort="kappa",
                 prefix="a_",
             ),
             "pairs": table(
-                data["agreement"]["pairs"],
+                [p for p in data["agreement"]["pairs"] if shown or not p.get("imported")],
                 PAIR_COLUMNS,
                 query=request.GET,
                 default_sort="-shared",
@@ -365,11 +405,14 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
 def review_list(request: HttpRequest, slug: str) -> HttpResponse:
     """Submitted assignments to review, filtered by annotator, kind, QC agreement, disagreement."""
     campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
-    people = list(
-        Membership.objects.filter(campaign=campaign)
-        .order_by("user__username")
-        .values_list("user_id", "user__username")
-    )
+    switch = _imported_switch(request, campaign)
+    members = Membership.objects.filter(campaign=campaign).order_by("user__username")
+    if not switch["show_imported"]:
+        members = members.filter(is_imported=False)
+    people = [
+        (uid, Membership.short_name(name, imported=imported))
+        for uid, name, imported in members.values_list("user_id", "user__username", "is_imported")
+    ]
     filters = ReviewFilterForm(request.GET or None, annotators=people)
     data = filters.cleaned_data if filters.is_valid() else {}
     snapshot = None
@@ -388,6 +431,9 @@ def review_list(request: HttpRequest, slug: str) -> HttpResponse:
         oldest_first=data.get("sort") == "submitted",
         page=page,
     )
+    for row in rows:
+        if row["annotator_id"] in switch["imported_ids"]:
+            row["annotator_name"] = Membership.short_name(row["annotator_name"], imported=True)
     query = request.GET.copy()
     query.pop("page", None)
     return campaign_page(
@@ -395,7 +441,8 @@ def review_list(request: HttpRequest, slug: str) -> HttpResponse:
         "annotators/review_list.html",
         campaign,
         membership,
-        {
+        switch
+        | {
             "filters": filters,
             "rows": rows,
             "page": page,

@@ -178,6 +178,19 @@ def handler404(request, exception=None):
     )
 
 
+def handler403(request, exception=None):
+    from django.views import defaults
+
+    detail = (str(exception) if exception else "") or "Permission denied."
+    return _json_or_page(
+        request,
+        403,
+        detail,
+        "permission_denied",
+        defaults.permission_denied(request, exception),
+    )
+
+
 def handler400(request, exception=None):
     from django.conf import settings
     from django.core.exceptions import RequestDataTooBig

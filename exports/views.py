@@ -12,7 +12,7 @@ from exports.models import Export
 from exports.policy import ExportError
 from exports.services import export_create
 from labeling.models import Campaign
-from labeling.permissions import MANAGE, campaign_for
+from labeling.permissions import MANAGE, campaign_for, campaign_page
 
 
 def _get_campaign_for_manager(request: HttpRequest, slug: str) -> Campaign:
@@ -24,7 +24,7 @@ def _get_campaign_for_manager(request: HttpRequest, slug: str) -> Campaign:
 @login_required
 @require_http_methods(["GET", "POST"])
 def export_list(request: HttpRequest, slug: str) -> HttpResponse:
-    campaign = _get_campaign_for_manager(request, slug)
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
     form = ExportForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -40,10 +40,12 @@ def export_list(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             return redirect("exports:list", slug=campaign.slug)
     exports = Export.objects.filter(campaign=campaign).select_related("created_by")[:50]
-    return render(
+    return campaign_page(
         request,
         "exports/export_list.html",
-        {"campaign": campaign, "form": form, "exports": exports},
+        campaign,
+        membership,
+        {"form": form, "exports": exports},
         status=400 if form.errors else 200,
     )
 

@@ -13,12 +13,16 @@ class UploadForm(forms.Form):
 
     file = forms.FileField()
     format = forms.ChoiceField(
+        initial="auto",
+        help_text="Guessed from the first record unless you choose; a choice the file does not "
+        "match is refused with the format it looks like.",
         choices=[
+            ("auto", "guess from the first record"),
             ("jsonl", "jsonl: problems with solutions (generic, GSM8K, Qwen2.5-Math)"),
             ("prm800k", "prm800k: PRM800K label lines (phase 1 or 2)"),
             ("prm800k-trajectories", "prm800k-trajectories: PRM800K phase 1 trajectories"),
             ("processbench", "processbench: ProcessBench records"),
-        ]
+        ],
     )
     as_gold = forms.ChoiceField(
         choices=[

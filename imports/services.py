@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.text import get_valid_filename
 
 from common.jobs import JobBeat
+from imports import sniff
 from imports.models import ImportJob
 from labeling import events
 from labeling.models import (
@@ -61,17 +62,21 @@ def import_job_create(
     """Store an uploaded file under ``MEDIA_ROOT/imports/<job>/`` and queue its import.
 
     The file is checked by the importer in the worker (all or nothing), so an upload returns at
-    once whatever its size; the job row carries the outcome.
+    once whatever its size; the job row carries the outcome. Only a first look happens here
+    (``imports.sniff``): a binary or non-UTF-8 file is refused with one message, ``fmt="auto"``
+    takes the format the first record has, and a chosen format that the first record does not
+    have is refused with the one it looks like.
     """
     from imports.service import FORMATS
     from imports.tasks import import_run_task
 
+    if upload.size > upload_limit_bytes():
+        raise ImportRefused(upload_too_large_message(upload.size))
+    fmt = _format_checked(upload, fmt)
     if fmt not in FORMATS:
         raise ImportRefused(f"Unknown format {fmt!r}; one of {', '.join(FORMATS)}.")
     if as_gold not in (None, "", Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING):
         raise ImportRefused("Gold solutions are either quality control (qc) or screening.")
-    if upload.size > upload_limit_bytes():
-        raise ImportRefused(upload_too_large_message(upload.size))
     options = {k: v for k, v in {"as_gold": as_gold, "generator": generator}.items() if v}
     name = get_valid_filename(Path(upload.name or "upload.jsonl").name) or "upload.jsonl"
     with transaction.atomic():
@@ -94,6 +99,23 @@ def import_job_create(
         job.save(update_fields=["stored_path", "size", "sha256"])
         transaction.on_commit(lambda: import_run_task.delay(job.pk))
     return job
+
+
+def _format_checked(upload: UploadedFile, fmt: str) -> str:
+    """The format to import ``upload`` with, after a first look at it (see ``imports.sniff``)."""
+    found = sniff.sniff(upload.chunks())
+    upload.seek(0)
+    if found.problem:
+        raise ImportRefused(found.problem)
+    if fmt in ("", sniff.AUTO):
+        if found.format is None:
+            raise ImportRefused(
+                "The format could not be guessed from the file's first record: choose it."
+            )
+        return found.format
+    if found.format is not None and found.format != fmt:
+        raise ImportRefused(sniff.mismatch_message(chosen=fmt, looks_like=found.format))
+    return fmt
 
 
 class ImportProgress:
@@ -212,3 +234,19 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
             labels_created=job.counts.get("step_labels_created", 0),
         )
     return job
+
+
+def import_job_delete(*, job: ImportJob) -> None:
+    """Delete a failed import: its row and whatever is left of its upload.
+
+    Only a failed job: a done one is the record of what was imported (its counts, who, when), and
+    a pending or running one has a worker on it. A failed import wrote nothing, so nothing else
+    goes.
+    """
+    if job.status != ImportJob.Status.FAILED:
+        raise ImportRefused(
+            f"Import {job.pk} is {job.status}: only a failed import can be deleted."
+        )
+    if job.stored_path:
+        shutil.rmtree(job.path.parent, ignore_errors=True)
+    job.delete()

@@ -11,4 +11,5 @@ app_name = "imports"
 urlpatterns = [
     path("", views.import_list, name="list"),
     path("<int:pk>/", views.import_status, name="status"),
+    path("<int:pk>/delete/", views.import_delete, name="delete"),
 ]

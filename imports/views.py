@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from imports import services
 from imports.forms import (
@@ -76,3 +77,18 @@ def import_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return campaign_page(
         request, "imports/import_list.html#job-row", campaign, membership, {"job": job}
     )
+
+
+@login_required
+@require_POST
+def import_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Delete a failed import (its row and what is left of its file); back to the list."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    job = get_object_or_404(ImportJob, campaign=campaign, pk=pk)
+    try:
+        services.import_job_delete(job=job)
+    except services.ImportRefused as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"Failed import {pk} ({job.file_name}) deleted.")
+    return redirect("imports:list", slug=campaign.slug)

@@ -143,7 +143,9 @@ class Writer:
             Membership.objects.filter(campaign=self.campaign).values_list("user_id", flat=True)
         )
         Membership.objects.bulk_create(
-            Membership(user_id=pk, campaign=self.campaign, role=Membership.Role.ANNOTATOR)
+            Membership(
+                user_id=pk, campaign=self.campaign, role=Membership.Role.ANNOTATOR, is_imported=True
+            )
             for pk in self.users.values()
             if pk not in members
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.text import slugify
 
-from labeling.models import Campaign, FinishReason, Rating
+from labeling.models import AL_BACKBONES, Campaign, FinishReason, Rating
 
 # A step read for longer than this was not being read (the tab was left open); a solution
 # worked on for longer than this was abandoned and resumed. Clamped, not refused.
@@ -126,6 +126,18 @@ class CampaignForm(forms.ModelForm):
         self.fields["slug"].help_text = "Part of the campaign's URLs; from the name if empty."
         if self.instance.pk:
             del self.fields["slug"]
+        # A choice of the backbones the app trains, not free text; a name set elsewhere (an
+        # ``hf:PATH`` model) stays on offer for this campaign.
+        known = list(AL_BACKBONES)
+        current = self.instance.al_backbone
+        if current and current not in dict(known):
+            known.append((current, f"{current} (set elsewhere)"))
+        self.fields["al_backbone"] = forms.ChoiceField(
+            choices=known,
+            label=self.fields["al_backbone"].label,
+            initial=current or "bow",
+            help_text="The model active learning trains to score solutions.",
+        )
 
     def clean_overlap(self) -> int:
         value = self.cleaned_data["overlap"]

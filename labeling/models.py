@@ -43,6 +43,15 @@ class FinishReason(models.TextChoices):
     GIVE_UP = "give_up", "gave up"
 
 
+# The PRM backbones active learning trains (names ``prm.build_backbone`` knows), as the settings
+# form offers them. A campaign may hold another name set elsewhere (``hf:PATH`` for a local
+# Hugging Face model on a GPU worker): the form keeps offering it, it does not invent it.
+AL_BACKBONES = [
+    ("bow", "bow: hashed n-grams with exact sympy checks (fast, CPU)"),
+    ("minilm", "minilm: the pretrained MiniLM sentence encoder (slower, CPU or GPU)"),
+]
+
+
 class Campaign(models.Model):
     """A labelling project: its solutions, who labels them, and how.
 
@@ -99,12 +108,23 @@ class Campaign(models.Model):
     def lease_duration(self) -> timedelta:
         return timedelta(seconds=self.lease_seconds)
 
+    @property
+    def al_backbone_label(self) -> str:
+        return dict(AL_BACKBONES).get(self.al_backbone, self.al_backbone)
+
 
 class Membership(models.Model):
     """A person's role in one campaign. The same person may hold different roles elsewhere.
 
     ``screening`` records where an annotator stands with the campaign's screening gate.
+    ``is_imported`` marks the accounts an import made for the labelers its file names (PRM800K's
+    labeler ids): nobody logs in with them, so they are not active annotators, are never waiting
+    for screening, and pages leave them out unless asked (``?show_imported=1``).
     """
+
+    # How many characters of an imported account's name the pages show (PRM800K's labeler ids
+    # are UUIDs: eight characters tell them apart).
+    SHORT_ID = 8
 
     class Role(models.TextChoices):
         MANAGER = "manager", "manager"
@@ -140,6 +160,9 @@ class Membership(models.Model):
         related_name="memberships",
         help_text="The link they joined with, if any.",
     )
+    is_imported = models.BooleanField(
+        default=False, help_text="Made by an import for a labeler in its file; nobody logs in."
+    )
 
     class Meta:
         db_table = "annotators_membership"
@@ -153,6 +176,20 @@ class Membership(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status == self.Status.ACTIVE
+
+    @property
+    def screening_shown(self) -> str:
+        """The screening state as pages show it: imported accounts are never screened."""
+        return "not screened (imported)" if self.is_imported else self.screening
+
+    @classmethod
+    def short_name(cls, username: str, *, imported: bool) -> str:
+        """An imported account by a short id (``imported 340d89bc``); anyone else by name."""
+        return f"imported {username[: cls.SHORT_ID]}" if imported else username
+
+    @property
+    def display_name(self) -> str:
+        return self.short_name(self.user.get_username(), imported=self.is_imported)
 
 
 class Invitation(models.Model):

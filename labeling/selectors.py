@@ -12,7 +12,17 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Count, Exists, F, IntegerField, Min, OuterRef, Subquery, Value
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    Min,
+    OuterRef,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce, Left
 from django.utils import timezone
 
@@ -190,6 +200,69 @@ def campaigns_progress(*, user):
             Membership.objects.filter(campaign=OuterRef("pk"), user=user).values("role")[:1]
         ),
     )
+
+
+@dataclass(frozen=True)
+class CampaignProgress:
+    """Regular solutions labelled by as many annotators as the campaign wants, of all of them."""
+
+    done: int
+    wanted: int
+
+
+def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
+    """How far the campaign is: solutions with ``overlap`` submitted labellings, of all regular
+    ones. Give-ups and bad problem reports release their slot, so they do not count; leases in
+    progress do not either (the dashboard's "done" counts them: it plans, this page reports)."""
+    wanted = Solution.objects.filter(campaign=campaign, kind=Solution.Kind.REGULAR).count()
+    done = (
+        Assignment.objects.filter(
+            campaign=campaign,
+            status=Assignment.Status.SUBMITTED,
+            solution__kind=Solution.Kind.REGULAR,
+        )
+        .exclude(finish_reason__in=Assignment.RELEASING_REASONS)
+        .order_by()
+        .values("solution")
+        .annotate(n=Count("id"))
+        .filter(n__gte=campaign.overlap)
+        .count()
+    )
+    return CampaignProgress(done=done, wanted=wanted)
+
+
+@dataclass(frozen=True)
+class SessionWork:
+    """What one annotator submitted in a campaign since ``since`` (their labelling session)."""
+
+    since: datetime
+    solutions: int
+    steps: int
+    time_ms: int
+
+    @property
+    def time_text(self) -> str:
+        """The time spent on those solutions, as the page says it ("12 min", "1 h 05 min")."""
+        minutes = round(self.time_ms / 60_000)
+        if self.solutions and minutes == 0:
+            return "under a minute"
+        if minutes < 60:
+            return f"{minutes} min"
+        return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def session_work(*, campaign: Campaign, annotator, since: datetime) -> SessionWork:
+    """The annotator's submissions since ``since``: how many, their rated steps, and the time
+    the page measured on them (the sum of their total times, not the wall clock)."""
+    mine = Assignment.objects.filter(
+        campaign=campaign,
+        annotator=annotator,
+        status=Assignment.Status.SUBMITTED,
+        submitted_at__gte=since,
+    )
+    figures = mine.aggregate(n=Count("id"), ms=Sum("total_time_ms"))
+    steps = StepLabel.objects.filter(assignment__in=mine, rating__isnull=False).count()
+    return SessionWork(since=since, solutions=figures["n"], steps=steps, time_ms=figures["ms"] or 0)
 
 
 def _count(queryset) -> Coalesce:

@@ -14,7 +14,7 @@ Views only parse input and call ``labeling.queue`` (every labelling rule lives t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -131,6 +131,32 @@ class LabelPage:
     @property
     def error_step(self) -> PageStep | None:
         return next((r for r in self.rated if r.label.rating == Rating.NEGATIVE), None)
+
+    @property
+    def missing(self) -> list[int]:
+        """Numbers (from 1) of the steps still to rate before the solution can be submitted."""
+        if self.finished:
+            return []
+        return list(range(len(self.rated) + 1, len(self.view.steps) + 1))
+
+    @property
+    def missing_text(self) -> str:
+        """What Enter says before the solution is finished: which steps are not rated yet."""
+        numbers = self.missing
+        if not numbers:
+            return ""
+        if len(numbers) == 1:
+            which = f"Step {numbers[0]} is"
+        elif len(numbers) == 2:
+            which = f"Steps {numbers[0]} and {numbers[1]} are"
+        else:
+            which = f"Steps {numbers[0]} to {numbers[-1]} are"
+        first_error = " (a negative one ends the solution)" if self.view.stop_at_first_error else ""
+        return (
+            f"Not submitted: {len(self.rated)} of {len(self.view.steps)} steps are rated; "
+            f"{which.lower()} not rated yet. Rate step {numbers[0]} with 1, 2 or 3"
+            f"{first_error}, or give up or report a bad problem below."
+        )
 
     @property
     def announcement(self) -> str:
@@ -252,6 +278,12 @@ def assignment_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             finish_reason=data["finish_reason"] or None,
             total_time_ms=total_ms,
         )
+    except queue.LabelsInvalid as error:
+        if error.field == "ratings" and not data["finish_reason"]:
+            # A tab that fell behind (or a form posted by hand): say which steps are missing.
+            page = LabelPage.build(selectors.assignment_view(assignment=assignment))
+            return _refused(request, assignment, page.missing_text or error.detail)
+        return _refused(request, assignment, error)
     except queue.LabelingError as error:
         return _refused(request, assignment, error)
     return _finished(request, assignment, notice=_submitted_notice(result))
@@ -294,9 +326,36 @@ def _since_last_action_ms(assignment: Assignment, *, maximum: int) -> int | None
     return clamp_ms(int((timezone.now() - last).total_seconds() * 1000), maximum=maximum)
 
 
+# Where the session's start is kept: campaign id -> ISO time, in the Django session (which a
+# login starts afresh and a logout ends).
+SESSION_SINCE = "labeling:session-since"
+
+
+def _session_since(request: HttpRequest, campaign: Campaign) -> datetime:
+    """When this labelling session began: the first time the page was opened since logging in."""
+    started = request.session.get(SESSION_SINCE, {})
+    key = str(campaign.pk)
+    if key in started:
+        try:
+            return datetime.fromisoformat(started[key])
+        except (TypeError, ValueError):
+            pass
+    now = timezone.now()
+    request.session[SESSION_SINCE] = {**started, key: now.isoformat()}
+    return now
+
+
 def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | None = None) -> dict:
-    """The context of the workspace: the annotator's next solution, or why there is none."""
-    context: dict = {"campaign": campaign, "notice": notice}
+    """The context of the workspace: the annotator's next solution, or why there is none; with
+    the campaign's progress and what the annotator did in this session (the page's head)."""
+    context: dict = {
+        "campaign": campaign,
+        "notice": notice,
+        "progress": selectors.campaign_progress(campaign=campaign),
+        "session": selectors.session_work(
+            campaign=campaign, annotator=request.user, since=_session_since(request, campaign)
+        ),
+    }
     try:
         assignment = queue.assignment_next(campaign=campaign, annotator=request.user)
     except queue.LabelingError as error:

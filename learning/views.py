@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -30,6 +29,8 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
     context = campaign_nav(request.user, campaign, membership) | {
         "runs": runs,
         "run_in_progress": next((run for run in runs if run.is_active), None),
+        # Once no run is in progress: how the latest one ended (the page's last poll shows it).
+        "last_run": runs[0] if runs else None,
         "models": models,
         "active_model": next((m for m in models if m.is_active), None),
         "head": head,
@@ -52,6 +53,7 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
 def active_learning_retrain(request: HttpRequest, slug: str) -> HttpResponse:
     """ "Retrain now": queue a run (or find the one already queued or running)."""
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
-    run = active_learning_trigger(campaign=campaign, requested_by=request.user)
-    messages.info(request, f"Active-learning run {run.pk} is {run.status}.")
+    # No flash message: the page itself says the run is queued, and replaces that notice with
+    # the outcome when the run ends (a message would stay until the next reload).
+    active_learning_trigger(campaign=campaign, requested_by=request.user)
     return redirect("learning:page", slug=campaign.slug)

@@ -1,10 +1,12 @@
-"""Screenshots of the labelling page, taken from the real app, for docs/labelling-page.md.
+"""Screenshots of the app's pages, taken from the real app, for the docs and the README.
 
 Builds a throwaway SQLite database with the demo data (``manage.py seed_demo``: real GSM8K,
 Qwen2.5-Math, PRM800K and ProcessBench extracts from ``demo/``), starts ``runserver`` on a free
 port, logs in through the login form as ``demo-annotator`` and labels a little with the keyboard,
 then saves desktop (1280x800) and phone (390x844) screenshots, light and dark, into
-``docs/screenshots/``:
+``docs/screenshots/``. Then, as ``demo-manager``: the login page, the dashboard, members,
+imports (with a failed import), exports, active learning, campaign settings and a 404 page,
+desktop and phone:
 
     .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
 
@@ -46,7 +48,41 @@ wrong = (demo.filter(answer_is_correct=False, generator="175b_finetuning")
          .annotate(n=Count("steps")).filter(n__gte=3, n__lte=5).order_by("pk").first())
 Solution.objects.filter(pk=latex.pk).update(priority=10)
 Solution.objects.filter(pk=wrong.pk).update(priority=9)
+
+# A failed import on the imports page (what a file with bad lines leaves behind).
+from django.utils import timezone
+from imports.models import ImportJob
+ImportJob.objects.create(
+    campaign=demo.first().campaign, file_name="qwen-math-samples.jsonl", format="jsonl",
+    status="failed", finished_at=timezone.now(), size=48213,
+    errors=[
+        {"file": "qwen-math-samples.jsonl", "line": 3, "field": "solutions[0].steps",
+         "message": "must be a non-empty list"},
+        {"file": "qwen-math-samples.jsonl", "line": 7, "field": "ground_truth_answer",
+         "message": "differs from line 2's for the same problem: "
+                    "\\frac{1}{9}_versus_0.1111111111111111111111111111111111111111111111"},
+    ],
+)
 """
+
+# Fresh figures for the dashboard, once the annotator has labelled (no worker runs here).
+FIGURES = """
+from annotators.models import CampaignSnapshot
+from annotators.services import snapshot_run
+from labeling.models import Campaign
+snapshot_run(snapshot=CampaignSnapshot.objects.create(campaign=Campaign.objects.get(slug="demo")))
+"""
+
+# The manager's pages: (name, path under the campaign or an absolute path, what to scroll to).
+MANAGER_PAGES = [
+    ("dashboard", "dashboard/", None),
+    ("members", "members/", None),
+    ("imports", "imports/", ".import-errors"),
+    ("exports", "exports/", None),
+    ("active-learning", "active-learning/", None),
+    ("settings", "settings/", None),
+    ("not-found", "/campaigns/no-such-campaign/", None),
+]
 
 
 def free_port() -> int:
@@ -87,6 +123,40 @@ def press(page: Page, keys: str) -> None:
         )
 
 
+def shoot_page(
+    browser,
+    state: dict | None,
+    url: str,
+    out: Path,
+    name: str,
+    *,
+    phone: bool,
+    scroll_to: str | None = None,
+) -> Path:
+    """A page other than the labelling page, light, as it first shows (or scrolled to a part)."""
+    context = browser.new_context(
+        storage_state=state,
+        viewport=PHONE if phone else DESKTOP,
+        device_scale_factor=2 if phone else 1,
+        is_mobile=phone,
+        has_touch=phone,
+        color_scheme="light",
+    )
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_load_state("networkidle")
+    if scroll_to:
+        page.evaluate(
+            "s => document.querySelector(s)"
+            "?.scrollIntoView({block: 'center', behavior: 'instant'})",
+            scroll_to,
+        )
+    path = out / f"{name}-{'phone' if phone else 'desktop'}-light.png"
+    page.screenshot(path=str(path))
+    context.close()
+    return path
+
+
 def shoot(
     browser,
     state: dict,
@@ -97,6 +167,7 @@ def shoot(
     phone: bool,
     dark: bool,
     correction: str | None = None,
+    missing: bool = False,
 ) -> Path:
     context = browser.new_context(
         storage_state=state,
@@ -109,6 +180,10 @@ def shoot(
     page = context.new_page()
     page.goto(url)
     settle(page)
+    if missing:
+        # Enter before every step is rated: the page says which steps are missing.
+        page.keyboard.press("Enter")
+        page.wait_for_selector("[data-missing]:not([hidden])")
     if correction:
         # A correction is a draft of the browser tab until it is submitted.
         page.fill("#correction", correction)
@@ -156,7 +231,12 @@ def main() -> None:
         )
         try:
             wait_for(base + "/login/")
-            saved = take(base, chromium, args.out)
+            saved = take(
+                base,
+                chromium,
+                args.out,
+                figures=lambda: manage(env, "shell", "-v", "0", "-c", FIGURES),
+            )
         finally:
             server.terminate()
             server.wait(timeout=20)
@@ -164,18 +244,25 @@ def main() -> None:
         print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
 
 
-def take(base: str, chromium: str, out: Path) -> list[Path]:
+def log_in(browser, base: str, username: str):
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.goto(base + "/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(base + "/")
+    return context, page
+
+
+def take(base: str, chromium: str, out: Path, *, figures) -> list[Path]:
     label = base + "/campaigns/demo/label/"
     saved = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--disable-gpu"])
-        context = browser.new_context(viewport=DESKTOP)
-        page = context.new_page()
-        page.goto(base + "/login/")
-        page.fill("input[name=username]", "demo-annotator")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url(base + "/")
+        for phone in (False, True):
+            saved.append(shoot_page(browser, None, base + "/login/", out, "login", phone=phone))
+        context, page = log_in(browser, base, "demo-annotator")
         page.goto(label)
         settle(page)
         press(page, "333")  # three steps rated, the fourth is current
@@ -183,6 +270,10 @@ def take(base: str, chromium: str, out: Path) -> list[Path]:
         for phone in (False, True):
             for dark in (False, True):
                 saved.append(shoot(browser, state, label, out, "label", phone=phone, dark=dark))
+        for phone, dark in ((False, False), (True, True)):
+            saved.append(
+                shoot(browser, state, label, out, "missing", phone=phone, dark=dark, missing=True)
+            )
 
         # Finish it, then the wrong GSM8K solution: a negative step and a correction.
         press(page, "333")
@@ -196,6 +287,18 @@ def take(base: str, chromium: str, out: Path) -> list[Path]:
             saved.append(
                 shoot(browser, state, label, out, "error", phone=phone, dark=dark, correction=fix)
             )
+        context.close()
+
+        figures()
+        context, page = log_in(browser, base, "demo-manager")
+        state = context.storage_state()
+        context.close()
+        for name, path, scroll_to in MANAGER_PAGES:
+            url = base + (path if path.startswith("/") else f"/campaigns/demo/{path}")
+            for phone in (False, True):
+                saved.append(
+                    shoot_page(browser, state, url, out, name, phone=phone, scroll_to=scroll_to)
+                )
         browser.close()
     return saved
 

@@ -236,6 +236,8 @@ STEPWISE_CAMPAIGN_CREATORS = envstr("STEPWISE_CAMPAIGN_CREATORS", "users")
 STEPWISE_MAX_UPLOAD_MB = envint("STEPWISE_MAX_UPLOAD_MB", "200")
 # Dashboard and agreement figures older than this many seconds are recomputed by a worker.
 STEPWISE_SNAPSHOT_MAX_AGE = envint("STEPWISE_SNAPSHOT_MAX_AGE", "300")
+# ... and sooner, once they are this many seconds old, when solutions were submitted since.
+STEPWISE_SNAPSHOT_MIN_AGE = envint("STEPWISE_SNAPSHOT_MIN_AGE", "30")
 # How long a new invitation link works unless the manager says otherwise, in days.
 STEPWISE_INVITATION_DAYS = envint("STEPWISE_INVITATION_DAYS", "7")
 

@@ -23,5 +23,6 @@ urlpatterns = [
 ]
 
 handler400 = "common.api.handler400"
+handler403 = "common.api.handler403"
 handler404 = "common.api.handler404"
 handler500 = "common.api.handler500"

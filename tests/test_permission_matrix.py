@@ -86,6 +86,8 @@ ROUTES: dict[str, Route] = {
     "labeling:campaign-pause": Route("manage", {"POST": 302}, ("slug",), {"paused": "1"}),
     "imports:list": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
     "imports:status": Route("manage", {"GET": 302}, ("slug", "import_job")),
+    # Deleting a failed import (this one is pending: refused with a message, back to the list).
+    "imports:delete": Route("manage", {"POST": 302}, ("slug", "import_job")),
     "annotators:members": Route("manage", {"GET": 200}, ("slug",)),
     "annotators:member": Route("manage", {"GET": 200, "POST": 400}, ("slug", "membership")),
     "annotators:invitations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),

@@ -9,6 +9,8 @@
  *   [data-key-flag-last] [data-key-undo] [data-key-skip] [data-key-submit]   buttons for keys
  *   [data-time="step|total"]  hidden inputs filled with milliseconds just before a form posts
  *   [data-correction]  the correction textarea (keys are off inside it)
+ *   [data-missing]  hidden text shown when Enter is pressed before every step is rated
+ *   [data-notice]  the message about the previous action, removed at the next one
  * Formulas are rendered by static/js/math.js, loaded before this file.
  */
 (function () {
@@ -147,7 +149,7 @@
       case "s":
         return press(steps.querySelector("[data-key-skip]"));
       case "Enter":
-        return press(steps.querySelector("[data-key-submit]"));
+        return press(steps.querySelector("[data-key-submit]")) || showMissing(steps);
       case "c": {
         var correction = steps.querySelector("[data-correction]");
         if (correction) correction.focus();
@@ -155,6 +157,23 @@
       }
     }
     return false;
+  }
+
+  // Enter before the solution is finished: say which steps are not rated yet (the text comes
+  // from the server, hidden in the steps partial) instead of doing nothing.
+  function showMissing(steps) {
+    var missing = steps.querySelector("[data-missing]");
+    if (!missing) return false;
+    missing.hidden = false;
+    var announce = document.getElementById("announce");
+    if (announce) announce.textContent = missing.textContent;
+    return true;
+  }
+
+  // A message about the previous action ("Submitted.", "Skipped.") is gone at the next one.
+  function clearNotices() {
+    var old = document.querySelectorAll("#workspace [data-notice], .messages");
+    for (var i = 0; i < old.length; i++) old[i].remove();
   }
 
   var KEYS = { "1": 1, "2": 1, "3": 1, f: 1, u: 1, Backspace: 1, s: 1, Enter: 1, c: 1 };
@@ -221,7 +240,11 @@
   // before that would post the plain form and load a whole page). The templates swap with
   // ``settle:0ms``, so that is the moment the new content appears. Answers that swap nothing
   // (failures, 204) end it at once.
-  document.addEventListener("htmx:beforeRequest", function () { busy = true; });
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    busy = true;
+    // Polls ("Check again" on a timer) are not the annotator's actions.
+    if (event.detail.requestConfig && event.detail.requestConfig.verb !== "get") clearNotices();
+  });
   document.addEventListener("htmx:afterRequest", function (event) {
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
     var swapped = (status >= 200 && status < 400 && status !== 204) || status === 400 || status === 409;

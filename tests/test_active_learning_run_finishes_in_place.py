@@ -1,0 +1,81 @@
+"""When an active-learning run ends, the page's last poll shows the new active model in the
+settings card and the model list, and the "queued" notice gives way to the outcome."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from labeling.models import Membership
+from learning.models import ActiveLearningRun, PRMModel
+from tests.factories import make_campaign, make_member
+
+pytestmark = pytest.mark.django_db
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def campaign():
+    return make_campaign(slug="al-live", active_learning=True)
+
+
+@pytest.fixture
+def manager(client, campaign):
+    user = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
+    client.force_login(user)
+    return user
+
+
+def page(campaign):
+    return reverse("learning:page", kwargs={"slug": campaign.slug})
+
+
+def live_part(body: str) -> str:
+    """What htmx swaps in (``hx-select="#al-live"``): from the live div to the end of main."""
+    return body[body.index('<div id="al-live"') : body.index("</main>")]
+
+
+def test_retrain_says_queued_in_the_page_not_in_a_message_that_stays(client, campaign, manager):
+    response = client.post(reverse("learning:retrain", kwargs={"slug": campaign.slug}), follow=True)
+
+    body = response.content.decode()
+    run = ActiveLearningRun.objects.get()
+    assert f"Run {run.pk} is queued: this page updates when it is done." in live_part(body)
+    assert 'class="messages"' not in body
+    assert re.search(r"<button type=\"submit\" disabled[^>]*>Retrain now</button>", body)
+
+
+def test_the_poll_after_the_run_shows_the_new_active_model_and_the_outcome(
+    client, campaign, manager
+):
+    PRMModel.objects.create(campaign=campaign, version=1, path="a", is_active=True)
+    run = ActiveLearningRun.objects.create(campaign=campaign, status="queued")
+    before = live_part(client.get(page(campaign), **HX).content.decode())
+    assert f"Run {run.pk} is queued" in before
+    assert "v1, trained on" in before
+
+    PRMModel.objects.filter(version=1).update(is_active=False)
+    model = PRMModel.objects.create(campaign=campaign, version=2, path="b", is_active=True)
+    ActiveLearningRun.objects.filter(pk=run.pk).update(
+        status="succeeded", model=model, finished_at=timezone.now()
+    )
+    after = live_part(client.get(page(campaign), **HX).content.decode())
+
+    assert "is queued" not in after
+    assert f"Run {run.pk} succeeded" in after and "v2 is the active model" in after
+    settings_row = re.search(r'<tr id="al-active-model">.*?</tr>', after, re.S).group(0)
+    assert "v2, trained on" in settings_row
+    assert 'hx-trigger="every 3s"' not in after  # polling stops
+
+
+def test_a_failed_run_says_the_active_model_is_unchanged(client, campaign, manager):
+    ActiveLearningRun.objects.create(campaign=campaign, status="failed", error="Boom <script>")
+
+    body = client.get(page(campaign)).content.decode()
+
+    assert "failed" in body and "the active model is unchanged" in body
+    assert "Boom &lt;script&gt;" in body

@@ -1,0 +1,93 @@
+"""The campaign settings form: the PRM backbone is a choice of the backbones the app trains, and
+the form pages (log in, sign up, settings) share the app's styling."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from labeling.models import AL_BACKBONES, Campaign, Membership
+from tests.factories import make_campaign, make_member
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def campaign():
+    return make_campaign(slug="settings")
+
+
+@pytest.fixture
+def manager(client, campaign):
+    user = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
+    client.force_login(user)
+    return user
+
+
+def settings_url(campaign):
+    return reverse("labeling:campaign-settings", kwargs={"slug": campaign.slug})
+
+
+def posted(campaign, **changes):
+    data = {
+        "name": campaign.name,
+        "instructions": "",
+        "overlap": 1,
+        "lease_seconds": 1800,
+        "stop_at_first_error": "on",
+        "qc_rate": 0,
+        "screening_threshold": 0.75,
+        "bad_problem_limit": 2,
+        "al_wrong_answer_share": 0.8,
+        "al_retrain_every": 500,
+        "al_backbone": "bow",
+    }
+    return data | changes
+
+
+def test_the_backbone_is_a_select_of_the_known_backbones(client, campaign, manager):
+    body = client.get(settings_url(campaign)).content.decode()
+
+    assert '<select name="al_backbone"' in body
+    for name, _ in AL_BACKBONES:
+        assert f'<option value="{name}"' in body
+
+
+def test_choosing_minilm_saves_it(client, campaign, manager):
+    response = client.post(settings_url(campaign), posted(campaign, al_backbone="minilm"))
+
+    assert response.status_code == 302
+    assert Campaign.objects.get(pk=campaign.pk).al_backbone == "minilm"
+
+
+def test_a_backbone_the_app_does_not_know_is_refused(client, campaign, manager):
+    response = client.post(settings_url(campaign), posted(campaign, al_backbone="gpt-9"))
+
+    assert response.status_code == 400
+    assert "Select a valid choice" in response.content.decode()
+    assert Campaign.objects.get(pk=campaign.pk).al_backbone == "bow"
+
+
+def test_a_backbone_set_elsewhere_stays_on_offer(client, campaign, manager):
+    Campaign.objects.filter(pk=campaign.pk).update(al_backbone="hf:/models/qwen")
+
+    body = client.get(settings_url(campaign)).content.decode()
+    response = client.post(settings_url(campaign), posted(campaign, al_backbone="hf:/models/qwen"))
+
+    assert '<option value="hf:/models/qwen" selected>' in body
+    assert response.status_code == 302
+
+
+@pytest.mark.parametrize("who", ["login", "settings"])
+def test_form_pages_use_the_app_stylesheet_and_carry_csrf(client, campaign, who):
+    if who == "settings":
+        client.force_login(make_member(campaign=campaign, role="manager").user)
+        url, form_class = settings_url(campaign), "settings-form"
+    else:
+        url, form_class = reverse("login"), "stacked"
+
+    body = client.get(url).content.decode()
+
+    assert "css/stepwise.css" in body
+    assert f'class="card {form_class}"' in body or f"card {form_class}" in body
+    assert 'name="csrfmiddlewaretoken"' in body
