@@ -31,6 +31,8 @@ from labeling.models import (
     Step,
     StepLabel,
 )
+from labeling.queue import LabelingError, assignment_review_outcome
+from labeling.queue.review import REVIEWABLE
 
 log = logging.getLogger(__name__)
 
@@ -302,12 +304,15 @@ def review_submit(
 
     ``corrections`` map a rated step's index to the rating it should have had; a correction
     equal to the annotator's rating is dropped. Exports with "only reviewed" take accepted work
-    with its corrections and never rejected work. A later review of the same assignment
-    replaces the earlier one. Nobody reviews their own work.
+    with its corrections. A rejection sends the solution back to the queue and keeps the
+    rejected labels (``labeling.queue.assignment_review_outcome``, in this transaction); exports
+    include them, flagged, only with ``include_rejected``. A later review of the same assignment
+    replaces the earlier one, and turning a rejection into an acceptance (or back) moves the
+    slot again. Nobody reviews their own work.
     """
     comment = (comment or "").strip()
     corrections = corrections or {}
-    if assignment.status != Assignment.Status.SUBMITTED:
+    if assignment.status not in REVIEWABLE:
         raise ManageError("Only submitted work can be reviewed.")
     if assignment.annotator_id == reviewer.pk:
         raise ManageError("You cannot review your own work.")
@@ -317,7 +322,9 @@ def review_submit(
         if not comment:
             raise ManageError("Say why you reject it: the annotator reads your comment.")
         if corrections:
-            raise ManageError("Rejected work is never exported: correct it, or reject it.")
+            raise ManageError(
+                "Rejected work is never exported as training data: correct it, or reject it."
+            )
     rated = dict(
         StepLabel.objects.filter(assignment=assignment, rating__isnull=False).values_list(
             "step__index", "rating"
@@ -331,16 +338,23 @@ def review_submit(
             raise ManageError(f"Step {index}: a rating is -1, 0 or 1.")
         if rating != rated[index]:
             kept[str(index)] = rating
-    review, _ = Review.objects.update_or_create(
-        assignment=assignment,
-        defaults={
-            "reviewer": reviewer,
-            "decision": decision,
-            "comment": comment,
-            "corrections": kept,
-            "created_at": timezone.now(),
-        },
-    )
+    with transaction.atomic():
+        try:
+            assignment_review_outcome(
+                assignment=assignment, rejected=decision == Review.Decision.REJECTED
+            )
+        except LabelingError as error:
+            raise ManageError(str(error)) from error
+        review, _ = Review.objects.update_or_create(
+            assignment=assignment,
+            defaults={
+                "reviewer": reviewer,
+                "decision": decision,
+                "comment": comment,
+                "corrections": kept,
+                "created_at": timezone.now(),
+            },
+        )
     return review
 
 

@@ -477,7 +477,9 @@ def my_reviews(request: HttpRequest, slug: str) -> HttpResponse:
                 assignment__campaign=campaign, assignment__annotator=request.user
             ).count(),
             "submitted": Assignment.objects.filter(
-                campaign=campaign, annotator=request.user, status=Assignment.Status.SUBMITTED
+                campaign=campaign,
+                annotator=request.user,
+                status__in=Assignment.DONE_STATUSES,
             ).count(),
         },
     )

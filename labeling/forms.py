@@ -106,6 +106,7 @@ class CampaignForm(forms.ModelForm):
             "requires_screening",
             "screening_threshold",
             "bad_problem_limit",
+            "relabel_by_same_annotator",
             "active_learning",
             "al_wrong_answer_share",
             "al_retrain_every",
@@ -117,6 +118,7 @@ class CampaignForm(forms.ModelForm):
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
             "lease_seconds": "Lease (seconds)",
+            "relabel_by_same_annotator": "Rejected work may go back to the same annotator",
         }
         widgets = {"instructions": forms.Textarea(attrs={"rows": 8})}
 

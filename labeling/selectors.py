@@ -170,14 +170,14 @@ def campaigns_progress(*, user):
     now = timezone.now()
     today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
     mine = Assignment.objects.filter(campaign=OuterRef("pk"), annotator=user)
-    done_today = mine.filter(status=Assignment.Status.SUBMITTED, submitted_at__gte=today)
+    done_today = mine.filter(status__in=Assignment.DONE_STATUSES, submitted_at__gte=today)
     open_for_me = Solution.objects.filter(
         campaign=OuterRef("pk"), kind=Solution.Kind.REGULAR, is_open=True
     ).exclude(Exists(Assignment.objects.filter(solution=OuterRef("pk"), annotator=user)))
     steps_today = StepLabel.objects.filter(
         assignment__campaign=OuterRef("pk"),
         assignment__annotator=user,
-        assignment__status=Assignment.Status.SUBMITTED,
+        assignment__status__in=Assignment.DONE_STATUSES,
         assignment__submitted_at__gte=today,
         rating__isnull=False,
     )
