@@ -15,12 +15,14 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from annotators.models import ApiToken, CampaignSnapshot
+from annotators.selectors import disputed_steps
 from labeling.models import (
+    Adjudication,
     Assignment,
     Campaign,
     Invitation,
@@ -356,6 +358,54 @@ def review_submit(
             },
         )
     return review
+
+
+# --- Adjudication ----------------------------------------------------------------------------
+
+
+def adjudication_decide(
+    *, campaign: Campaign, step: Step, decided_by: AbstractBaseUser, rating: int, note: str = ""
+) -> Adjudication:
+    """Set the final rating of a step on which annotators disagree; earlier decisions are kept.
+
+    The step must be one of the campaign's regular solutions and disputed now (two or more
+    current assignments rated it differently), or already decided (a decision may be changed
+    after the dispute ended, e.g. once a rejection removed one side). A new decision replaces
+    the current one, which stays with ``replaced_at`` set. The annotators' labels are not
+    touched: agreement figures keep reading them; exports use the decision with
+    ``annotators="adjudicated"``.
+    """
+    if rating not in Rating.values:
+        raise ManageError("A rating is -1, 0 or 1.")
+    solution = step.solution
+    if solution.campaign_id != campaign.pk or solution.kind != Solution.Kind.REGULAR:
+        raise ManageError("Only steps of this campaign's regular solutions are adjudicated.")
+    now = timezone.now()
+    with transaction.atomic():
+        current = (
+            Adjudication.objects.select_for_update()
+            .filter(step=step, replaced_at__isnull=True)
+            .first()
+        )
+        if current is None and not disputed_steps(campaign=campaign).filter(step_id=step.pk):
+            raise ManageError("The annotators agree on this step: there is nothing to decide.")
+        if current is not None:
+            current.replaced_at = now
+            current.save(update_fields=["replaced_at"])
+        try:
+            with transaction.atomic():
+                return Adjudication.objects.create(
+                    step=step,
+                    campaign=campaign,
+                    rating=rating,
+                    note=(note or "").strip(),
+                    decided_by=decided_by,
+                    decided_at=now,
+                )
+        except IntegrityError as error:
+            raise ManageError(
+                "Another reviewer decided this step at the same moment: reload and look again."
+            ) from error
 
 
 # --- Figures (snapshots) ---------------------------------------------------------------------
