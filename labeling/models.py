@@ -472,7 +472,7 @@ class Assignment(models.Model):
         "self",
         null=True,
         blank=True,
-        on_delete=models.PROTECT,
+        on_delete=models.SET_NULL,
         related_name="superseded_by",
         help_text="The earlier version this amendment replaces (kept, status superseded).",
     )

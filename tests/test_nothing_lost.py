@@ -354,3 +354,30 @@ def test_a_rejected_rating_does_not_make_a_disagreement(disputed, people):
     review_submit(assignment=bob, reviewer=people["rev"], decision="rejected", comment="No.")
 
     assert not disputed_steps(campaign=campaign).exists()
+
+
+def test_skipping_rejected_or_superseded_work_is_refused_and_keeps_its_labels(campaign, people):
+    make_solution(campaign=campaign, steps=["a"])
+    work = labelled_by(campaign, people["ann"], [1])
+    amended = queue.assignment_amend(assignment=work, annotator=people["ann"], ratings=[0])
+    review_submit(assignment=amended, reviewer=people["rev"], decision="rejected", comment="No.")
+
+    for assignment in (work, amended):
+        assignment.refresh_from_db()
+        with pytest.raises(queue.AssignmentClosed):
+            queue.assignment_skip(assignment=assignment, annotator=people["ann"])
+        assert StepLabel.objects.filter(assignment=assignment).count() == 1
+    assert {a.status for a in Assignment.objects.filter(annotator=people["ann"])} == {
+        "superseded",
+        "rejected",
+    }
+
+
+def test_a_solution_with_amended_work_can_still_be_deleted(campaign, people):
+    solution = make_solution(campaign=campaign, steps=["a"])
+    work = labelled_by(campaign, people["ann"], [1])
+    queue.assignment_amend(assignment=work, annotator=people["ann"], ratings=[0])
+
+    solution.delete()
+
+    assert not Assignment.objects.filter(annotator=people["ann"]).exists()

@@ -43,7 +43,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='assignment',
             name='supersedes',
-            field=models.OneToOneField(blank=True, help_text='The earlier version this amendment replaces (kept, status superseded).', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='superseded_by', to='labeling.assignment'),
+            field=models.OneToOneField(blank=True, help_text='The earlier version this amendment replaces (kept, status superseded).', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='superseded_by', to='labeling.assignment'),
         ),
         migrations.AddField(
             model_name='campaign',
