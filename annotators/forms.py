@@ -121,3 +121,24 @@ class ReviewFilterForm(forms.Form):
     def __init__(self, *args, annotators: list[tuple[int, str]], **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["annotator"].choices = [("", "anyone"), *annotators]
+
+
+class AdjudicationForm(forms.Form):
+    """A reviewer's final rating of a disputed step, and why."""
+
+    rating = forms.TypedChoiceField(
+        choices=RATING_CHOICES[1:], coerce=int, widget=forms.RadioSelect, label="Final rating"
+    )
+    note = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        help_text="Optional: why, for the other reviewers and the audit trail.",
+    )
+
+
+class AdjudicationFilterForm(forms.Form):
+    """The adjudication queue's filter (GET)."""
+
+    STATES = [("open", "not decided yet"), ("decided", "decided"), ("all", "all")]
+
+    state = forms.ChoiceField(choices=STATES, required=False)

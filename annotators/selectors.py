@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, F, OuterRef, Subquery
+from django.db.models import Count, Exists, F, Max, Min, OuterRef, Subquery
 from django.db.models.functions import Left
 
 from annotators.models import CampaignSnapshot
 from labeling.models import (
+    Adjudication,
     Assignment,
     Campaign,
     Invitation,
@@ -23,8 +24,10 @@ from labeling.models import (
     Step,
     StepLabel,
 )
+from labeling.queue.review import REVIEWABLE
 
 REVIEW_PAGE = 25
+ADJUDICATION_PAGE = 50
 
 
 def annotator_figures(snapshot: CampaignSnapshot | None) -> dict[int, dict]:
@@ -125,7 +128,8 @@ def review_queue(
     No total count: with a disagreement filter it would test every assignment of the campaign,
     while a page stops at its last row (ordered by the ``assignment_by_time`` index).
     """
-    qs = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SUBMITTED)
+    # Rejected work stays in the list (filter "rejected"): a reviewer may change their mind.
+    qs = Assignment.objects.filter(campaign=campaign, status__in=REVIEWABLE)
     if state == "unreviewed":
         qs = qs.filter(~Exists(Review.objects.filter(assignment=OuterRef("pk"))))
     elif state in Review.Decision.values:
@@ -206,7 +210,7 @@ def review_detail(*, campaign: Campaign, assignment_id: int) -> ReviewDetail | N
     rating, this annotator's ratings and the other annotators' ratings of the same steps."""
     assignment = (
         Assignment.objects.select_related("annotator", "solution__problem")
-        .filter(campaign=campaign, pk=assignment_id, status=Assignment.Status.SUBMITTED)
+        .filter(campaign=campaign, pk=assignment_id, status__in=REVIEWABLE)
         .first()
     )
     if assignment is None:
@@ -270,3 +274,122 @@ def gold_solutions(*, campaign: Campaign, page: int = 1, per_page: int = 50) -> 
         )[start : start + per_page + 1]
     )
     return rows[:per_page], len(rows) > per_page
+
+
+# --- Adjudication ------------------------------------------------------------------------------
+
+
+def disputed_steps(*, campaign: Campaign):
+    """Steps of regular solutions that two or more current assignments rated differently.
+
+    Current: submitted, neither rejected nor superseded. One row per step with ``step_id``,
+    ``n`` (ratings) and ``low`` / ``high`` (the extreme ratings); a GROUP BY over the labels of
+    the campaign's regular solutions.
+    """
+    return (
+        StepLabel.objects.filter(
+            assignment__campaign=campaign,
+            assignment__status=Assignment.Status.SUBMITTED,
+            assignment__solution__kind=Solution.Kind.REGULAR,
+            rating__isnull=False,
+        )
+        .order_by()
+        .values("step_id")
+        .annotate(n=Count("id"), low=Min("rating"), high=Max("rating"))
+        .filter(n__gte=2, low__lt=F("high"))
+    )
+
+
+def adjudication_queue(
+    *, campaign: Campaign, state: str = "open", page: int = 1, per_page: int = ADJUDICATION_PAGE
+) -> tuple[list[dict], bool]:
+    """A page of disputed steps (``open``: not decided yet; ``decided``; ``all``), oldest first.
+
+    Each row: the step, its solution and problem, how many ratings and their range, and the
+    current decision if any.
+    """
+    current = Adjudication.objects.filter(step_id=OuterRef("step_id"), replaced_at__isnull=True)
+    rows = disputed_steps(campaign=campaign).annotate(
+        decided=Subquery(current.values("rating")[:1]),
+        solution_id=F("step__solution_id"),
+        index=F("step__index"),
+        problem=Left("step__solution__problem__text", 140),
+    )
+    if state == "open":
+        rows = rows.filter(decided__isnull=True)
+    elif state == "decided":
+        rows = rows.filter(decided__isnull=False)
+    start = (max(page, 1) - 1) * per_page
+    found = list(rows.order_by("step__solution_id", "step__index")[start : start + per_page + 1])
+    return found[:per_page], len(found) > per_page
+
+
+@dataclass(frozen=True)
+class StepRating:
+    """One annotator's label of the disputed step, as the reviewer compares them."""
+
+    assignment_id: int
+    annotator: str
+    rating: int | None
+    flagged: bool
+    human_completion: str | None
+    correction: int | None  # a reviewer's correction of this rating, if any
+
+
+@dataclass(frozen=True)
+class DisputedStep:
+    step: Step
+    solution: Solution
+    steps: list[Step]  # the whole solution, for context
+    ratings: list[StepRating]
+    current: Adjudication | None
+    history: list[Adjudication]  # earlier decisions, newest first
+
+    @property
+    def disputed(self) -> bool:
+        rated = {r.rating for r in self.ratings if r.rating is not None}
+        return len(rated) > 1
+
+
+def adjudication_detail(*, campaign: Campaign, step_id: int) -> DisputedStep | None:
+    """A step of a regular solution with every current annotator's label of it side by side."""
+    step = (
+        Step.objects.select_related("solution__problem")
+        .filter(pk=step_id, solution__campaign=campaign, solution__kind=Solution.Kind.REGULAR)
+        .first()
+    )
+    if step is None:
+        return None
+    labels = (
+        StepLabel.objects.filter(step=step, assignment__status=Assignment.Status.SUBMITTED)
+        .select_related("assignment__annotator")
+        .order_by("assignment__submitted_at", "assignment_id")
+    )
+    corrections = dict(
+        Review.objects.filter(assignment__in=labels.values("assignment_id")).values_list(
+            "assignment_id", "corrections"
+        )
+    )
+    ratings = []
+    for label in labels:
+        corrected = (corrections.get(label.assignment_id) or {}).get(str(step.index))
+        ratings.append(
+            StepRating(
+                assignment_id=label.assignment_id,
+                annotator=label.assignment.annotator.get_username(),
+                rating=label.rating,
+                flagged=bool(label.flagged),
+                human_completion=(label.human_completion or {}).get("text"),
+                correction=int(corrected) if corrected is not None else None,
+            )
+        )
+    decisions = list(Adjudication.objects.filter(step=step).select_related("decided_by"))
+    current = next((d for d in decisions if d.replaced_at is None), None)
+    return DisputedStep(
+        step=step,
+        solution=step.solution,
+        steps=list(Step.objects.filter(solution_id=step.solution_id).order_by("index")),
+        ratings=ratings,
+        current=current,
+        history=[d for d in decisions if d is not current],
+    )

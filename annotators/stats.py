@@ -51,7 +51,7 @@ def _ratio(a: float, b: float) -> float | None:
 
 def campaign_stats(*, campaign: Campaign) -> dict:
     """Every figure the dashboard, the members list and the agreement page show (JSON-ready)."""
-    submitted = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SUBMITTED)
+    submitted = Assignment.objects.filter(campaign=campaign, status__in=Assignment.DONE_STATUSES)
     work = _work(submitted)
     qc = qc_agreement(campaign=campaign)
     inter = _agreement(campaign=campaign, submitted=submitted)
@@ -227,7 +227,7 @@ def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict
     """
     assignments = Assignment.objects.filter(
         campaign=campaign,
-        status=Assignment.Status.SUBMITTED,
+        status__in=Assignment.DONE_STATUSES,
         solution__kind=Solution.Kind.QUALITY_CONTROL,
     )
     if annotator_id is not None:
@@ -283,7 +283,7 @@ def agreement_triples(*, campaign: Campaign) -> list[tuple[int, int, int]]:
     first among the assignments (a small GROUP BY), so only their labels are read.
     """
     submitted = Assignment.objects.filter(
-        campaign=campaign, status=Assignment.Status.SUBMITTED
+        campaign=campaign, status__in=Assignment.DONE_STATUSES
     ).exclude(solution__kind=Solution.Kind.SCREENING)
     shared = (
         submitted.order_by()

@@ -16,6 +16,8 @@ from django_htmx.http import HttpResponseClientRefresh
 from annotators import selectors, services
 from annotators.dashboard import dashboard_context
 from annotators.forms import (
+    AdjudicationFilterForm,
+    AdjudicationForm,
     GoldForm,
     InvitationForm,
     MemberForm,
@@ -501,6 +503,69 @@ def review_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     )
 
 
+# --- Adjudication ------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def adjudication_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """Steps on which annotators disagree, to decide (or decided): the reviewers' queue."""
+    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
+    filters = AdjudicationFilterForm(request.GET or None)
+    state = (filters.cleaned_data.get("state") if filters.is_valid() else "") or "open"
+    page = page_number(request)
+    rows, has_next = selectors.adjudication_queue(campaign=campaign, state=state, page=page)
+    query = request.GET.copy()
+    query.pop("page", None)
+    return campaign_page(
+        request,
+        "annotators/adjudication_list.html",
+        campaign,
+        membership,
+        {
+            "filters": filters,
+            "rows": rows,
+            "page": page,
+            "has_next": has_next,
+            "query": query.urlencode(),
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def adjudication_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One step: every annotator's label of it side by side; the reviewer sets the final rating."""
+    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
+    detail = selectors.adjudication_detail(campaign=campaign, step_id=pk)
+    if detail is None:
+        raise Http404("No such step")
+    initial = {"rating": detail.current.rating} if detail.current else {}
+    form = AdjudicationForm(posted(request), initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.adjudication_decide(
+                campaign=campaign,
+                step=detail.step,
+                decided_by=request.user,
+                rating=form.cleaned_data["rating"],
+                note=form.cleaned_data["note"],
+            )
+        except services.ManageError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"Step {detail.step.index + 1} decided.")
+            return redirect("annotators:adjudications", slug=campaign.slug)
+    return campaign_page(
+        request,
+        "annotators/adjudication_detail.html",
+        campaign,
+        membership,
+        {"detail": detail, "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
 @login_required
 @require_GET
 def my_reviews(request: HttpRequest, slug: str) -> HttpResponse:
@@ -524,7 +589,9 @@ def my_reviews(request: HttpRequest, slug: str) -> HttpResponse:
                 assignment__campaign=campaign, assignment__annotator=request.user
             ).count(),
             "submitted": Assignment.objects.filter(
-                campaign=campaign, annotator=request.user, status=Assignment.Status.SUBMITTED
+                campaign=campaign,
+                annotator=request.user,
+                status__in=Assignment.DONE_STATUSES,
             ).count(),
         },
     )

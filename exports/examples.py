@@ -71,19 +71,32 @@ def _vote(votes: list[bool], mode: str) -> bool | None:
     negative = len(votes) - positive
     if mode == "unanimous":
         return None if positive and negative else positive > 0
-    return positive > negative  # majority; a tie goes to the more negative label
+    return positive > negative  # majority (also adjudicated's fallback); a tie: more negative
 
 
 def labelled_paths(solution: SolutionData, policy: LabelPolicy) -> list[LabelledPath]:
-    """The solution's labelled paths under the policy: one per annotator, or one combined."""
-    per_annotator = [(a.annotator, *_annotator_labels(a, policy)) for a in solution.assignments]
-    if policy.annotators == "each" or len(per_annotator) == 1:
+    """The solution's labelled paths under the policy: one per annotator, or one combined.
+
+    Only current work makes examples: rejected work and superseded versions, which the raw
+    formats may carry flagged, never do. With ``adjudicated`` a reviewer's decision on a step
+    replaces the annotators' vote there.
+    """
+    per_annotator = [
+        (a.annotator, *_annotator_labels(a, policy)) for a in solution.assignments if a.is_current
+    ]
+    if not per_annotator:
+        return []
+    decided = solution.adjudications if policy.annotators == "adjudicated" else {}
+    if policy.annotators == "each" or (len(per_annotator) == 1 and not decided):
         paths = [LabelledPath(name, labels, cands) for name, labels, cands in per_annotator]
     else:
         labels: list[bool] = []
         for position in range(max(len(lbls) for _, lbls, _ in per_annotator)):
-            votes = [lbls[position] for _, lbls, _ in per_annotator if len(lbls) > position]
-            value = _vote(votes, policy.annotators)
+            if position in decided:
+                value = policy.label(decided[position])
+            else:
+                votes = [lbls[position] for _, lbls, _ in per_annotator if len(lbls) > position]
+                value = _vote(votes, policy.annotators)
             if value is None:
                 break
             labels.append(value)

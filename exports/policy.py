@@ -106,6 +106,10 @@ class LabelPolicy:
             ("majority", "majority per step (ties: the more negative)"),
             ("unanimous", "unanimous steps only (the path stops where they disagree)"),
             ("each", "one record per annotator"),
+            (
+                "adjudicated",
+                "a reviewer's adjudication where there is one, else the majority",
+            ),
         ),
     )
     include_quality_control: bool = option(
@@ -114,8 +118,21 @@ class LabelPolicy:
     include_screening: bool = option(True, "Export the labels of screening solutions too.")
     reviewed_only: bool = option(
         False,
-        "Only assignments a reviewer accepted. Rejected ones are never exported.",
+        "Only assignments a reviewer accepted. Rejected ones only with include_rejected.",
         label="Only reviewed and accepted",
+    )
+    include_rejected: bool = option(
+        False,
+        "Also the labels of work a reviewer rejected (kept when the solution went back to the "
+        "queue), flagged as rejected. Raw formats (prm800k, csv) only: no training example is "
+        "made from them.",
+        label="Rejected work too, flagged",
+    )
+    include_superseded: bool = option(
+        False,
+        "Also the earlier versions of work its annotator amended before review, flagged as "
+        "superseded (the latest version is always exported). Raw formats (prm800k, csv) only.",
+        label="Earlier versions of amended work too, flagged",
     )
     test_fraction: float = option(
         0.0,

@@ -19,7 +19,15 @@ from django.db.models import Q
 
 from common.readahead import read_ahead
 from exports.policy import LabelPolicy, is_math500
-from labeling.models import Assignment, Campaign, Review, Solution, Step, StepLabel
+from labeling.models import (
+    Adjudication,
+    Assignment,
+    Campaign,
+    Review,
+    Solution,
+    Step,
+    StepLabel,
+)
 
 Progress = Callable[[int, int], None]
 
@@ -51,6 +59,14 @@ class AssignmentData:
     review: str | None
     corrections: dict[str, int]
     labels: list[LabelData] = field(default_factory=list)
+    # ``submitted`` (the current work), or history a policy option asked for: ``rejected``
+    # (a reviewer rejected it) or ``superseded`` (its annotator amended it).
+    status: str = Assignment.Status.SUBMITTED
+    review_comment: str = ""
+
+    @property
+    def is_current(self) -> bool:
+        return self.status == Assignment.Status.SUBMITTED
 
 
 @dataclass(slots=True)
@@ -72,6 +88,8 @@ class SolutionData:
     split: str
     steps: list[str] = field(default_factory=list)
     assignments: list[AssignmentData] = field(default_factory=list)
+    # Step index -> a reviewer's adjudicated rating; read only for ``annotators="adjudicated"``.
+    adjudications: dict[int, int] = field(default_factory=dict)
 
 
 _SOLUTION_FIELDS = (
@@ -111,10 +129,12 @@ def iter_solutions(
     """Yield the campaign's solutions that have exportable labels, ordered by problem.
 
     Exportable: a submitted assignment on a solution of an included kind, not rejected by a
-    reviewer (and accepted, with ``reviewed_only``), on a problem the policy keeps. Solutions come
-    in keyset batches of ``batch_size``, each read with four queries (solutions with their
-    problem, steps, assignments, labels); nothing outlives its batch but the next one, which a
-    thread reads while this one is written (see ``common.readahead``).
+    reviewer (and accepted, with ``reviewed_only``), on a problem the policy keeps; with
+    ``include_rejected`` and ``include_superseded`` also rejected work and earlier versions of
+    amended work, each with its ``status``. Solutions come in keyset batches of ``batch_size``,
+    each read with four queries (solutions with their problem, steps, assignments, labels; a
+    fifth for adjudications under ``annotators="adjudicated"``); nothing outlives its batch but
+    the next one, which a thread reads while this one is written (see ``common.readahead``).
     """
     batches = _batches(campaign, policy, batch_size, stats or StreamStats())
     if not connections[DEFAULT_DB_ALIAS].in_atomic_block:
@@ -184,11 +204,17 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
         "id__range": (min(ids), max(ids)),
     }
     solutions = Solution.objects.filter(**window).values("id")
-    assignments = Assignment.objects.filter(
-        solution_id__in=solutions, status=Assignment.Status.SUBMITTED
-    )
+    statuses = [Assignment.Status.SUBMITTED]
+    if policy.include_rejected:
+        statuses.append(Assignment.Status.REJECTED)
+    if policy.include_superseded:
+        statuses.append(Assignment.Status.SUPERSEDED)
+    assignments = Assignment.objects.filter(solution_id__in=solutions, status__in=statuses)
     if policy.reviewed_only:
-        assignments = assignments.filter(review__decision=Review.Decision.ACCEPTED)
+        reviewed = Q(review__decision=Review.Decision.ACCEPTED)
+        if policy.include_rejected:
+            reviewed |= Q(review__decision=Review.Decision.REJECTED)
+        assignments = assignments.filter(reviewed)
     by_assignment: dict[int, AssignmentData] = {}
     for (
         a_id,
@@ -199,6 +225,8 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
         total,
         decision,
         corrections,
+        status,
+        comment,
     ) in assignments.order_by("solution_id", "submitted_at", "id").values_list(
         "id",
         "solution_id",
@@ -208,11 +236,24 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
         "total_time_ms",
         "review__decision",
         "review__corrections",
+        "status",
+        "review__comment",
     ):
-        if decision == Review.Decision.REJECTED or s_id not in by_id:
+        if decision == Review.Decision.REJECTED:
+            # Rejected before rejection released the slot, or a review written around it.
+            status = Assignment.Status.REJECTED
+        if s_id not in by_id or status not in statuses:
             continue
         data = AssignmentData(
-            a_id, annotator, submitted_at, reason, total, decision, corrections or {}
+            a_id,
+            annotator,
+            submitted_at,
+            reason,
+            total,
+            decision,
+            corrections or {},
+            status=status,
+            review_comment=comment or "",
         )
         by_id[s_id].assignments.append(data)
         by_assignment[a_id] = data
@@ -230,7 +271,7 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
             solution.steps = [text for _, text in rows]
     for a_id, index, rating, flagged, ms, own, alternatives, human, chosen in _raw_rows(
         StepLabel.objects.filter(
-            assignment__solution_id__in=solutions, assignment__status=Assignment.Status.SUBMITTED
+            assignment__solution_id__in=solutions, assignment__status__in=statuses
         )
         .order_by("assignment_id", "step__index")
         .values_list(
@@ -259,6 +300,12 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
                     chosen,
                 )
             )
+    if policy.annotators == "adjudicated":
+        for s_id, index, rating in Adjudication.objects.filter(
+            step__solution_id__in=solutions, replaced_at__isnull=True
+        ).values_list("step__solution_id", "step__index", "rating"):
+            if s_id in by_id:
+                by_id[s_id].adjudications[index] = rating
     for s_id in ids:
         solution = by_id[s_id]
         if solution.assignments:

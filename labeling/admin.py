@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from labeling.models import (
+    Adjudication,
     Assignment,
     Campaign,
     Invitation,
@@ -151,4 +152,19 @@ class InvitationAdmin(admin.ModelAdmin):
     readonly_fields = ["token_hash", "token_hint", "uses", "created_by", "created_at"]
 
     def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(admin.ModelAdmin):
+    """Decided on the campaign's adjudication page; here for audit (read-only)."""
+
+    list_display = ["id", "step", "campaign", "rating", "decided_by", "decided_at", "replaced_at"]
+    list_filter = ["campaign", "rating"]
+    raw_id_fields = ["step", "decided_by"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

@@ -252,7 +252,8 @@ class SolutionDetail(generics.RetrieveAPIView):
         choice_param(
             "status",
             Assignment.Status.values,
-            "The assignment's status (submitted: final labels; leased: drafts).",
+            "The assignment's status (submitted: final labels; leased: drafts; rejected: "
+            "rejected by a reviewer, kept; superseded: an earlier version of amended work).",
         ),
     ],
 )

@@ -106,6 +106,7 @@ class CampaignForm(forms.ModelForm):
             "requires_screening",
             "screening_threshold",
             "bad_problem_limit",
+            "relabel_by_same_annotator",
             "active_learning",
             "al_wrong_answer_share",
             "al_retrain_every",
@@ -117,6 +118,7 @@ class CampaignForm(forms.ModelForm):
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
             "lease_seconds": "Lease (seconds)",
+            "relabel_by_same_annotator": "Rejected work may go back to the same annotator",
         }
         widgets = {"instructions": forms.Textarea(attrs={"rows": 8})}
 
@@ -193,3 +195,44 @@ class CampaignForm(forms.ModelForm):
 
 # Paths under /campaigns/ that are not campaigns.
 RESERVED_SLUGS = {"new"}
+
+
+class AmendForm(forms.Form):
+    """An amendment of submitted work: ``step_<index>`` ratings from step 0 (empty: not rated,
+    which ends the rated prefix), ``flag_<index>`` for unsure steps, and one correction."""
+
+    human_completion = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        label="Correction of the first negative step (optional)",
+    )
+
+    def __init__(self, *args, step_indexes: list[int], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.step_indexes = step_indexes
+        for index in step_indexes:
+            self.fields[f"step_{index}"] = forms.ChoiceField(
+                choices=AMEND_RATINGS, required=False, label=f"Step {index + 1}"
+            )
+            self.fields[f"flag_{index}"] = forms.BooleanField(required=False, label="unsure")
+
+    def clean(self) -> dict:
+        data = super().clean()
+        ratings: list[int] = []
+        for index in self.step_indexes:
+            value = data.get(f"step_{index}")
+            if value in ("", None):
+                break
+            ratings.append(int(value))
+        if not ratings:
+            raise forms.ValidationError("Rate at least the first step.")
+        data["ratings"] = ratings
+        data["flags"] = [i for i in range(len(ratings)) if data.get(f"flag_{i}")]
+        return data
+
+    def rows(self):
+        """(step index, rating field, flag field) for the template."""
+        return [(i, self[f"step_{i}"], self[f"flag_{i}"]) for i in self.step_indexes]
+
+
+AMEND_RATINGS = [("", "—"), ("1", "+1"), ("0", "0"), ("-1", "−1")]

@@ -92,6 +92,11 @@ class Campaign(models.Model):
         default=500, help_text="Retrain the PRM after this many new submitted step labels."
     )
     al_backbone = models.CharField(max_length=100, default="bow")
+    relabel_by_same_annotator = models.BooleanField(
+        default=False,
+        help_text="A rejected solution may be served again to the annotator whose work was "
+        "rejected (by default someone else relabels it).",
+    )
     is_paused = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -463,6 +468,13 @@ class Assignment(models.Model):
     is never served to that annotator again. ``submitted`` holds its slot for good, except with
     finish reason ``give_up`` or ``bad_problem``: those keep the labels but release the slot, so
     another annotator labels the solution in full.
+
+    Nothing a person did is deleted. ``rejected``: submitted work a reviewer rejected; its labels
+    and the review's comment stay, it holds no slot, so the solution is labelled again
+    (``labeling.queue.assignment_review_outcome``). ``superseded``: an earlier version of work its
+    annotator amended before review; the new version is another row whose ``supersedes`` points
+    here, and this one keeps its labels and holds no slot (``labeling.queue.assignment_amend``).
+    Exports take ``submitted`` rows (the latest version) and, by policy options, the others.
     """
 
     RELEASING_REASONS = ("give_up", "bad_problem")
@@ -472,6 +484,13 @@ class Assignment(models.Model):
         SUBMITTED = "submitted", "submitted"
         SKIPPED = "skipped", "skipped"
         EXPIRED = "expired", "expired"
+        REJECTED = "rejected", "rejected"
+        SUPERSEDED = "superseded", "superseded"
+
+    # Work its annotator finished, latest version: what the figures (work, QC and inter-annotator
+    # agreement, screening) count. Rejected work was done; only the exports and the
+    # disagreements a reviewer decides leave it out.
+    DONE_STATUSES = (Status.SUBMITTED, Status.REJECTED)
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
     solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="assignments")
@@ -486,6 +505,14 @@ class Assignment(models.Model):
     total_time_ms = models.PositiveIntegerField(null=True, blank=True)
     submission_key = models.CharField(max_length=64, null=True, blank=True)
     source = models.CharField(max_length=40, blank=True, help_text="Import format, if imported")
+    supersedes = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="superseded_by",
+        help_text="The earlier version this amendment replaces (kept, status superseded).",
+    )
 
     class Meta:
         constraints = [
@@ -589,3 +616,35 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.decision} assignment {self.assignment_id}"
+
+
+class Adjudication(models.Model):
+    """A reviewer's final rating of a step on which annotators disagree.
+
+    One current decision per step; a later decision replaces it (``replaced_at`` set on the old
+    row, which is kept for audit). The annotators' own labels are never changed: agreement is
+    computed on them, and exports use the decision only with the ``adjudicated`` policy.
+    """
+
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="adjudications")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="adjudications")
+    rating = models.SmallIntegerField(choices=Rating.choices)
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="adjudications"
+    )
+    decided_at = models.DateTimeField(default=timezone.now)
+    replaced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["step", "-decided_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["step"],
+                condition=Q(replaced_at__isnull=True),
+                name="adjudication_unique_current",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rating} decided on step {self.step_id}"

@@ -21,4 +21,6 @@ urlpatterns = [
     path(campaign + "label/<int:pk>/flag/", views.step_flag, name="flag"),
     path(campaign + "label/<int:pk>/submit/", views.assignment_submit, name="submit"),
     path(campaign + "label/<int:pk>/skip/", views.assignment_skip, name="skip"),
+    path(campaign + "my-work/", views.my_work, name="my-work"),
+    path(campaign + "my-work/<int:pk>/", views.my_work_item, name="my-work-item"),
 ]

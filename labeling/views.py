@@ -26,11 +26,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import retarget
 
-from common.pages import posted
+from common.pages import page_number, posted
 from labeling import queue, selectors, services
 from labeling.forms import (
     STEP_TIME_MAX_MS,
     TOTAL_TIME_MAX_MS,
+    AmendForm,
     CampaignForm,
     FlagForm,
     RateForm,
@@ -525,3 +526,78 @@ def campaign_pause(request: HttpRequest, slug: str) -> HttpResponse:
     services.campaign_pause_set(campaign=campaign, paused=paused)
     messages.success(request, "Campaign paused: no work is served." if paused else "Resumed.")
     return redirect("labeling:campaign", slug=campaign.slug)
+
+
+# --- My work: an annotator's own history ---------------------------------------------------------
+
+
+@login_required
+@require_GET
+def my_work(request: HttpRequest, slug: str) -> HttpResponse:
+    """The solutions I submitted: my ratings, the review's outcome and comment, newest first."""
+    campaign, membership = campaign_for(request.user, slug, roles=LABEL)
+    page = page_number(request)
+    rows, has_next = selectors.my_work(campaign=campaign, user=request.user, page=page)
+    return campaign_page(
+        request,
+        "labeling/my_work.html",
+        campaign,
+        membership,
+        {"rows": rows, "page": page, "has_next": has_next, "query": ""},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def my_work_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One solution as I rated it (read-only), its review; before review, an amendment."""
+    campaign, membership = campaign_for(request.user, slug, roles=LABEL)
+    item = selectors.my_work_item(campaign=campaign, user=request.user, assignment_id=pk)
+    if item is None:
+        raise Http404("No such work of yours")
+    rated = {label.step_index: label for label in item.view.labels}
+    initial = {f"step_{i}": str(label.rating) for i, label in rated.items()} | {
+        f"flag_{i}": label.flagged for i, label in rated.items()
+    }
+    first_correction = next(
+        (label.human_completion for label in item.view.labels if label.human_completion), ""
+    )
+    initial["human_completion"] = first_correction
+    step_indexes = [step.index for step in item.view.steps]
+    form = AmendForm(posted(request), initial=initial, step_indexes=step_indexes)
+    if request.method == "POST":
+        if not item.can_amend:
+            form.is_valid()
+            form.add_error(None, "Reviewed work can no longer be amended.")
+        elif form.is_valid():
+            try:
+                amended = queue.assignment_amend(
+                    assignment=item.assignment,
+                    annotator=request.user,
+                    ratings=form.cleaned_data["ratings"],
+                    flags=form.cleaned_data["flags"],
+                    human_completion=form.cleaned_data["human_completion"] or None,
+                )
+            except queue.LabelingError as error:
+                form.add_error(None, str(error))
+            else:
+                messages.success(request, "Amended: your earlier version is kept.")
+                return redirect("labeling:my-work-item", slug=campaign.slug, pk=amended.pk)
+    corrections = (item.review or {}).get("corrections") or {}
+    steps = [
+        {
+            "index": step.index,
+            "text": step.text,
+            "label": rated.get(step.index),
+            "corrected": corrections.get(str(step.index)),
+        }
+        for step in item.view.steps
+    ]
+    return campaign_page(
+        request,
+        "labeling/my_work_item.html",
+        campaign,
+        membership,
+        {"item": item, "steps": steps, "form": form},
+        status=400 if form.errors else 200,
+    )

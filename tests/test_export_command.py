@@ -46,6 +46,8 @@ def test_it_writes_the_file_and_its_manifest_with_the_policy_options(campaign, t
         "include_quality_control": True,
         "include_screening": False,
         "reviewed_only": True,
+        "include_rejected": False,
+        "include_superseded": False,
         "test_fraction": 0.5,
         "split_seed": 4,
         "math500": "exclude",

@@ -75,6 +75,10 @@ ROUTES: dict[str, Route] = {
     "labeling:flag": Route("holder", {"POST": 302}, ("slug", "assignment")),
     "labeling:submit": Route("holder", {"POST": 302}, ("slug", "assignment")),
     "labeling:skip": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    # My work: every member's own list; one piece of work only for the annotator who did it
+    # (an empty amendment: refused, past the permission check).
+    "labeling:my-work": Route("label", {"GET": 200}, ("slug",)),
+    "labeling:my-work-item": Route("holder", {"GET": 200, "POST": 400}, ("slug", "my_work")),
     # active learning: the manager's page and "Retrain now"
     "learning:page": Route("manage", {"GET": 200}, ("slug",)),
     "learning:retrain": Route("manage", {"POST": 302}, ("slug",)),
@@ -101,6 +105,10 @@ ROUTES: dict[str, Route] = {
     "annotators:reviews": Route("review", {"GET": 200}, ("slug",)),
     "annotators:review": Route("review", {"GET": 200, "POST": 400}, ("slug", "assignment")),
     "annotators:my-reviews": Route("label", {"GET": 200}, ("slug",)),
+    "annotators:adjudications": Route("review", {"GET": 200}, ("slug",)),
+    "annotators:adjudication": Route(
+        "review", {"GET": 200, "POST": 400}, ("slug", "disputed_step")
+    ),
     "annotators:join": Route("public", {"GET": 200}, ("token",)),
     # exports
     "exports:list": Route("manage", {"GET": 200, "POST": 400}, ("slug",), {"format": "nope"}),
@@ -198,6 +206,12 @@ def world(settings, tmp_path):
         gold = make_gold_solution(campaign=campaign, kind="qc", gold=[1, -1])
         labelled = make_labelled(solution=make_solution(campaign=campaign), ratings=[1, 1, -1])
         held = assignment_next(campaign=campaign, annotator=annotator)
+        # Another annotator disagrees on step 1 of the labelled solution: a disputed step.
+        make_labelled(solution=labelled.solution, ratings=[1, -1])
+        disputed = labelled.solution.steps.get(index=1)
+        my_work = make_labelled(
+            solution=make_solution(campaign=campaign), ratings=[1, 1], annotator=annotator
+        )
         invitation, token = invitation_create(campaign=campaign, created_by=None)
         export = Export.objects.create(
             campaign=campaign,
@@ -225,6 +239,8 @@ def world(settings, tmp_path):
                 "api_token": api_token.pk,
                 "assignment": labelled.pk if name == "other" else held.pk,
                 "review_assignment": labelled.pk,
+                "disputed_step": disputed.pk,
+                "my_work": my_work.pk,
                 "export": export.pk,
                 "file": "labels.csv",
             },

@@ -19,6 +19,8 @@ RAW_OPTIONS = (
     "include_quality_control",
     "include_screening",
     "reviewed_only",
+    "include_rejected",
+    "include_superseded",
     "test_fraction",
     "split_seed",
     "math500",

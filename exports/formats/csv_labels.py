@@ -30,6 +30,9 @@ CSV_COLUMNS = [
     "answer_is_correct",
     "review",
     "corrected_rating",
+    # submitted (current), rejected or superseded: the last two only with include_rejected /
+    # include_superseded.
+    "assignment_status",
 ]
 
 
@@ -61,6 +64,7 @@ def csv_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iter
                     solution.answer_is_correct,
                     a.review or "",
                     corrected,
+                    a.status,
                 ],
                 (lab.rating,),
             )

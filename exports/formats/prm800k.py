@@ -1,5 +1,9 @@
 """``prm800k``: PRM800K's raw label lines, field for field, one per submitted assignment.
 
+Rejected work and superseded versions (policy options ``include_rejected``,
+``include_superseded``) carry an extra ``stepwise_status`` field (and the reviewer's comment in
+``stepwise_review_comment``).
+
 Only the selection options of the policy apply: the lines keep every rating as it was given,
 so an imported PRM800K file comes back as it went in.
 """
@@ -53,6 +57,12 @@ def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> 
                 "finish_reason": a.finish_reason or None,
             },
         }
+        if not a.is_current:
+            # History asked for by include_rejected / include_superseded; PRM800K has no such
+            # field, so current lines stay exactly PRM800K's.
+            record["stepwise_status"] = a.status
+            if a.review_comment:
+                record["stepwise_review_comment"] = a.review_comment
         yield record, [lab.rating for lab in a.labels]
 
 

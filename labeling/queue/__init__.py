@@ -9,6 +9,10 @@ counts them and ``Solution.is_open`` says whether the queue may serve the soluti
 is a relative UPDATE (``SolutionQuerySet.slots_change``) in the same transaction as the change of
 the assignment, so the counter never drifts.
 
+Reviews and amendments. Rejected work gives its slot back (status ``rejected``, labels kept) so
+the solution is labelled again (``assignment_review_outcome``); an amendment before review is a
+new assignment that takes over the slot of the version it supersedes (``assignment_amend``).
+
 Leases. A served solution is leased for ``campaign.lease_seconds``. An expired lease keeps its
 slot until it is reclaimed: ``leases_reclaim`` marks it ``expired`` and releases the slot. Before
 a claim the queue reclaims a few expired leases (an indexed probe, at most once a second per
@@ -35,6 +39,7 @@ claim runs as three ORM queries.
 from __future__ import annotations
 
 from labeling.models import Membership
+from labeling.queue.amend import assignment_amend
 from labeling.queue.claim import RECLAIM_EVERY_SECONDS, assignment_next, qc_turn
 from labeling.queue.drafts import (
     step_label_flag,
@@ -54,6 +59,7 @@ from labeling.queue.errors import (
     ScreeningFailed,
 )
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
+from labeling.queue.review import assignment_review_outcome
 from labeling.queue.screening import gold_agreement
 from labeling.queue.shared import RATINGS, _first, human_completion_load
 from labeling.queue.submit import SubmitResult, assignment_skip, assignment_submit
@@ -74,7 +80,9 @@ __all__ = [
     "ScreeningFailed",
     "SubmitResult",
     "_first",
+    "assignment_amend",
     "assignment_next",
+    "assignment_review_outcome",
     "assignment_skip",
     "assignment_submit",
     "gold_agreement",

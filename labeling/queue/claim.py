@@ -31,8 +31,10 @@ def assignment_next(*, campaign: Campaign, annotator: AbstractBaseUser) -> Assig
     (2) screening solutions, in queue order, while the campaign requires screening and they have
     not passed it; (3) a quality-control solution they have not done, when it is their turn at
     the campaign's rate (``qc_turn``); (4) the open regular solution with the highest priority
-    (ties: oldest first) that they have not labelled or skipped. Raises a ``LabelingError`` when
-    the campaign is paused, the membership is not active or the annotator failed screening.
+    (ties: oldest first) that they have not labelled or skipped (work of theirs that a reviewer
+    rejected counts as labelled, unless the campaign has ``relabel_by_same_annotator``). Raises
+    a ``LabelingError`` when the campaign is paused, the membership is not active or the
+    annotator failed screening.
     """
     if campaign.is_paused:
         raise CampaignPaused()
@@ -138,11 +140,16 @@ def qc_turn(*, campaign: Campaign, annotator: AbstractBaseUser) -> bool:
     so far, the next is QC when ``floor((n + 1) * rate) > floor(n * rate)``; at rate 0.25 that
     is the 4th, 8th, 12th... When no QC solution is left for them, a regular one is served.
     """
-    served = Assignment.objects.filter(
-        campaign=campaign,
-        annotator=annotator,
-        solution__kind__in=[Solution.Kind.REGULAR, Solution.Kind.QUALITY_CONTROL],
-    ).count()
+    served = (
+        Assignment.objects.filter(
+            campaign=campaign,
+            annotator=annotator,
+            solution__kind__in=[Solution.Kind.REGULAR, Solution.Kind.QUALITY_CONTROL],
+        )
+        # An amendment is a second row for one solution served once.
+        .exclude(status=Assignment.Status.SUPERSEDED)
+        .count()
+    )
     rate = campaign.qc_rate
     # The epsilon keeps e.g. 100 * 0.29 = 28.999999999999996 on the right side of the floor.
     return math.floor((served + 1) * rate + 1e-9) > math.floor(served * rate + 1e-9)
@@ -155,8 +162,10 @@ def _claim(
 
     On PostgreSQL a regular claim first skips rows other claims hold locked and raises
     ``_WaitForLockedRows`` when that finds nothing; with ``wait`` it waits for them instead. An
-    annotator has at most one assignment per solution: a solution whose lease they let
-    expire comes back to them on the same row, with their drafts.
+    annotator has at most one live assignment per solution: a solution whose lease they let
+    expire comes back to them on the same row, with their drafts. Their earlier versions of
+    amended work (``superseded``) never keep a solution from them (the latest version does), nor,
+    with ``relabel_by_same_annotator``, their rejected work (a new row is leased beside it).
     """
     expires = now + campaign.lease_duration
     if connection.vendor == "postgresql":
@@ -168,7 +177,7 @@ def _claim(
     mine = Assignment.objects.filter(solution=OuterRef("pk"), annotator=annotator)
     row = (
         Solution.objects.filter(campaign=campaign, kind=kind, is_open=True)
-        .filter(~Exists(mine.exclude(status=Assignment.Status.EXPIRED)))
+        .filter(~Exists(mine.exclude(status__in=_may_serve_again(campaign))))
         .annotate(
             expired_id=Subquery(mine.filter(status=Assignment.Status.EXPIRED).values("pk")[:1])
         )
@@ -195,6 +204,14 @@ def _claim(
     )
 
 
+def _may_serve_again(campaign: Campaign) -> tuple[str, ...]:
+    """Statuses of an annotator's own assignment that do not keep a solution from them."""
+    statuses = (Assignment.Status.EXPIRED, Assignment.Status.SUPERSEDED)
+    if campaign.relabel_by_same_annotator:
+        statuses += (Assignment.Status.REJECTED,)
+    return statuses
+
+
 # The claim on PostgreSQL, in one round trip: pick the first open solution of the kind that the
 # annotator has not had (reading the partial index ``solution_queue``, so the cost does not grow
 # with the queue), lock it, take a slot (the same arithmetic as ``SolutionQuerySet.slots_change``),
@@ -209,7 +226,7 @@ WITH cand AS (
     WHERE s.campaign_id = %(campaign)s AND s.kind = %(kind)s AND s.is_open
       AND NOT EXISTS (SELECT 1 FROM labeling_assignment a
                       WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
-                        AND a.status <> 'expired')
+                        AND a.status <> ALL(%(serve_again)s))
     ORDER BY s.priority DESC, s.id
     LIMIT 1
     {lock}
@@ -250,6 +267,7 @@ def _claim_postgresql(
         "bad_problem_limit": campaign.bad_problem_limit,
         "now": now,
         "expires": expires,
+        "serve_again": list(_may_serve_again(campaign)),
     }
     if kind != Solution.Kind.REGULAR:
         return next(iter(Assignment.objects.raw(_CLAIM_GOLD, params)), None)

@@ -64,7 +64,7 @@ def _screening_evaluate(*, campaign: Campaign, membership: Membership) -> str:
     done = Assignment.objects.filter(
         campaign=campaign,
         annotator_id=membership.user_id,
-        status=Assignment.Status.SUBMITTED,
+        status__in=Assignment.DONE_STATUSES,
         solution__kind=Solution.Kind.SCREENING,
     )
     left = (

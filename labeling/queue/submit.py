@@ -330,6 +330,13 @@ def _labels_final(
     return labels, str(finish_reason)
 
 
+_FINISHED = (
+    Assignment.Status.SUBMITTED,
+    Assignment.Status.REJECTED,
+    Assignment.Status.SUPERSEDED,
+)
+
+
 def assignment_skip(*, assignment: Assignment, annotator: AbstractBaseUser) -> Assignment:
     """Hand a solution back unlabelled: frees its slot, and it is never served to them again.
 
@@ -340,7 +347,8 @@ def assignment_skip(*, assignment: Assignment, annotator: AbstractBaseUser) -> A
         locked, _ = _assignment_lock(assignment=assignment, annotator=annotator)
         if locked.status == Assignment.Status.SKIPPED:
             return locked
-        if locked.status == Assignment.Status.SUBMITTED:
+        if locked.status in _FINISHED:
+            # Rejected work and earlier versions keep their labels: never dropped as drafts.
             raise AssignmentClosed("This assignment was already submitted.")
         if locked.solution_kind == Solution.Kind.SCREENING:
             raise AssignmentClosed("Screening questions cannot be skipped.")
