@@ -39,6 +39,7 @@ from .prm800k import parse_prm800k, parse_trajectories
 from .processbench import parse_processbench
 from .records import FieldError, LabelIn, SolutionIn
 from .rows import Ids, Table
+from .splitting import SplitError, check_mode
 
 Parser = Callable[[dict, dict], list[SolutionIn]]
 
@@ -48,7 +49,7 @@ FORMATS: dict[str, Parser] = {
     "processbench": parse_processbench,
     "jsonl": parse_jsonl,
 }
-OPTIONS = {"as_gold", "generator", "labeler"}
+OPTIONS = {"as_gold", "generator", "labeler", "split"}
 MAX_ERRORS = 20
 BATCH = 1000  # solutions per write batch
 CHUNK = 5000  # values per IN (...) list: SQLite takes at most 32,766 parameters
@@ -137,6 +138,35 @@ def import_file(
     return result
 
 
+def import_solutions(
+    solutions: list[SolutionIn], *, campaign: Campaign, source: str, grade: bool = True
+) -> tuple[ImportResult, list[int]]:
+    """Write solutions built in memory (generated samples) the way ``import_file`` writes a file.
+
+    One transaction; deduplicated by content and by ``SolutionIn.key`` against what the campaign
+    has; graded after the commit. Returns the result and the ids of the solutions created. The
+    caller publishes ``labeling.events.solutions_imported``.
+    """
+    started = time.monotonic()
+    with transaction.atomic():
+        writer = _Writer(campaign=campaign, source=source, file=source)
+        if solutions:
+            writer.write(list(enumerate(solutions, 1)))
+        writer.finish()
+    result = writer.result
+    created: list[int] = []
+    if writer.created:
+        new = Solution.objects.filter(
+            campaign=campaign, pk__gte=writer.created[0], pk__lte=writer.created[1]
+        )
+        created = list(new.values_list("pk", flat=True))
+        if grade:
+            result.grading = solutions_grade(solutions=new)
+            result.solutions_graded = result.grading.graded
+    result.seconds = time.monotonic() - started
+    return result, created
+
+
 # Rows after which an import refreshes PostgreSQL's statistics of the tables it wrote.
 ANALYZE_AFTER_ROWS = 10_000
 
@@ -185,6 +215,11 @@ def _parser(path: Path, fmt: str, options: dict) -> Parser:
         problems.append(f"unknown options {sorted(unknown)}")
     if options.get("as_gold") not in (None, *Solution.Kind.values[1:]):
         problems.append(f"as_gold must be qc or screening, not {options['as_gold']!r}")
+    if options.get("split") is not None:
+        try:
+            check_mode(options["split"])
+        except SplitError as e:
+            problems.append(f"split: {e}")
     if not path.is_file():
         problems.append("no such file")
     if problems:
@@ -365,7 +400,9 @@ class _Writer:
                 "is_open",
             ],
         )
-        self.step_rows = Table(Step, ["id", "solution_id", "index", "text", "gold_rating"])
+        self.step_rows = Table(
+            Step, ["id", "solution_id", "index", "text", "raw_text", "gold_rating"]
+        )
         self.assignment_rows = Table(
             Assignment,
             [
@@ -521,6 +558,7 @@ class _Writer:
             for h, pk in rows.values_list("content_hash", "pk"):
                 self.solutions[h] = pk
                 self.result.solutions_existing += 1
+            self._known_keys(unknown)
         new = [(h, s) for h, s in unknown.items() if h not in self.solutions]
         if not new:
             return {}
@@ -548,15 +586,29 @@ class _Writer:
             )
             ids = new_steps[pk] = [next(step_ids) for _ in s.steps]
             gold = s.gold or [None] * len(ids)
+            raws = s.raw_steps or s.steps
             step_rows.extend(
-                (sid, pk, i, text, g)
-                for i, (sid, text, g) in enumerate(zip(ids, s.steps, gold, strict=True))
+                (sid, pk, i, text, raw if raw != text else "", g)
+                for i, (sid, text, raw, g) in enumerate(zip(ids, s.steps, raws, gold, strict=True))
             )
             self.solutions[h] = pk
         self.result.solutions_created += self.solution_rows.insert(solution_rows)
         self.result.steps_created += self.step_rows.insert(step_rows)
         self.created = [min(self.created + list(new_steps)), max(self.created + list(new_steps))]
         return new_steps
+
+    def _known_keys(self, unknown: dict[str, SolutionIn]) -> None:
+        """A generated sample whose key (``source_ref``) the campaign has is not written again,
+        even when its text differs (a resumed job that sampled it a second time)."""
+        keyed = {s.key: h for h, s in unknown.items() if s.key and h not in self.solutions}
+        if not keyed:
+            return
+        rows = Solution.objects.filter(
+            campaign=self.campaign, source=self.source, source_ref__in=list(keyed)
+        )
+        for key, pk in rows.values_list("source_ref", "pk"):
+            self.solutions[keyed[key]] = pk
+            self.result.solutions_existing += 1
 
     def _is_open(self, submitted: int) -> bool:
         """``refresh_queue_state``'s rule for a solution with no other assignment or report."""
