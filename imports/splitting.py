@@ -207,10 +207,11 @@ def _numbered_list(lines: list[str]) -> bool:
 
 
 def _cut_after_math(paragraph: list[tuple[str, str]]) -> list[str]:
-    """Prose lines, the formula they introduce, then a new unit."""
+    """Prose lines, the formula they introduce, then a new unit (and one at each numbered item)."""
     units: list[list[str]] = [[]]
     for kind, chunk in paragraph:
-        if kind == "line" and units[-1] and _ends_with_math(units[-1]):
+        starts_item = kind == "line" and bool(_NUMBERED.match(chunk))
+        if kind == "line" and units[-1] and (_ends_with_math(units[-1]) or starts_item):
             units.append([])
         units[-1].append(chunk)
         if kind == "math":
