@@ -235,7 +235,7 @@ class GenerationList(generics.ListAPIView):
     @extend_schema(
         tags=["generation"],
         request=GenerationCreateSerializer,
-        responses={202: GenerationJobSerializer, 400: ErrorSerializer},
+        responses={202: GenerationJobSerializer},
         description="Queue a generation job: K solutions per selected problem from an "
         "OpenAI-compatible endpoint, split into steps, graded, scored and queued in batches. "
         "Poll the job until its status is done or failed.",
