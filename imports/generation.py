@@ -434,6 +434,15 @@ def generation_job_run(
         job.plan = make_plan(job)
         job.requested = sum(n for _, n in job.plan)
         GenerationJob.objects.filter(pk=job.pk).update(plan=job.plan, requested=job.requested)
+    if job.api_key_env and not os.environ.get(job.api_key_env):
+        message = f"the worker's environment has no {job.api_key_env}: nothing was asked"
+        GenerationJob.objects.filter(pk=job.pk).update(
+            status=GenerationJob.Status.FAILED,
+            finished_at=timezone.now(),
+            errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:],
+        )
+        job.refresh_from_db()
+        return job
     todo = _missing(job)
     endpoint = Endpoint(job, client=client, sleep=sleep)
     writer = _BatchWriter(job)

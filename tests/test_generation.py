@@ -338,6 +338,18 @@ def test_the_key_comes_from_an_allowed_variable_and_is_never_stored_or_shown(mon
         assert secret not in json.dumps(cursor.fetchall(), default=str)
 
 
+@pytest.mark.django_db
+def test_a_key_variable_the_worker_lacks_fails_the_job_at_once(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    campaign = _campaign(problems=1)
+    with StubServer() as server:
+        job = _job(campaign, server.base_url, api_key_env="OPENAI_API_KEY")
+        job = generation_job_run(job=job)
+        assert server.script.requests == []
+    assert job.status == "failed"
+    assert "no OPENAI_API_KEY" in job.errors[-1]["message"]
+
+
 # --- the command ---------------------------------------------------------------------------------
 
 
