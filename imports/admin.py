@@ -1,10 +1,10 @@
-"""Import jobs in Django's admin (read-mostly: uploads go through the campaign's imports page)."""
+"""Import and generation jobs in Django's admin (read-only: they start from campaign pages)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from imports.models import ImportJob
+from imports.models import GenerationJob, ImportJob
 
 
 @admin.register(ImportJob)
@@ -12,6 +12,16 @@ class ImportJobAdmin(admin.ModelAdmin):
     list_display = ["pk", "campaign", "file_name", "format", "status", "created_at", "finished_at"]
     list_filter = ["status", "format", "campaign"]
     readonly_fields = [f.name for f in ImportJob._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(GenerationJob)
+class GenerationJobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "campaign", "model", "status", "requested", "completed", "created_at"]
+    list_filter = ["status", "campaign"]
+    readonly_fields = [f.name for f in GenerationJob._meta.fields]
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -1,4 +1,5 @@
-"""The imports REST API: upload a file into a campaign (managers) and follow its job."""
+"""The imports REST API (managers): upload a file into a campaign, or generate solutions from a
+model endpoint, and follow the job."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from rest_framework.response import Response
 from common.api import CursorPagination, ErrorSerializer
 from imports import services
 from imports.forms import UploadForm
-from imports.models import ImportJob
+from imports.models import GenerationJob, ImportJob
 from labeling.permissions import (
     MANAGE,
     campaign_for,
@@ -60,6 +61,13 @@ class ImportUploadSerializer(serializers.Serializer):
     )
     generator = serializers.CharField(max_length=200, required=False, allow_blank=True)
     grade = serializers.BooleanField(required=False, default=True)
+    split = serializers.CharField(
+        max_length=200,
+        required=False,
+        default="auto",
+        help_text="How solutions given as text become steps: auto, paragraphs, lines, numbered, "
+        "or a regular expression that separates steps.",
+    )
 
 
 def _too_large(request: Request) -> Response | None:
@@ -112,6 +120,7 @@ class ImportList(generics.ListAPIView):
                 as_gold=values.get("as_gold") or None,
                 generator=values.get("generator", ""),
                 grade=values["grade"],
+                split=values.get("split") or "auto",
             )
         except services.ImportRefused as error:
             raise exceptions.ValidationError({"file": [str(error)]}) from error
@@ -125,3 +134,152 @@ def import_detail(request: Request, slug: str, pk: int) -> Response:
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
     job = get_object_or_404(ImportJob, campaign=campaign, pk=pk)
     return Response(ImportJobSerializer(job).data)
+
+
+class GenerationJobSerializer(serializers.ModelSerializer):
+    """A generation job: ``status`` pending → running → done or failed, with its counts.
+
+    ``api_key_env`` is the name of the worker's environment variable that holds the key; the
+    key itself is never stored or returned.
+    """
+
+    class Meta:
+        model = GenerationJob
+        fields = [
+            "id",
+            "base_url",
+            "model",
+            "api_key_env",
+            "generator",
+            "samples_per_problem",
+            "selection",
+            "problem_filter",
+            "prompt_template",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "split",
+            "concurrency",
+            "timeout_s",
+            "max_retries",
+            "grade",
+            "status",
+            "requested",
+            "completed",
+            "failed",
+            "solutions_created",
+            "prompt_tokens",
+            "completion_tokens",
+            "retries",
+            "progress",
+            "errors",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class GenerationCreateSerializer(serializers.Serializer):
+    base_url = serializers.CharField(
+        max_length=500, help_text="OpenAI-compatible base URL, e.g. http://localhost:8000/v1."
+    )
+    model = serializers.CharField(max_length=200)
+    api_key_env = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Name of the worker's environment variable holding the API key, one of "
+        "STEPWISE_GENERATION_KEY_VARS. Never the key itself.",
+    )
+    samples_per_problem = serializers.IntegerField(min_value=1, max_value=1000, default=4)
+    selection = serializers.ChoiceField(choices=GenerationJob.Selection.values, default="all")
+    problem_filter = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        default=dict,
+        help_text="{subject, level, search} for selection 'filter'.",
+    )
+    prompt_template = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="With {problem}; default: the campaign's last one, else PRM800K's format.",
+    )
+    temperature = serializers.FloatField(min_value=0, max_value=2, default=1.0)
+    top_p = serializers.FloatField(min_value=0.000001, max_value=1, default=1.0)
+    max_tokens = serializers.IntegerField(min_value=1, max_value=131072, default=1024)
+    split = serializers.CharField(max_length=200, default="auto")
+    concurrency = serializers.IntegerField(min_value=1, default=4)
+    timeout_s = serializers.FloatField(min_value=1, max_value=3600, default=120.0)
+    max_retries = serializers.IntegerField(min_value=0, max_value=20, default=5)
+    generator = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    grade = serializers.BooleanField(default=True)
+
+
+class GenerationList(generics.ListAPIView):
+    """The campaign's generation jobs (managers); POST asks an endpoint for K solutions each."""
+
+    pagination_class = CursorPagination
+    serializer_class = GenerationJobSerializer
+
+    def get_queryset(self):
+        campaign, _ = campaign_for(self.request.user, self.kwargs["slug"], roles=MANAGE)
+        return GenerationJob.objects.filter(campaign=campaign)
+
+    @extend_schema(tags=["generation"])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["generation"],
+        request=GenerationCreateSerializer,
+        responses={202: GenerationJobSerializer},
+        description="Queue a generation job: K solutions per selected problem from an "
+        "OpenAI-compatible endpoint, split into steps, graded, scored and queued in batches. "
+        "Poll the job until its status is done or failed.",
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        from imports import generation
+
+        campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+        data = GenerationCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        values["prompt_template"] = values.get("prompt_template") or None
+        try:
+            job = generation.generation_job_create(
+                campaign=campaign, created_by=request.user, **values
+            )
+        except generation.GenerationRefused as error:
+            raise exceptions.ValidationError({"detail": [str(error)]}) from error
+        return Response(GenerationJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(tags=["generation"], responses={200: GenerationJobSerializer})
+@api_view(["GET"])
+def generation_detail(request: Request, slug: str, pk: int) -> Response:
+    """One generation job's status, progress, token counts and last errors (managers)."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    job = get_object_or_404(GenerationJob, campaign=campaign, pk=pk)
+    return Response(GenerationJobSerializer(job).data)
+
+
+@extend_schema(
+    tags=["generation"],
+    request=None,
+    responses={202: GenerationJobSerializer, 409: ErrorSerializer},
+)
+@api_view(["POST"])
+def generation_resume(request: Request, slug: str, pk: int) -> Response:
+    """Queue a stopped or failed job again; it asks only for the samples still missing."""
+    from imports import generation
+
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    job = get_object_or_404(GenerationJob, campaign=campaign, pk=pk)
+    try:
+        job = generation.generation_job_resume(job=job)
+    except generation.GenerationRefused as error:
+        return Response({"code": "conflict", "detail": str(error)}, status=status.HTTP_409_CONFLICT)
+    return Response(GenerationJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

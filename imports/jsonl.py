@@ -4,15 +4,18 @@ The shape is recognised per line:
 
 - generic: ``{"problem", "ground_truth_answer", "solutions": [...]}`` (optional
   ``ground_truth_solution``, ``subject``, ``level``, ``unique_id``). A solution is
-  ``{"steps": [str, ...]}`` or ``{"text": str}`` (split on blank lines, else on newlines), with
+  ``{"steps": [str, ...]}`` or ``{"text": str}`` (cut by ``imports.splitting``, the import's
+  ``split`` option: ``auto`` by default), with
   optional ``answer`` (else taken from the text), ``generator``, ``id``, ``verifier_score``, and
   ``gold_ratings`` (-1/0/1/null per step) for a quality-control or screening solution, whose kind
   comes from its ``kind`` key (``qc``/``screening``) or the import's ``as_gold`` option;
 - GSM8K model solutions (``question``, ``ground_truth`` and named outputs such as
   ``6b_finetuning: {"is_correct", "solution"}``): one solution per named output, its name as the
-  generator, steps on newlines, the answer after ``A:``;
+  generator, steps on newlines (calculator notes shown without their ``<<...>>``), the answer
+  after ``A:``;
 - Qwen2.5-Math samples (``question``, ``gt``, ``response: [...]``): one solution per response,
-  split on blank lines, the answer in its last ``\\boxed{}``, ``pred_score`` as verifier score.
+  split by ``imports.splitting``, the answer in its last ``\\boxed{}``, ``pred_score`` as
+  verifier score.
 
 The sources' own correctness flags (``is_correct``, ``score``) are not imported: answers are
 graded against the ground truth like any other (and tests measure the agreement).
@@ -36,7 +39,7 @@ from .records import (
     as_str,
     level_text,
     need,
-    split_steps,
+    split_text,
 )
 
 QWEN_GENERATOR = "qwen2.5-math-instruct"
@@ -75,12 +78,12 @@ def _generic(record: dict, options: dict) -> list[SolutionIn]:
     for i, value in enumerate(solutions):
         path = f"solutions[{i}]"
         s = as_dict(value, path)
+        raw = None
         if "steps" in s:
             steps = as_steps(s["steps"], f"{path}.steps")
         elif "text" in s:
-            steps = split_steps(as_str(s["text"], f"{path}.text"))
-            if not steps:
-                raise FieldError(f"{path}.text", "must not be empty")
+            text = as_str(s["text"], f"{path}.text")
+            steps, raw = split_text(text, options.get("split"), f"{path}.text")
         else:
             raise FieldError(f"{path}.steps", "missing field (give steps or text)")
         answer = as_str(s.get("answer"), f"{path}.answer", null=True)
@@ -122,6 +125,7 @@ def _generic(record: dict, options: dict) -> list[SolutionIn]:
                 verifier_score=as_float(s.get("verifier_score"), f"{path}.verifier_score"),
                 source_ref=str(as_str(s.get("id") or "", f"{path}.id")),
                 gold=gold,
+                raw_steps=raw,
             )
         )
     return out
@@ -139,7 +143,7 @@ def _gsm8k(record: dict, options: dict) -> list[SolutionIn]:
         if not isinstance(value, dict) or "solution" not in value:
             continue
         text = as_str(value["solution"], f"{name}.solution", nonempty=True)
-        steps = split_steps(text)
+        steps, raw = split_text(text, options.get("split"), f"{name}.solution")
         out.append(
             SolutionIn(
                 problem=problem,
@@ -147,6 +151,7 @@ def _gsm8k(record: dict, options: dict) -> list[SolutionIn]:
                 answer=extract_answer(text),
                 generator=name,
                 source_ref=name,
+                raw_steps=raw,
             )
         )
     if not out:
@@ -171,13 +176,15 @@ def _qwen(record: dict, options: dict) -> list[SolutionIn]:
     out = []
     for i, text in enumerate(responses):
         text = as_str(text, f"response[{i}]", nonempty=True)
+        steps, raw = split_text(text, options.get("split"), f"response[{i}]")
         score = scores[i] if i < len(scores) else None
         if isinstance(score, list):
             score = score[0] if score else None
         out.append(
             SolutionIn(
                 problem=problem,
-                steps=split_steps(text),
+                steps=steps,
+                raw_steps=raw,
                 answer=extract_answer(text),
                 generator=options.get("generator") or QWEN_GENERATOR,
                 verifier_score=as_float(score, f"pred_score[{i}]"),

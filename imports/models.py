@@ -48,3 +48,73 @@ class ImportJob(BackgroundJob):
     @property
     def path(self) -> Path:
         return Path(settings.MEDIA_ROOT) / self.stored_path
+
+
+PRM800K_PROMPT = (
+    "Solve the following math problem step by step. Write one step per paragraph, separated by "
+    "a blank line. When you are done, write the final answer on its own after a line that says "
+    '"# Answer", like this:\n\n# Answer\n\n42\n\nProblem: {problem}'
+)
+
+
+class GenerationJob(BackgroundJob):
+    """K fresh solutions per problem from an OpenAI-compatible endpoint (PRM800K's rounds).
+
+    Each sample has a key, ``g<job>:p<problem>:s<index>``, stored as the solution's
+    ``source_ref`` (source ``generation``): a run writes its results in batches, so a job that
+    stopped half way keeps what it finished, and running it again asks only for the keys the
+    campaign does not have. ``plan`` fixes at the first run which problems get how many samples
+    (``fewer_than_k`` counts open solutions then), so a resumed job asks for the same ones.
+
+    The API key is never stored: ``api_key_env`` names the environment variable the worker reads
+    it from, one of ``settings.STEPWISE_GENERATION_KEY_VARS``.
+    """
+
+    class Selection(models.TextChoices):
+        ALL = "all", "all problems"
+        FILTER = "filter", "problems matching a filter"
+        FEWER_THAN_K = "fewer_than_k", "problems with fewer than K open solutions"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="generation_jobs")
+    base_url = models.CharField(max_length=500, help_text="e.g. http://localhost:8000/v1")
+    model = models.CharField(max_length=200)
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Environment variable holding the API key."
+    )
+    generator = models.CharField(max_length=200, blank=True, help_text="Default: the model.")
+    samples_per_problem = models.PositiveIntegerField(default=4)
+    selection = models.CharField(max_length=20, choices=Selection.choices, default=Selection.ALL)
+    problem_filter = models.JSONField(
+        default=dict, blank=True, help_text="{subject, level, search}: for selection 'filter'."
+    )
+    prompt_template = models.TextField(default=PRM800K_PROMPT)
+    temperature = models.FloatField(default=1.0)
+    top_p = models.FloatField(default=1.0)
+    max_tokens = models.PositiveIntegerField(default=1024)
+    split = models.CharField(max_length=200, default="auto")
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    timeout_s = models.FloatField(default=120.0)
+    max_retries = models.PositiveSmallIntegerField(default=5)
+    grade = models.BooleanField(default=True)
+    plan = models.JSONField(default=list, blank=True, help_text="[[problem id, samples], ...]")
+    requested = models.PositiveIntegerField(default=0)
+    completed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    solutions_created = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0)
+    progress = models.FloatField(default=0.0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    errors = models.JSONField(default=list, blank=True, help_text="The last few [{key, message}].")
+
+    def __str__(self) -> str:
+        return f"generation {self.pk} from {self.model} into {self.campaign} ({self.status})"
+
+    def sample_key(self, problem_id: int, index: int) -> str:
+        """The identity of one sample: the same problem, index and job give the same key."""
+        return f"g{self.pk}:p{problem_id}:s{index}"
+
+    @property
+    def generator_name(self) -> str:
+        return self.generator or self.model

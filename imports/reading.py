@@ -57,7 +57,7 @@ class _Progress:
         self.report(self.phase, 1.0)
 
 
-def _parse_line(raw: bytes, parse: Parser, options: dict) -> list[SolutionIn]:
+def parse_line(raw: bytes, parse: Parser, options: dict) -> list[SolutionIn]:
     try:
         record = json.loads(raw)
     except ValueError as e:
@@ -79,7 +79,7 @@ def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
         if bar is not None:
             bar.update(len(raw))
         try:
-            solutions = _parse_line(raw, parse, options)
+            solutions = parse_line(raw, parse, options)
         except FieldError as e:
             errors.append(LineError(path.name, number, e.field, e.message))
         else:
@@ -113,7 +113,7 @@ def batches(
     items: list[tuple[int, SolutionIn]] = []
     for number, raw in _lines(path):
         try:
-            items.extend((number, s) for s in _parse_line(raw, parse, options))
+            items.extend((number, s) for s in parse_line(raw, parse, options))
         except FieldError as e:  # the file changed since it was validated
             error = LineError(path.name, number, e.field, e.message)
             raise ImportValidationError([error]) from None

@@ -103,6 +103,10 @@ class SolutionIn:
     # Correctness stated by the source when it has no ground truth to grade against.
     answer_is_correct: bool | None = None
     labels: list[LabelIn] = field(default_factory=list)
+    # Each step as the source wrote it, where the splitter changed it (``Step.raw_text``).
+    raw_steps: list[str] | None = None
+    # A generated sample's identity (``Solution.source_ref``): the import skips one it has.
+    key: str = ""
 
     @property
     def content_hash(self) -> str:
@@ -223,10 +227,29 @@ _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
 def split_steps(text: str) -> list[str]:
-    """Steps of a solution given as one text: paragraphs if it has blank lines, else lines."""
+    """Steps of a solution given as one text: paragraphs if it has blank lines, else lines.
+
+    The splitter imports used before ``imports.splitting`` (its ``paragraphs`` mode); kept for
+    ``bench/splitter.py``'s comparison.
+    """
     text = text.replace("\r\n", "\n").strip()
     parts = _BLANK_LINE.split(text) if _BLANK_LINE.search(text) else text.split("\n")
     return [p.strip() for p in parts if p.strip()]
+
+
+def split_text(text: str, mode: str | None, path: str) -> tuple[list[str], list[str] | None]:
+    """A solution text as (displayed steps, raw steps or None when none differs)."""
+    from .splitting import SplitError, split
+
+    try:
+        steps = split(text, mode or "auto")
+    except SplitError as e:
+        raise FieldError("split", str(e)) from None
+    if not steps:
+        raise FieldError(path, "must not be empty")
+    shown = [s.text for s in steps]
+    raws = [s.raw for s in steps]
+    return shown, (raws if raws != shown else None)
 
 
 def level_text(value: Any, path: str) -> str:

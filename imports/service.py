@@ -32,7 +32,9 @@ from .jsonl import parse_jsonl
 from .prm800k import parse_prm800k, parse_trajectories
 from .processbench import parse_processbench
 from .reading import Parser, batches, validate
+from .records import SolutionIn
 from .result import ImportResult, ImportValidationError, LineError
+from .splitting import SplitError, check_mode
 from .writer import Writer
 
 __all__ = ["FORMATS", "ImportResult", "ImportValidationError", "LineError", "import_file"]
@@ -43,7 +45,7 @@ FORMATS: dict[str, Parser] = {
     "processbench": parse_processbench,
     "jsonl": parse_jsonl,
 }
-OPTIONS = {"as_gold", "generator", "labeler"}
+OPTIONS = {"as_gold", "generator", "labeler", "split"}
 
 
 def import_file(
@@ -93,6 +95,35 @@ def import_file(
 ANALYZE_AFTER_ROWS = 10_000
 
 
+def import_solutions(
+    solutions: list[SolutionIn], *, campaign: Campaign, source: str, grade: bool = True
+) -> tuple[ImportResult, list[int]]:
+    """Write solutions built in memory (generated samples) the way ``import_file`` writes a file.
+
+    One transaction; deduplicated by content and by ``SolutionIn.key`` against what the campaign
+    has; graded after the commit. Returns the result and the ids of the solutions created. The
+    caller publishes ``labeling.events.solutions_imported``.
+    """
+    started = time.monotonic()
+    with transaction.atomic():
+        writer = Writer(campaign=campaign, source=source, file=source)
+        if solutions:
+            writer.write(list(enumerate(solutions, 1)))
+        writer.finish()
+    result = writer.result
+    created: list[int] = []
+    if writer.created:
+        new = Solution.objects.filter(
+            campaign=campaign, pk__gte=writer.created[0], pk__lte=writer.created[1]
+        )
+        created = list(new.values_list("pk", flat=True))
+        if grade:
+            result.grading = solutions_grade(solutions=new)
+            result.solutions_graded = result.grading.graded
+    result.seconds = time.monotonic() - started
+    return result, created
+
+
 def _analyze_after_bulk_write(result: ImportResult) -> None:
     """On PostgreSQL, ANALYZE the tables a large import wrote.
 
@@ -137,6 +168,11 @@ def _parser(path: Path, fmt: str, options: dict) -> Parser:
         problems.append(f"unknown options {sorted(unknown)}")
     if options.get("as_gold") not in (None, *Solution.Kind.values[1:]):
         problems.append(f"as_gold must be qc or screening, not {options['as_gold']!r}")
+    if options.get("split") is not None:
+        try:
+            check_mode(options["split"])
+        except SplitError as e:
+            problems.append(f"split: {e}")
     if not path.is_file():
         problems.append("no such file")
     if problems:

@@ -58,6 +58,7 @@ def import_job_create(
     as_gold: str | None = None,
     generator: str = "",
     grade: bool = True,
+    split: str = "auto",
 ) -> ImportJob:
     """Store an uploaded file under ``MEDIA_ROOT/imports/<job>/`` and queue its import.
 
@@ -77,7 +78,16 @@ def import_job_create(
         raise ImportRefused(f"Unknown format {fmt!r}; one of {', '.join(FORMATS)}.")
     if as_gold not in (None, "", Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING):
         raise ImportRefused("Gold solutions are either quality control (qc) or screening.")
-    options = {k: v for k, v in {"as_gold": as_gold, "generator": generator}.items() if v}
+    from imports.splitting import SplitError, check_mode
+
+    try:
+        split = check_mode(split)
+    except SplitError as e:
+        raise ImportRefused(str(e)) from None
+    chosen = {"as_gold": as_gold, "generator": generator}
+    if split != "auto":
+        chosen["split"] = split
+    options = {k: v for k, v in chosen.items() if v}
     name = get_valid_filename(Path(upload.name or "upload.jsonl").name) or "upload.jsonl"
     with transaction.atomic():
         job = ImportJob.objects.create(
@@ -250,3 +260,60 @@ def import_job_delete(*, job: ImportJob) -> None:
     if job.stored_path:
         shutil.rmtree(job.path.parent, ignore_errors=True)
     job.delete()
+
+
+PREVIEW_SOLUTIONS = 3
+PREVIEW_LINES = 50
+
+
+def import_preview(
+    *, upload: UploadedFile, fmt: str, split: str = "auto", as_gold: str | None = None
+) -> dict[str, Any]:
+    """The first solutions of an upload as the import would cut them into steps, before it runs.
+
+    Reads only the first lines of the file and writes nothing. Returns ``{"solutions": [...],
+    "errors": [...]}``: each solution with its problem, steps (shown and raw) and answer; each
+    error with its line.
+    """
+    from imports.reading import parse_line
+    from imports.records import FieldError
+    from imports.service import FORMATS
+    from imports.splitting import SplitError, check_mode
+
+    fmt = _format_checked(upload, fmt)
+    if fmt not in FORMATS:
+        raise ImportRefused(f"Unknown format {fmt!r}; one of {', '.join(FORMATS)}.")
+    try:
+        split = check_mode(split)
+    except SplitError as e:
+        raise ImportRefused(str(e)) from None
+    options = {k: v for k, v in {"split": split, "as_gold": as_gold}.items() if v}
+    solutions: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    upload.seek(0)
+    for number, raw in enumerate(upload, 1):
+        if number > PREVIEW_LINES or len(solutions) >= PREVIEW_SOLUTIONS:
+            break
+        if not raw.strip():
+            continue
+        try:
+            parsed = parse_line(raw, FORMATS[fmt], options)
+        except FieldError as e:
+            errors.append({"line": number, "field": e.field, "message": e.message})
+            continue
+        for s in parsed[: PREVIEW_SOLUTIONS - len(solutions)]:
+            raws = s.raw_steps or s.steps
+            solutions.append(
+                {
+                    "line": number,
+                    "problem": s.problem.text,
+                    "generator": s.generator,
+                    "answer": s.answer,
+                    "steps": [
+                        {"text": t, "raw": r if r != t else ""}
+                        for t, r in zip(s.steps, raws, strict=True)
+                    ],
+                }
+            )
+    upload.seek(0)
+    return {"solutions": solutions, "errors": errors, "split": split}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from imports import services
-from imports.models import ImportJob
+from imports.models import GenerationJob, ImportJob
 
 
 @shared_task(name="imports.import_run")
@@ -15,3 +15,14 @@ def import_run_task(job_id: int) -> str:
     if job is None:
         return "missing"
     return services.import_job_run(job=job).status
+
+
+@shared_task(name="imports.generation_run")
+def generation_run_task(job_id: int) -> str:
+    """Run a generation job. A message for a job that no longer exists is dropped."""
+    from imports.generation import generation_job_run
+
+    job = GenerationJob.objects.select_related("campaign").filter(pk=job_id).first()
+    if job is None:
+        return "missing"
+    return generation_job_run(job=job).status

@@ -11,9 +11,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from imports import services
 from imports.forms import (
+    GenerationForm,
     UploadForm,
 )
-from imports.models import ImportJob
+from imports.models import GenerationJob, ImportJob
 from labeling.permissions import (
     MANAGE,
     campaign_for,
@@ -44,6 +45,7 @@ def import_list(request: HttpRequest, slug: str) -> HttpResponse:
                     as_gold=form.cleaned_data["as_gold"] or None,
                     generator=form.cleaned_data["generator"],
                     grade=form.cleaned_data["grade"],
+                    split=form.cleaned_data["split"],
                 )
             except services.ImportRefused as error:
                 form.add_error(None, str(error))
@@ -64,6 +66,42 @@ def import_list(request: HttpRequest, slug: str) -> HttpResponse:
         },
         status=status,
     )
+
+
+@login_required
+@require_POST
+def import_preview(request: HttpRequest, slug: str) -> HttpResponse:
+    """The first solutions of the chosen file as they will be split (htmx; nothing is written)."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    form = UploadForm(request.POST, request.FILES)
+    preview, status = None, 200
+    if form.is_valid():
+        try:
+            preview = services.import_preview(
+                upload=form.cleaned_data["file"],
+                fmt=form.cleaned_data["format"],
+                split=form.cleaned_data["split"],
+                as_gold=form.cleaned_data["as_gold"] or None,
+            )
+        except services.ImportRefused as error:
+            form.add_error(None, str(error))
+            status = 400
+    else:
+        status = 400
+    if request.htmx:
+        template, context = "imports/import_list.html#preview", {}
+    else:  # without JavaScript: the whole page, the preview under the form
+        template, context = "imports/import_list.html", _list_context(campaign)
+    context |= {"form": form, "preview": preview, "previewed": True}
+    return campaign_page(request, template, campaign, membership, context, status=status)
+
+
+def _list_context(campaign) -> dict:
+    return {
+        "jobs": ImportJob.objects.filter(campaign=campaign).select_related("created_by")[:50],
+        "limit_mb": settings.STEPWISE_MAX_UPLOAD_MB,
+        "refused": None,
+    }
 
 
 @login_required
@@ -92,3 +130,66 @@ def import_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"Failed import {pk} ({job.file_name}) deleted.")
     return redirect("imports:list", slug=campaign.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def generation_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """Ask a model endpoint for K solutions per problem (a background job) and follow the jobs."""
+    from imports import generation
+
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    status = 200
+    if request.method == "POST":
+        form = GenerationForm(request.POST)
+        if form.is_valid():
+            try:
+                generation.generation_job_create(
+                    campaign=campaign, created_by=request.user, **form.job_kwargs()
+                )
+            except generation.GenerationRefused as error:
+                form.add_error(None, str(error))
+            else:
+                return redirect("imports:generations", slug=campaign.slug)
+        status = 400
+    else:
+        form = GenerationForm(initial={"prompt_template": generation.default_template(campaign)})
+    jobs = GenerationJob.objects.filter(campaign=campaign).select_related("created_by")[:50]
+    return campaign_page(
+        request,
+        "imports/generation_list.html",
+        campaign,
+        membership,
+        {"form": form, "jobs": jobs},
+        status=status,
+    )
+
+
+@login_required
+@require_GET
+def generation_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One generation job's row; htmx polls it while it runs. Without htmx: the list."""
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    job = get_object_or_404(GenerationJob, campaign=campaign, pk=pk)
+    if not request.htmx:
+        return redirect("imports:generations", slug=campaign.slug)
+    return campaign_page(
+        request, "imports/generation_list.html#job-row", campaign, membership, {"job": job}
+    )
+
+
+@login_required
+@require_POST
+def generation_resume(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Queue a stopped or failed job again: it asks only for the samples still missing."""
+    from django.contrib import messages
+
+    from imports import generation
+
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    job = get_object_or_404(GenerationJob, campaign=campaign, pk=pk)
+    try:
+        generation.generation_job_resume(job=job)
+    except generation.GenerationRefused as error:
+        messages.error(request, str(error))
+    return redirect("imports:generations", slug=campaign.slug)

@@ -92,7 +92,9 @@ class Writer:
                 "is_open",
             ],
         )
-        self.step_rows = TableRows(Step, ["id", "solution_id", "index", "text", "gold_rating"])
+        self.step_rows = TableRows(
+            Step, ["id", "solution_id", "index", "text", "raw_text", "gold_rating"]
+        )
         self.assignment_rows = TableRows(
             Assignment,
             [
@@ -250,6 +252,7 @@ class Writer:
             for h, pk in rows.values_list("content_hash", "pk"):
                 self.solutions[h] = pk
                 self.result.solutions_existing += 1
+            self._known_keys(unknown)
         new = [(h, s) for h, s in unknown.items() if h not in self.solutions]
         if not new:
             return {}
@@ -277,15 +280,29 @@ class Writer:
             )
             ids = new_steps[pk] = [next(step_ids) for _ in s.steps]
             gold = s.gold or [None] * len(ids)
+            raws = s.raw_steps or s.steps
             step_rows.extend(
-                (sid, pk, i, text, g)
-                for i, (sid, text, g) in enumerate(zip(ids, s.steps, gold, strict=True))
+                (sid, pk, i, text, raw if raw != text else "", g)
+                for i, (sid, text, raw, g) in enumerate(zip(ids, s.steps, raws, gold, strict=True))
             )
             self.solutions[h] = pk
         self.result.solutions_created += self.solution_rows.insert(solution_rows)
         self.result.steps_created += self.step_rows.insert(step_rows)
         self.created = [min(self.created + list(new_steps)), max(self.created + list(new_steps))]
         return new_steps
+
+    def _known_keys(self, unknown: dict[str, SolutionIn]) -> None:
+        """A generated sample whose key (``source_ref``) the campaign has is not written again,
+        even when its text differs (a resumed job that sampled it a second time)."""
+        keyed = {s.key: h for h, s in unknown.items() if s.key and h not in self.solutions}
+        if not keyed:
+            return
+        rows = Solution.objects.filter(
+            campaign=self.campaign, source=self.source, source_ref__in=list(keyed)
+        )
+        for key, pk in rows.values_list("source_ref", "pk"):
+            self.solutions[keyed[key]] = pk
+            self.result.solutions_existing += 1
 
     def _is_open(self, submitted: int) -> bool:
         """``refresh_queue_state``'s rule for a solution with no other assignment or report."""

@@ -442,11 +442,22 @@ class Solution(models.Model):
 
 
 class Step(models.Model):
-    """One step of a solution. ``gold_rating`` is set on quality-control and screening solutions."""
+    """One step of a solution. ``gold_rating`` is set on quality-control and screening solutions.
+
+    ``text`` is what annotators see and what exports write; ``raw_text`` keeps what the splitter
+    removed from it (GSM8K's ``<<60-20=40>>``), so nothing the model wrote is lost.
+    """
 
     solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="steps")
     index = models.PositiveIntegerField()
     text = models.TextField()
+    raw_text = models.TextField(
+        blank=True,
+        default="",
+        db_default="",  # raw inserts (benchmarks, COPY) that do not name it stay valid
+        help_text="The step as the model wrote it, when the displayed text differs "
+        "(GSM8K calculator annotations removed); empty when they are the same.",
+    )
     gold_rating = models.SmallIntegerField(choices=Rating.choices, null=True, blank=True)
 
     class Meta:

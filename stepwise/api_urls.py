@@ -32,6 +32,13 @@ urlpatterns = [
     path(campaign, labeling_api.campaign_detail, name="api-campaign"),
     path(campaign + "imports/", imports_api.ImportList.as_view(), name="api-imports"),
     path(campaign + "imports/<id:pk>/", imports_api.import_detail, name="api-import"),
+    path(campaign + "generations/", imports_api.GenerationList.as_view(), name="api-generations"),
+    path(campaign + "generations/<id:pk>/", imports_api.generation_detail, name="api-generation"),
+    path(
+        campaign + "generations/<id:pk>/resume/",
+        imports_api.generation_resume,
+        name="api-generation-resume",
+    ),
     path(campaign + "problems/", labeling_api.ProblemList.as_view(), name="api-problems"),
     path(campaign + "problems/<id:pk>/", labeling_api.ProblemDetail.as_view(), name="api-problem"),
     path(campaign + "solutions/", labeling_api.SolutionList.as_view(), name="api-solutions"),

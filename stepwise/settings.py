@@ -234,6 +234,22 @@ CELERY_BEAT_SCHEDULE["learning-active-learning-sweep"] = {
 STEPWISE_CAMPAIGN_CREATORS = envstr("STEPWISE_CAMPAIGN_CREATORS", "users")
 # Largest import file accepted from the browser, in MB (bigger files: manage.py import_solutions).
 STEPWISE_MAX_UPLOAD_MB = envint("STEPWISE_MAX_UPLOAD_MB", "200")
+# Solutions generated from OpenAI-compatible endpoints (docs/generation.md). A job names the
+# environment variable its API key is read from, one of these (the key is never stored);
+# endpoints must be http(s) on one of STEPWISE_GENERATION_HOSTS (empty: any host).
+STEPWISE_GENERATION_KEY_VARS = [
+    name.strip()
+    for name in envstr(
+        "STEPWISE_GENERATION_KEY_VARS", "STEPWISE_GENERATION_API_KEY,OPENAI_API_KEY"
+    ).split(",")
+    if name.strip()
+]
+STEPWISE_GENERATION_HOSTS = [
+    h.strip() for h in envstr("STEPWISE_GENERATION_HOSTS", "").split(",") if h.strip()
+]
+STEPWISE_GENERATION_MAX_CONCURRENCY = envint("STEPWISE_GENERATION_MAX_CONCURRENCY", "16")
+# First wait before retrying a 429/5xx answer (doubled each try, Retry-After honoured).
+STEPWISE_GENERATION_BACKOFF_MS = envint("STEPWISE_GENERATION_BACKOFF_MS", "1000")
 # Dashboard and agreement figures older than this many seconds are recomputed by a worker.
 STEPWISE_SNAPSHOT_MAX_AGE = envint("STEPWISE_SNAPSHOT_MAX_AGE", "300")
 # ... and sooner, once they are this many seconds old, when solutions were submitted since.

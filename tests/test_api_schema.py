@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import (
 from annotators.models import ApiToken
 from exports.models import Export
 from exports.services import export_run
-from imports.models import ImportJob
+from imports.models import GenerationJob, ImportJob
 from labeling.models import Membership
 from tests.factories import (
     make_campaign,
@@ -53,6 +53,8 @@ def test_the_schema_validates_without_warnings(tmp_path):
     for path in (
         "/api/campaigns/",
         "/api/campaigns/{slug}/imports/",
+        "/api/campaigns/{slug}/generations/",
+        "/api/campaigns/{slug}/generations/{id}/resume/",
         "/api/campaigns/{slug}/labels/",
         "/api/campaigns/{slug}/exports/{id}/files/{name}",
         "/api/campaigns/{slug}/next/",
@@ -79,7 +81,8 @@ def _keep_connection():
 
 @pytest.fixture
 def seeded(db, settings, tmp_path, _keep_connection):
-    """A campaign ``fuzz`` with solutions, labels, gold, an import and a finished export."""
+    """A campaign ``fuzz`` with solutions, labels, gold, an import, a generation job and a
+    finished export."""
     settings.MEDIA_ROOT = tmp_path / "media"
     campaign = make_campaign(slug="fuzz", overlap=2)
     manager = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
@@ -90,6 +93,9 @@ def seeded(db, settings, tmp_path, _keep_connection):
     export = Export.objects.create(campaign=campaign, format="trl")
     export_run(export=export)
     job = ImportJob.objects.create(campaign=campaign, file_name="x.jsonl", format="jsonl")
+    generation = GenerationJob.objects.create(
+        campaign=campaign, base_url="http://localhost:8000/v1", model="m", status="failed"
+    )
     make_campaign(slug="elsewhere")
     key = make_token(user=manager, name="fuzz")
     decoy = ApiToken.objects.get(pk=ApiToken.objects.get(key_hash=ApiToken.hash_key(key)).pk)
@@ -99,6 +105,7 @@ def seeded(db, settings, tmp_path, _keep_connection):
         "solutions": [s.pk for s in solutions],
         "exports": [export.pk],
         "imports": [job.pk],
+        "generations": [generation.pk],
         "assignments": [work.pk],
         "tokens": [ApiToken.objects.get(name="decoy").pk],
     }
@@ -116,7 +123,8 @@ def _point_at_seeded_data(case, seeded, rng: random.Random) -> None:
         params["slug"] = "fuzz"
     if "id" in params:
         kind = path.strip("/").split("/")[-1] if path.endswith("{id}/") else None
-        for name in ("problems", "solutions", "exports", "imports", "assignments", "tokens"):
+        names = ("problems", "solutions", "exports", "imports", "generations", "assignments")
+        for name in (*names, "tokens"):
             if f"/{name}/{{id}}" in path:
                 kind = name
         if kind == "tokens":

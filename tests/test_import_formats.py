@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -177,15 +178,26 @@ def test_jsonl_takes_steps_as_given_or_split_from_text(tmp_path):
 
     assert (result.problems_created, result.solutions_created) == (1, 3)
     steps = [list(s.steps.values_list("text", flat=True)) for s in Solution.objects.order_by("pk")]
+    # The default splitter (``auto``) keeps PRM800K's "# Answer" heading with the answer, as
+    # PRM800K's own last step is written; ``paragraphs`` is the splitter imports had before.
     assert steps == [
         ["One plus one.", "It is $\\boxed{2}$."],
-        ["First.", "Second,\nstill second.", "# Answer", "3"],
+        ["First.", "Second,\nstill second.", "# Answer\n\n3"],
         ["Line one.", "Line two.", "A: 2"],
     ]
     answers = list(Solution.objects.order_by("pk").values_list("answer", "answer_is_correct"))
     assert answers == [("2", True), ("3", False), ("2", True)]
     problem = Problem.objects.get()
     assert (problem.subject, problem.level) == ("Arithmetic", "1")
+
+    other = make_campaign(slug="paragraphs")
+    import_file(write(tmp_path, record), campaign=other, fmt="jsonl", split="paragraphs")
+    solutions = Solution.objects.filter(campaign=other).order_by("pk")
+    assert [list(s.steps.values_list("text", flat=True)) for s in solutions] == [
+        ["One plus one.", "It is $\\boxed{2}$."],
+        ["First.", "Second,\nstill second.", "# Answer", "3"],
+        ["Line one.", "Line two.", "A: 2"],
+    ]
 
 
 def test_jsonl_gold_ratings_make_quality_control_solutions(tmp_path):
@@ -254,7 +266,11 @@ def test_gsm8k_model_solutions_import_one_solution_per_model():
         for name in ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification"):
             solution = problem.solutions.get(generator=name)
             text = record[name]["solution"]
-            assert list(solution.steps.values_list("text", flat=True)) == text.split("\n")
+            # Calculator notes (<<16-3=13>>) are not shown; the step keeps them as raw text.
+            lines = text.split("\n")
+            steps = list(solution.steps.values_list("text", "raw_text"))
+            assert [t for t, _ in steps] == [re.sub(r"<<[^<>]*>>", "", line) for line in lines]
+            assert [raw or t for t, raw in steps] == lines
             assert solution.answer == text.rsplit("A: ", 1)[1]
             assert solution.answer_is_correct is record[name]["is_correct"]
 

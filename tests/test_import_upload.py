@@ -239,3 +239,77 @@ def test_an_import_into_an_active_learning_campaign_with_a_model_queues_a_rescor
     run = ActiveLearningRun.objects.get()
     assert (run.campaign, run.trigger, run.status) == (campaign, "auto", "queued")
     assert len(queued) == 1  # the run's task
+
+
+QWEN = FIXTURES / "qwen25math_math_samples" / "math_cot.sample.jsonl"
+
+
+def preview(client, campaign, content: bytes, htmx: bool = True, **fields):
+    data = {"format": "jsonl", "file": SimpleUploadedFile("f.jsonl", content)} | fields
+    headers = {"HX-Request": "true"} if htmx else {}
+    url = reverse("imports:preview", kwargs={"slug": campaign.slug})
+    return client.post(url, data, headers=headers)
+
+
+def test_the_preview_shows_the_first_solutions_as_split_and_writes_nothing(
+    manager_client, campaign
+):
+    response = preview(manager_client, campaign, GSM8K.read_bytes())
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="import-preview"' in html and "<h1>" not in html  # the partial alone
+    assert html.count('class="preview-solution"') == 3
+    assert "&lt;&lt;" in html  # the raw text with its calculator note, under the step
+    assert not ImportJob.objects.exists() and not Solution.objects.exists()
+
+
+def test_the_preview_follows_the_chosen_split(manager_client, campaign):
+    import json
+
+    record = {
+        "problem": "p",
+        "ground_truth_answer": "1",
+        "solutions": [{"text": "Step 1: one.\nStep 2: two.\nStep 3: three."}],
+    }
+    content = (json.dumps(record) + "\n").encode()
+    numbered = preview(manager_client, campaign, content, split="numbered").content.decode()
+    assert numbered.count('<li class="step">') == 3
+    whole = preview(manager_client, campaign, content, split=r"\n\n").content.decode()
+    assert whole.count('<li class="step">') == 1
+    bad = preview(manager_client, campaign, content, split="(")
+    assert bad.status_code == 400 and "regular expression" in bad.content.decode()
+
+
+def test_the_preview_without_javascript_is_the_page_with_the_preview(manager_client, campaign):
+    response = preview(manager_client, campaign, QWEN.read_bytes(), htmx=False)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<h1>Imports</h1>" in html and 'class="preview-solution"' in html
+
+
+def test_an_upload_keeps_its_split_for_the_import(manager_client, campaign):
+    upload(manager_client, campaign, "gsm8k.jsonl", GSM8K.read_bytes(), split="paragraphs")
+    job = ImportJob.objects.get()
+    assert job.options == {"split": "paragraphs"}
+    import_job_run(job=job)
+    job.refresh_from_db()
+    assert job.status == "done", job.errors
+    refused = upload(manager_client, campaign, "g.jsonl", GSM8K.read_bytes(), split="(")
+    assert refused.status_code == 400
+
+
+def test_the_api_upload_takes_a_split(campaign):
+    from tests.factories import api_client_for
+
+    api = api_client_for(make_member(campaign=campaign, role="manager").user)
+    response = api.post(
+        f"/api/campaigns/{campaign.slug}/imports/",
+        {
+            "file": SimpleUploadedFile("g.jsonl", GSM8K.read_bytes()),
+            "format": "jsonl",
+            "split": "lines",
+        },
+        format="multipart",
+    )
+    assert response.status_code == 202, response.content
+    assert response.json()["options"] == {"split": "lines"}

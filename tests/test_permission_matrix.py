@@ -24,7 +24,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from annotators.services import api_token_create, invitation_create
 from exports.models import Export
-from imports.models import ImportJob
+from imports.models import GenerationJob, ImportJob
 from labeling.models import Membership
 from labeling.queue import assignment_next
 from learning.models import ActiveLearningRun
@@ -92,6 +92,11 @@ ROUTES: dict[str, Route] = {
     "imports:status": Route("manage", {"GET": 302}, ("slug", "import_job")),
     # Deleting a failed import (this one is pending: refused with a message, back to the list).
     "imports:delete": Route("manage", {"POST": 302}, ("slug", "import_job")),
+    "imports:preview": Route("manage", {"POST": 400}, ("slug",)),
+    "imports:generations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "imports:generation": Route("manage", {"GET": 302}, ("slug", "generation_job")),
+    # A pending job cannot be resumed: refused with a message, back to the list.
+    "imports:generation-resume": Route("manage", {"POST": 302}, ("slug", "generation_job")),
     "annotators:members": Route("manage", {"GET": 200}, ("slug",)),
     "annotators:member": Route("manage", {"GET": 200, "POST": 400}, ("slug", "membership")),
     "annotators:invitations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
@@ -125,6 +130,9 @@ ROUTES: dict[str, Route] = {
     "api-campaign": Route("api-label", {"GET": 200}, ("slug",)),
     "api-imports": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
     "api-import": Route("api-manage", {"GET": 200}, ("slug", "import_job")),
+    "api-generations": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "api-generation": Route("api-manage", {"GET": 200}, ("slug", "generation_job")),
+    "api-generation-resume": Route("api-manage", {"POST": 409}, ("slug", "generation_job")),
     "api-problems": Route("api-review", {"GET": 200}, ("slug",)),
     "api-problem": Route("api-review", {"GET": 200}, ("slug", "problem")),
     "api-solutions": Route("api-review", {"GET": 200}, ("slug",)),
@@ -229,6 +237,9 @@ def world(settings, tmp_path):
                 "slug": campaign.slug,
                 "import_job": ImportJob.objects.create(
                     campaign=campaign, file_name="x", format="jsonl"
+                ).pk,
+                "generation_job": GenerationJob.objects.create(
+                    campaign=campaign, base_url="http://localhost:8000/v1", model="m"
                 ).pk,
                 "membership": Membership.objects.filter(campaign=campaign).first().pk,
                 "invitation": invitation.pk,

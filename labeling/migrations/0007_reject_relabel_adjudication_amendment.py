@@ -35,7 +35,7 @@ def rejected_work_releases_its_slot(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0005_prmmodel_activelearningrun_moved_out'),
+        ('labeling', '0006_membership_is_imported'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -46,6 +46,74 @@ _MATH = re.compile(
 # opening pair would start a code span. A real code span closes with backticks, so it is kept.
 _TEX_QUOTE = re.compile(r"``(?P<quoted>[^`\n]*?)''")
 
+# A TeX command outside any delimiters, as models write answers (``\\boxed{4:30 \\text{ p.m.}}``):
+# a backslash and letters, then its arguments. One with a brace argument is math whatever its
+# name; without one, only the names below count (``\\n`` in prose is not math).
+_BARE_COMMAND = re.compile(r"\\([A-Za-z]+)")
+_BARE_SYMBOLS = frozenset(
+    """alpha beta gamma delta epsilon varepsilon theta lambda mu pi rho sigma tau phi varphi chi
+    psi omega Gamma Delta Theta Lambda Pi Sigma Phi Psi Omega cdot times div pm mp le leq ge geq
+    neq ne approx equiv sim infty circ degree angle triangle cdots ldots dots sqrt to rightarrow
+    Rightarrow implies iff in notin subset subseteq cup cap emptyset forall exists partial nabla
+    sum prod int lfloor rfloor lceil rceil""".split()
+)
+
+
+def _group_end(text: str, start: int) -> int | None:
+    """The index after the brace (or bracket) group opening at ``start``; None if unbalanced."""
+    opening = text[start]
+    closing = "}" if opening == "{" else "]"
+    depth = 0
+    for i in range(start, min(len(text), start + 2000)):
+        if text[i] == "\\":
+            continue
+        if text[i] == opening and (i == start or text[i - 1] != "\\"):
+            depth += 1
+        elif text[i] == closing and text[i - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _bare_tex(prose: str, stash) -> str:
+    """``prose`` with each bare TeX command (and its arguments, sub- and superscripts) stashed
+    as an inline formula."""
+    out, i = [], 0
+    while m := _BARE_COMMAND.search(prose, i):
+        end, groups = m.end(), 0
+        while end < len(prose):
+            if prose[end] in "{[":
+                if prose[end] == "[" and groups:
+                    break  # a bracket argument (\\sqrt[3]{x}) comes before the braces
+                close = _group_end(prose, end)
+                if close is None:
+                    break
+                groups += prose[end] == "{"
+                end = close
+            elif prose[end] in "^_" and end + 1 < len(prose):
+                if prose[end + 1] == "{":
+                    close = _group_end(prose, end + 1)
+                    if close is None:
+                        break
+                    end = close
+                elif prose[end + 1].isalnum():
+                    end += 2
+                else:
+                    break
+            else:
+                break
+        if not groups and m.group(1) not in _BARE_SYMBOLS:
+            out.append(prose[i : m.end()])
+            i = m.end()
+            continue
+        out.append(prose[i : m.start()])
+        out.append(stash(f"\\({prose[m.start() : end]}\\)"))
+        i = end
+    out.append(prose[i:])
+    return "".join(out)
+
+
 # Stands in for a formula while Markdown runs: letters and digits only, so Markdown leaves it
 # alone; a per-process nonce, so user text cannot forge one.
 _NONCE = secrets.token_hex(6)
@@ -63,11 +131,15 @@ def render_markdown_math(text: str, *, breaks: bool = True) -> str:
     """Markdown with math as HTML that is safe to insert as is (cached: texts never change)."""
     formulas: list[str] = []
 
-    def stash(match: re.Match) -> str:
-        formulas.append(match.group(0))
+    def stash_text(formula: str) -> str:
+        formulas.append(formula)
         return f"swmath{_NONCE}x{len(formulas) - 1}x"
 
-    prose = _TEX_QUOTE.sub("\u201c\\g<quoted>\u201d", _MATH.sub(stash, text or ""))
+    def stash(match: re.Match) -> str:
+        return stash_text(match.group(0))
+
+    prose = _bare_tex(_MATH.sub(stash, text or ""), stash_text)
+    prose = _TEX_QUOTE.sub("\u201c\\g<quoted>\u201d", prose)
     rendered = _markdown[breaks].render(prose)
     return _TOKEN.sub(lambda m: _math_span(formulas[int(m.group(1))]), rendered)
 

@@ -27,6 +27,8 @@
   }
 
   window.stepwiseRenderMath = render;
+  // Content swapped in by htmx (an import preview, a review row) is rendered as it arrives.
+  document.addEventListener("htmx:afterSettle", function (event) { render(event.target); });
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", function () { render(document); });
   } else {

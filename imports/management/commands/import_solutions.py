@@ -35,6 +35,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--labeler", help="account for prm800k-trajectories labels (default prm800k-phase1)"
         )
+        parser.add_argument(
+            "--split",
+            default="auto",
+            help="how solutions given as text become steps: auto (default), paragraphs, lines, "
+            "numbered, or a regular expression that separates steps (docs/generation.md)",
+        )
 
     def handle(self, *args, path: Path, campaign: str, fmt: str, **opts) -> None:
         target = Campaign.objects.filter(slug=campaign).first()
@@ -43,7 +49,7 @@ class Command(BaseCommand):
             if opts["no_create"]:
                 raise CommandError(f"no campaign {campaign!r}")
             target = Campaign.objects.create(slug=campaign, name=campaign)
-        options = {k: opts[k] for k in ("as_gold", "generator", "labeler") if opts[k]}
+        options = {k: opts[k] for k in ("as_gold", "generator", "labeler", "split") if opts[k]}
         try:
             result = import_file(
                 path,

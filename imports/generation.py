@@ -1,0 +1,626 @@
+"""Fresh solutions from an OpenAI-compatible endpoint (vLLM, ``transformers serve``, a hosted API).
+
+``generation_job_create`` checks what a manager asked for and queues it; a Celery worker (or
+``manage.py generate_solutions``) runs ``generation_job_run``: it asks the endpoint for every
+sample of the job's plan that the campaign does not have yet, ``concurrency`` requests at a time,
+and writes the answers in batches through the import path (``service.import_solutions``: split
+into steps, deduplicated, graded, queued), publishing ``labeling.events.solutions_imported`` after
+each batch so the active PRM scores them. A job stopped half way keeps its finished batches; run
+again, it asks only for the sample keys that are missing.
+
+Security: the API key is read from an environment variable named by the job, one of
+``settings.STEPWISE_GENERATION_KEY_VARS`` (so a manager cannot send the worker's other secrets to
+an endpoint of their choice); it is never stored, and scrubbed from every message kept. Endpoints
+are plain ``http``/``https`` URLs without credentials, on ``STEPWISE_GENERATION_HOSTS`` when set;
+anything else (``file:``, ``ftp:``...) is refused, and the worker only ever POSTs JSON to
+``<base_url>/chat/completions``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from imports.models import GenerationJob
+from imports.records import ProblemIn, SolutionIn
+from imports.splitting import SplitError, check_mode, split
+from labeling import events
+from labeling.grading import extract_answer
+from labeling.models import Campaign, Problem, Solution
+
+log = logging.getLogger(__name__)
+
+SOURCE = "generation"
+BATCH = 25  # samples written per transaction
+MAX_ERRORS_KEPT = 20
+MAX_SAMPLES = 1000
+MAX_BACKOFF_S = 60.0
+RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
+
+
+class GenerationRefused(Exception):
+    """A generation request that cannot become a job; the text is shown to the person."""
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def check_base_url(url: str) -> str:
+    """An endpoint the worker may call: http(s), a host, no credentials, no query; or refused."""
+    url = (url or "").strip().rstrip("/")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise GenerationRefused("The endpoint is not a valid URL.") from None
+    if parts.scheme not in ("http", "https"):
+        raise GenerationRefused("The endpoint must be an http:// or https:// URL.")
+    if not parts.hostname:
+        raise GenerationRefused("The endpoint URL has no host.")
+    if parts.username or parts.password:
+        raise GenerationRefused(
+            "Put no credentials in the URL: the API key comes from an environment variable."
+        )
+    if parts.query or parts.fragment:
+        raise GenerationRefused("The endpoint URL takes no query or fragment.")
+    allowed = settings.STEPWISE_GENERATION_HOSTS
+    if allowed and parts.hostname not in allowed:
+        raise GenerationRefused(
+            f"Endpoints are limited to these hosts (STEPWISE_GENERATION_HOSTS): "
+            f"{', '.join(allowed)}."
+        )
+    if port is not None and not 0 < port < 65536:
+        raise GenerationRefused("The endpoint's port is not valid.")
+    return url
+
+
+def check_key_env(name: str) -> str:
+    name = (name or "").strip()
+    if name and name not in settings.STEPWISE_GENERATION_KEY_VARS:
+        choices = ", ".join(settings.STEPWISE_GENERATION_KEY_VARS) or "none configured"
+        raise GenerationRefused(
+            f"The API key variable must be one of STEPWISE_GENERATION_KEY_VARS ({choices})."
+        )
+    return name
+
+
+def check_template(template: str) -> str:
+    if "{problem}" not in (template or ""):
+        raise GenerationRefused("The prompt template must contain {problem}.")
+    try:
+        render_prompt(template, "x")
+    except (KeyError, IndexError, ValueError) as e:
+        raise GenerationRefused(
+            f"The prompt template has a placeholder other than {{problem}} ({e}); write a "
+            "literal brace as {{ or }}."
+        ) from None
+    return template
+
+
+def render_prompt(template: str, problem: str) -> str:
+    return template.format_map({"problem": problem})
+
+
+def default_template(campaign: Campaign) -> str:
+    """The campaign's prompt: the one its last generation used, else PRM800K's."""
+    last = GenerationJob.objects.filter(campaign=campaign).order_by("-created_at", "-id").first()
+    return (
+        last.prompt_template
+        if last
+        else GenerationJob._meta.get_field("prompt_template").get_default()
+    )
+
+
+# --- creating a job ----------------------------------------------------------------------------
+
+
+def generation_job_create(
+    *,
+    campaign: Campaign,
+    created_by: AbstractBaseUser | None,
+    base_url: str,
+    model: str,
+    api_key_env: str = "",
+    samples_per_problem: int = 4,
+    selection: str = GenerationJob.Selection.ALL,
+    problem_filter: dict | None = None,
+    prompt_template: str | None = None,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    max_tokens: int = 1024,
+    split: str = "auto",
+    concurrency: int = 4,
+    timeout_s: float = 120.0,
+    max_retries: int = 5,
+    generator: str = "",
+    grade: bool = True,
+    enqueue: bool = True,
+) -> GenerationJob:
+    """Check a generation request and queue it (``enqueue=False``: the caller runs it)."""
+    from imports.tasks import generation_run_task
+
+    if not (model or "").strip():
+        raise GenerationRefused("Name the model to ask.")
+    if not 1 <= samples_per_problem <= MAX_SAMPLES:
+        raise GenerationRefused(f"Ask for 1 to {MAX_SAMPLES} samples per problem.")
+    if selection not in GenerationJob.Selection.values:
+        raise GenerationRefused(f"selection must be one of {', '.join(GenerationJob.Selection)}.")
+    if not 0 <= temperature <= 2 or not 0 < top_p <= 1:
+        raise GenerationRefused("temperature must be in [0, 2] and top_p in (0, 1].")
+    if not 1 <= max_tokens <= 131072:
+        raise GenerationRefused("max_tokens must be between 1 and 131072.")
+    limit = settings.STEPWISE_GENERATION_MAX_CONCURRENCY
+    if not 1 <= concurrency <= limit:
+        raise GenerationRefused(f"concurrency must be between 1 and {limit}.")
+    if not 1 <= timeout_s <= 3600 or not 0 <= max_retries <= 20:
+        raise GenerationRefused("timeout_s must be 1-3600 s and max_retries 0-20.")
+    try:
+        split = check_mode(split)
+    except SplitError as e:
+        raise GenerationRefused(str(e)) from None
+    problem_filter = _check_filter(problem_filter or {}, selection)
+    job = GenerationJob(
+        campaign=campaign,
+        created_by=created_by,
+        base_url=check_base_url(base_url),
+        model=model.strip()[:200],
+        api_key_env=check_key_env(api_key_env),
+        generator=(generator or "").strip()[:200],
+        samples_per_problem=samples_per_problem,
+        selection=selection,
+        problem_filter=problem_filter,
+        prompt_template=check_template(prompt_template or default_template(campaign)),
+        temperature=temperature,
+        top_p=top_p,
+        max_tokens=max_tokens,
+        split=split,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+        grade=grade,
+    )
+    with transaction.atomic():
+        job.save()
+        if enqueue:
+            transaction.on_commit(lambda: generation_run_task.delay(job.pk))
+    return job
+
+
+def _check_filter(value: dict, selection: str) -> dict:
+    if not isinstance(value, dict):
+        raise GenerationRefused("The problem filter is an object {subject, level, search}.")
+    unknown = set(value) - {"subject", "level", "search"}
+    if unknown:
+        raise GenerationRefused(f"Unknown filter keys: {', '.join(sorted(unknown))}.")
+    clean = {k: str(v).strip()[:200] for k, v in value.items() if str(v or "").strip()}
+    if selection == GenerationJob.Selection.FILTER and not clean:
+        raise GenerationRefused("Give a subject, level or search text for the filter.")
+    return clean
+
+
+STALE_S = 120  # a running job whose heartbeat is older than this lost its worker
+
+
+def generation_job_resume(
+    *, job: GenerationJob, enqueue: bool = True, force: bool = False
+) -> GenerationJob:
+    """Queue a job again (stopped, failed, or its worker died): it asks only for what is missing.
+
+    A job that is running with a live heartbeat (written after every batch) is refused, unless
+    ``force`` (the caller knows its worker is gone: ``generate_solutions --resume --force``).
+    """
+    from imports.tasks import generation_run_task
+
+    job.refresh_from_db()
+    if job.status == GenerationJob.Status.PENDING:
+        raise GenerationRefused("The job is already waiting for a worker.")
+    if (
+        not force
+        and job.status == GenerationJob.Status.RUNNING
+        and job.heartbeat_at
+        and ((timezone.now() - job.heartbeat_at).total_seconds() < STALE_S)
+    ):
+        raise GenerationRefused("The job is running; resume it once it has stopped.")
+    with transaction.atomic():
+        GenerationJob.objects.filter(pk=job.pk).update(
+            status=GenerationJob.Status.PENDING, finished_at=None
+        )
+        if enqueue:
+            transaction.on_commit(lambda: generation_run_task.delay(job.pk))
+    job.refresh_from_db()
+    return job
+
+
+# --- the plan: which problems, how many samples --------------------------------------------------
+
+
+def _selected_problems(job: GenerationJob):
+    problems = Problem.objects.filter(campaign=job.campaign)
+    f = job.problem_filter or {}
+    if job.selection == GenerationJob.Selection.FILTER:
+        if f.get("subject"):
+            problems = problems.filter(subject__iexact=f["subject"])
+        if f.get("level"):
+            problems = problems.filter(level=str(f["level"]).removeprefix("Level ").strip())
+        if f.get("search"):
+            problems = problems.filter(text__icontains=f["search"])
+    return problems.order_by("pk")
+
+
+def make_plan(job: GenerationJob) -> list[list[int]]:
+    """[[problem id, samples wanted], ...], fixed the first time the job runs."""
+    k = job.samples_per_problem
+    problems = _selected_problems(job)
+    if job.selection != GenerationJob.Selection.FEWER_THAN_K:
+        return [[pk, k] for pk in problems.values_list("pk", flat=True)]
+    counted = problems.annotate(
+        open_count=Count(
+            "solutions",
+            filter=Q(solutions__is_open=True, solutions__kind=Solution.Kind.REGULAR),
+        )
+    )
+    return [[pk, k - n] for pk, n in counted.values_list("pk", "open_count") if n < k]
+
+
+# --- running -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    key: str
+    problem_id: int
+    text: str = ""
+    finish_reason: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    error: str = ""
+
+
+class Endpoint:
+    """One OpenAI-compatible chat endpoint: POSTs with retries and backoff on 429 and 5xx.
+
+    ``sleep`` is injectable so that tests and the overhead benchmark do not wait.
+    """
+
+    def __init__(
+        self,
+        job: GenerationJob,
+        *,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.job = job
+        self.key = os.environ.get(job.api_key_env, "") if job.api_key_env else ""
+        headers = {"Content-Type": "application/json"}
+        if self.key:
+            headers["Authorization"] = f"Bearer {self.key}"
+        self.client = client or httpx.Client(
+            timeout=httpx.Timeout(job.timeout_s),
+            headers=headers,
+            follow_redirects=False,  # a redirect could point the worker anywhere
+            limits=httpx.Limits(max_connections=job.concurrency),
+            trust_env=False,
+        )
+        if client is not None:
+            self.client.headers.update(headers)
+        self.url = f"{job.base_url}/chat/completions"
+        self.sleep = sleep
+        self.backoff_s = settings.STEPWISE_GENERATION_BACKOFF_MS / 1000
+
+    def close(self) -> None:
+        self.client.close()
+
+    def scrub(self, message: str) -> str:
+        """A message safe to keep and show: never the key."""
+        message = str(message)[:500]
+        return message.replace(self.key, "[key]") if self.key else message
+
+    def body(self, problem_text: str) -> dict[str, Any]:
+        return {
+            "model": self.job.model,
+            "messages": [
+                {"role": "user", "content": render_prompt(self.job.prompt_template, problem_text)}
+            ],
+            "temperature": self.job.temperature,
+            "top_p": self.job.top_p,
+            "max_tokens": self.job.max_tokens,
+            "n": 1,
+        }
+
+    def complete(self, sample: Sample, problem_text: str) -> Sample:
+        body = self.body(problem_text)
+        for attempt in range(self.job.max_retries + 1):
+            wait_s = None
+            try:
+                response = self.client.post(self.url, json=body)
+            except httpx.TimeoutException:
+                sample.error = f"no answer within {self.job.timeout_s:g} s"
+            except httpx.HTTPError as e:
+                sample.error = f"request failed ({type(e).__name__})"
+            else:
+                if response.status_code == 200:
+                    return self._read(sample, response)
+                sample.error = f"the endpoint answered {response.status_code}" + _detail(response)
+                if response.status_code not in RETRY_STATUSES:
+                    break
+                wait_s = _retry_after(response)
+            if attempt == self.job.max_retries:
+                break
+            sample.retries += 1
+            backoff = self.backoff_s * 2**attempt * (1 + random.random() / 4)
+            self.sleep(min(MAX_BACKOFF_S, wait_s if wait_s is not None else backoff))
+        sample.error = self.scrub(sample.error)
+        return sample
+
+    def _read(self, sample: Sample, response: httpx.Response) -> Sample:
+        try:
+            data = response.json()
+            choice = data["choices"][0]
+            message = choice.get("message") or {}
+            text = message.get("content") or choice.get("text") or ""
+            thinking = message.get("reasoning_content") or message.get("reasoning") or ""
+            usage = data.get("usage") or {}
+            sample.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            sample.completion_tokens = int(usage.get("completion_tokens") or 0)
+            sample.finish_reason = str(choice.get("finish_reason") or "")[:40]
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            sample.error = "the endpoint's answer is not an OpenAI chat completion"
+            return sample
+        if not isinstance(text, str) or not isinstance(thinking, str):
+            sample.error = "the endpoint's answer is not an OpenAI chat completion"
+            return sample
+        if thinking and "<think>" not in text:
+            text = f"<think>\n{thinking}\n</think>\n\n{text}"
+        sample.text = text.replace("\x00", "")
+        sample.error = ""
+        return sample
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+        error = data.get("error") if isinstance(data, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error
+    except ValueError:
+        message = None
+    return f": {str(message)[:200]}" if message else ""
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def generation_job_run(
+    *,
+    job: GenerationJob,
+    client: httpx.Client | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> GenerationJob:
+    """Run a generation job to its end (the Celery task, or the command).
+
+    Claims a pending job (a job already running elsewhere is left alone), fixes its plan on the
+    first run, skips the sample keys the campaign has, and writes the rest in batches of
+    ``BATCH``. Ends ``done``, or ``failed`` when no sample came back at all.
+    """
+    claimed = GenerationJob.objects.filter(pk=job.pk, status=GenerationJob.Status.PENDING).update(
+        status=GenerationJob.Status.RUNNING,
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
+    if not claimed:
+        job.refresh_from_db()
+        return job
+    job.refresh_from_db()
+    if not job.plan:
+        job.plan = make_plan(job)
+        job.requested = sum(n for _, n in job.plan)
+        GenerationJob.objects.filter(pk=job.pk).update(plan=job.plan, requested=job.requested)
+    if job.api_key_env and not os.environ.get(job.api_key_env):
+        message = f"the worker's environment has no {job.api_key_env}: nothing was asked"
+        GenerationJob.objects.filter(pk=job.pk).update(
+            status=GenerationJob.Status.FAILED,
+            finished_at=timezone.now(),
+            errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:],
+        )
+        job.refresh_from_db()
+        return job
+    todo = _missing(job)
+    endpoint = Endpoint(job, client=client, sleep=sleep)
+    writer = _BatchWriter(job)
+    try:
+        for sample in _complete_all(endpoint, todo, job.concurrency):
+            writer.add(sample)
+        writer.flush()
+    except Exception as error:
+        log.exception("generation job %s failed", job.pk)
+        writer.errors.append({"key": "", "message": endpoint.scrub(type(error).__name__)})
+        writer.flush(final_status=GenerationJob.Status.FAILED)
+    else:
+        ok = writer.done_before + writer.completed > 0 or not todo
+        status = GenerationJob.Status.DONE if ok else GenerationJob.Status.FAILED
+        writer.flush(final_status=status)
+    finally:
+        endpoint.close()
+    job.refresh_from_db()
+    return job
+
+
+def _missing(job: GenerationJob) -> list[tuple[str, Problem]]:
+    """The samples of the plan whose keys the campaign does not have, in plan order."""
+    have = set(
+        Solution.objects.filter(
+            campaign=job.campaign, source=SOURCE, source_ref__startswith=f"g{job.pk}:"
+        ).values_list("source_ref", flat=True)
+    )
+    wanted = {pk for pk, _ in job.plan}
+    problems = {p.pk: p for p in Problem.objects.filter(campaign=job.campaign, pk__in=wanted)}
+    todo = []
+    for pk, n in job.plan:
+        problem = problems.get(pk)
+        if problem is None:
+            continue  # deleted since the plan was made
+        for i in range(n):
+            key = job.sample_key(pk, i)
+            if key not in have:
+                todo.append((key, problem))
+    return todo
+
+
+def _complete_all(
+    endpoint: Endpoint, todo: list[tuple[str, Problem]], concurrency: int
+) -> Iterator[Sample]:
+    """Completed samples as they come back, at most ``concurrency`` requests in flight."""
+    if not todo:
+        return
+    queue = iter(todo)
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="generate") as pool:
+        running: set[Future] = set()
+
+        def submit() -> bool:
+            try:
+                key, problem = next(queue)
+            except StopIteration:
+                return False
+            sample = Sample(key=key, problem_id=problem.pk)
+            running.add(pool.submit(endpoint.complete, sample, problem.text))
+            return True
+
+        for _ in range(concurrency):
+            if not submit():
+                break
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                running.discard(future)
+                submit()
+                yield future.result()
+
+
+class _BatchWriter:
+    """Collects completed samples and writes them through the import path, ``BATCH`` at a time."""
+
+    def __init__(self, job: GenerationJob) -> None:
+        self.job = job
+        self.pending: list[Sample] = []
+        self.errors: list[dict] = list(job.errors or [])
+        self.done_before = job.completed
+        self.completed = self.failed = self.created = 0
+        self.prompt_tokens = self.completion_tokens = self.retries = 0
+        self.problems: dict[int, ProblemIn] = {}
+
+    def add(self, sample: Sample) -> None:
+        self.pending.append(sample)
+        if len(self.pending) >= BATCH:
+            self.flush()
+
+    def _problem(self, pk: int) -> ProblemIn:
+        if pk not in self.problems:
+            p = Problem.objects.get(pk=pk)
+            self.problems[pk] = ProblemIn(
+                text=p.text,
+                ground_truth_answer=p.ground_truth_answer,
+                ground_truth_solution=p.ground_truth_solution,
+                subject=p.subject,
+                level=p.level,
+                unique_id=p.unique_id,
+            )
+        return self.problems[pk]
+
+    def solution(self, sample: Sample) -> SolutionIn | None:
+        """The sample as an import record, or None (with an error kept) if it cannot be one."""
+        if sample.error:
+            self._error(sample.key, sample.error)
+            return None
+        try:
+            steps = split(sample.text, self.job.split)
+        except SplitError as e:
+            self._error(sample.key, str(e))
+            return None
+        if not steps:
+            self._error(sample.key, "the completion is empty")
+            return None
+        shown = [s.text for s in steps]
+        raws = [s.raw for s in steps]
+        return SolutionIn(
+            problem=self._problem(sample.problem_id),
+            steps=shown,
+            raw_steps=raws if raws != shown else None,
+            answer=extract_answer(sample.text),
+            generator=self.job.generator_name[:200],
+            source_ref=sample.key,
+            key=sample.key,
+        )
+
+    def _error(self, key: str, message: str) -> None:
+        self.errors = [*self.errors, {"key": key, "message": message}][-MAX_ERRORS_KEPT:]
+
+    def flush(self, final_status: str | None = None) -> None:
+        from imports.service import import_solutions
+
+        batch, self.pending = self.pending, []
+        records = []
+        for sample in batch:
+            self.prompt_tokens += sample.prompt_tokens
+            self.completion_tokens += sample.completion_tokens
+            self.retries += sample.retries
+            record = self.solution(sample)
+            if record is None:
+                self.failed += 1
+            else:
+                self.completed += 1
+                records.append(record)
+        created = 0
+        if records:
+            _, ids = import_solutions(
+                records, campaign=self.job.campaign, source=SOURCE, grade=self.job.grade
+            )
+            created = len(ids)
+            self.created += created
+            if created:
+                events.publish(
+                    events.solutions_imported,
+                    campaign_id=self.job.campaign_id,
+                    solutions_created=created,
+                    labels_created=0,
+                )
+        self._save(created, final_status)
+
+    def _save(self, created: int, final_status: str | None) -> None:
+        """Counters on the row: totals of this run added to what earlier runs left."""
+        job = self.job
+        done = self.done_before + self.completed
+        tokens = (self.prompt_tokens, self.completion_tokens, self.retries)
+        self.prompt_tokens = self.completion_tokens = self.retries = 0
+        fields: dict[str, Any] = {
+            "completed": done,
+            "failed": self.failed,
+            "solutions_created": F("solutions_created") + created,
+            "prompt_tokens": F("prompt_tokens") + tokens[0],
+            "completion_tokens": F("completion_tokens") + tokens[1],
+            "retries": F("retries") + tokens[2],
+            "heartbeat_at": timezone.now(),
+            "errors": self.errors,
+            "progress": min(1.0, (done + self.failed) / job.requested) if job.requested else 1.0,
+        }
+        if final_status:
+            fields |= {"status": final_status, "finished_at": timezone.now()}
+        GenerationJob.objects.filter(pk=job.pk).update(**fields)

@@ -1,0 +1,230 @@
+"""Endpoints for the generation tests: a tiny scripted OpenAI-compatible HTTP server, and a real
+``transformers serve`` on a tiny random model built here (NOTES.md's recipe; nothing downloaded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+def canned_text(n: int, problem: str) -> str:
+    """A PRM800K-shaped solution whose first step is unique to request ``n``."""
+    return (
+        f"Sample {n}. Let's add the numbers in: {problem[:40]}\n\n"
+        "First we compute the sum:\n\\[1 + 1 = 2\\]\n"
+        "Then we check it:\n\\[2 - 1 = 1\\]\n"
+        "With a calculator note: 2 - 1 = <<2-1=1>>1\n\n"
+        "# Answer\n\n2"
+    )
+
+
+@dataclass
+class Script:
+    """What the stub answers: ``statuses`` are answered first, one per request, then 200s."""
+
+    statuses: list[int] = field(default_factory=list)
+    delay_s: float = 0.0
+    retry_after: str | None = "0"
+    error_message: str = "slow down"
+    requests: list[dict] = field(default_factory=list)
+    headers: list[dict] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    script: Script
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        script = self.server.script  # type: ignore[attr-defined]
+        with script.lock:
+            script.requests.append(body)
+            script.headers.append(dict(self.headers))
+            n = len(script.requests)
+            status = script.statuses.pop(0) if script.statuses else 200
+        if script.delay_s:
+            time.sleep(script.delay_s)
+        if not self.path.endswith("/chat/completions"):
+            status = 404
+        if status != 200:
+            payload = json.dumps({"error": {"message": script.error_message}}).encode()
+            self.send_response(status)
+            if script.retry_after is not None:
+                self.send_header("Retry-After", script.retry_after)
+        else:
+            prompt = body["messages"][-1]["content"]
+            payload = json.dumps(
+                {
+                    "id": f"c{n}",
+                    "object": "chat.completion",
+                    "model": body.get("model"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": canned_text(n, prompt)},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                }
+            ).encode()
+            self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+class StubServer:
+    """A scripted OpenAI-compatible server on 127.0.0.1 in a thread of the test."""
+
+    def __init__(self, script: Script | None = None) -> None:
+        self.script = script or Script()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.script = self.script  # type: ignore[attr-defined]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> StubServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+# --- a real server -------------------------------------------------------------------------------
+
+
+def build_tiny_model(folder: Path) -> Path:
+    """A byte-level BPE tokenizer and a random 2-layer GPT-2, saved together (no download)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import (
+        GenerationConfig,
+        GPT2Config,
+        GPT2LMHeadModel,
+        PreTrainedTokenizerFast,
+    )
+
+    torch.manual_seed(0)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    texts = [
+        "Let's think step by step.\n\nSo $x = 2$.\n\n# Answer\n\n2",
+        "What is 1+1? The answer is \\boxed{2}.",
+        "Step 1: add the numbers. Step 2: divide by two.",
+    ] * 10
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(texts, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>"
+    )
+    fast.chat_template = (
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant: "
+    )
+    eos = fast.eos_token_id
+    config = GPT2Config(
+        vocab_size=len(fast),
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        n_positions=1024,
+        eos_token_id=eos,
+        bos_token_id=eos,
+        pad_token_id=eos,
+    )
+    model = GPT2LMHeadModel(config)
+    # A few tokens at least, so that a random model does not answer with nothing.
+    model.generation_config = GenerationConfig(
+        eos_token_id=eos, pad_token_id=eos, min_new_tokens=4, do_sample=True
+    )
+    model.save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class TransformersServe:
+    """``transformers serve FOLDER`` in a process group of its own, stopped (and killed if need
+    be) on exit; the health check waits at most ``start_timeout`` seconds."""
+
+    def __init__(self, folder: Path, log_path: Path, *, start_timeout: float = 120) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.log_path = log_path
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> TransformersServe:
+        import httpx
+
+        exe = shutil.which("transformers", path=str(Path(sys.executable).parent))
+        command = [exe, "serve"] if exe else [sys.executable, "-m", "transformers", "serve"]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [*command, str(self.folder), "--host", "127.0.0.1", "--port", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"transformers serve exited:\n{self.log_path.read_text()}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        self.__exit__()
+        raise RuntimeError(f"transformers serve did not start:\n{self.log_path.read_text()}")
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=15)
