@@ -4,9 +4,9 @@ Builds a throwaway SQLite database with the demo data (``manage.py seed_demo``: 
 Qwen2.5-Math, PRM800K and ProcessBench extracts from ``demo/``), starts ``runserver`` on a free
 port, logs in through the login form as ``demo-annotator`` and labels a little with the keyboard,
 then saves desktop (1280x800) and phone (390x844) screenshots, light and dark, into
-``docs/screenshots/``. Then, as ``demo-manager``: the login page, the dashboard, members,
-imports (with a failed import), exports, active learning, campaign settings and a 404 page,
-desktop and phone:
+``docs/screenshots/``, and its My work page with one item. Then, as ``demo-manager``: the login
+page, the dashboard, members, imports (with a failed import), exports, active learning, campaign
+settings, reviews, adjudication and a 404 page, desktop and phone:
 
     .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
 
@@ -81,6 +81,8 @@ MANAGER_PAGES = [
     ("exports", "exports/", None),
     ("active-learning", "active-learning/", None),
     ("settings", "settings/", None),
+    ("reviews", "reviews/", None),
+    ("adjudication", "adjudication/", None),
     ("not-found", "/campaigns/no-such-campaign/", None),
 ]
 
@@ -287,6 +289,14 @@ def take(base: str, chromium: str, out: Path, *, figures) -> list[Path]:
             saved.append(
                 shoot(browser, state, label, out, "error", phone=phone, dark=dark, correction=fix)
             )
+        # What the annotator submitted, with its review outcome, and one item as they rated it.
+        my_work = base + "/campaigns/demo/my-work/"
+        for phone in (False, True):
+            saved.append(shoot_page(browser, state, my_work, out, "my-work", phone=phone))
+        page.goto(my_work)
+        item = page.locator("a[href*='/my-work/']").first.get_attribute("href")
+        for phone in (False, True):
+            saved.append(shoot_page(browser, state, base + item, out, "my-work-item", phone=phone))
         context.close()
 
         figures()
