@@ -1,0 +1,138 @@
+"""``bow``: hashed word n-grams of the step and structural tokens in embedding bags, trained from
+scratch."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from prm.backbones.base import (
+    STRUCTURE_BUCKETS,
+    Backbone,
+    Item,
+    _bag,
+    _HashCache,
+    _prefix_keys,
+    _structure_ids,
+)
+from prm.features import FEATURES_VERSION, SolutionContext, step_facts
+
+
+class BowBackbone(Backbone):
+    """Hashed n-grams in embedding bags and a small MLP: trains in seconds, scores ~1M steps/min.
+
+    Fields: the step's words and word bigrams (mean-pooled), the structural tokens (summed) and,
+    when ``context_words`` is on, the previous step's words (mean-pooled). A linear term over the
+    same tokens (``wide``) lets rare but telling tokens act directly, as in logistic regression.
+    The bags are sparse (only the rows a batch touches are updated), which keeps an epoch short.
+    """
+
+    name = "bow"
+
+    def __init__(
+        self,
+        *,
+        buckets: int = 1 << 18,
+        dim: int = 32,
+        hidden: int = 64,
+        ngrams: int = 2,
+        context_words: bool = False,
+        structure: bool = True,
+        dropout: float = 0.2,
+    ) -> None:
+        super().__init__()
+        self.buckets, self.dim, self.hidden, self.ngrams = buckets, dim, hidden, ngrams
+        self.context_words, self.structure, self.dropout = context_words, structure, dropout
+        self.words = nn.EmbeddingBag(buckets, dim, mode="mean", sparse=True)
+        self.words_wide = nn.EmbeddingBag(buckets, 1, mode="mean", sparse=True)
+        width = dim
+        if structure:
+            self.struct = nn.EmbeddingBag(STRUCTURE_BUCKETS, dim, mode="sum", sparse=True)
+            self.struct_wide = nn.EmbeddingBag(STRUCTURE_BUCKETS, 1, mode="sum", sparse=True)
+            width += dim
+        if context_words:
+            self.context = nn.EmbeddingBag(buckets, dim, mode="mean", sparse=True)
+            width += dim
+        self.mlp = nn.Sequential(
+            nn.Dropout(dropout), nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+        )
+        for bag in (self.words, getattr(self, "struct", None), getattr(self, "context", None)):
+            if bag is not None:
+                nn.init.normal_(bag.weight, std=0.1)
+        for bag in (self.words_wide, getattr(self, "struct_wide", None)):
+            if bag is not None:
+                nn.init.zeros_(bag.weight)
+        self._hashes = _HashCache()
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "buckets": self.buckets,
+            "dim": self.dim,
+            "hidden": self.hidden,
+            "ngrams": self.ngrams,
+            "context_words": self.context_words,
+            "structure": self.structure,
+            "dropout": self.dropout,
+            "features": FEATURES_VERSION,
+        }
+
+    def _hashes_of(self, toks: Sequence[str]) -> list[int]:
+        cache = self._hashes
+        if len(cache) > 1_000_000:
+            cache.clear()
+        return [cache[t] for t in toks]
+
+    def _word_ids(self, toks: Sequence[str], salt: int) -> list[int]:
+        """Unigram and bigram bucket ids; bigrams combine the unigrams' hashes arithmetically."""
+        b = self.buckets
+        hashes = self._hashes_of(toks)
+        if salt:
+            hashes = [h ^ salt for h in hashes]
+        if not hashes:
+            hashes = [salt]
+        ids = [h % b for h in hashes]
+        if self.ngrams >= 2:
+            ids += [((x * 0x9E3779B1 + y) & 0xFFFFFFFF) % b for x, y in itertools.pairwise(hashes)]
+        return ids
+
+    def prepare(self, problem: str, steps: Sequence[str]) -> list[Item]:
+        context = SolutionContext(problem)
+        keys = _prefix_keys(problem, steps)
+        items = []
+        previous = [_CONTEXT_SALT % self.buckets]
+        for i, step in enumerate(steps):
+            facts = step_facts(step)
+            features: dict[str, Any] = {"words": self._word_ids(facts.tokens, _WORD_SALT)}
+            if self.structure:
+                features["struct"] = _structure_ids(context.structural(facts))
+            if self.context_words:
+                features["context"] = previous
+                previous = self._word_ids(facts.tokens, _CONTEXT_SALT)
+            context.advance(facts)
+            items.append(Item(features, (i,), key=keys[i]))
+        return items
+
+    def collate(self, items: Sequence[Item]) -> dict[str, torch.Tensor]:
+        batch = {}
+        for name in items[0].features:
+            batch[name], batch[name + "_offsets"] = _bag([it.features[name] for it in items])
+        return batch
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        parts = [self.words(batch["words"], batch["words_offsets"])]
+        wide = self.words_wide(batch["words"], batch["words_offsets"])
+        if self.structure:
+            parts.append(self.struct(batch["struct"], batch["struct_offsets"]))
+            wide = wide + self.struct_wide(batch["struct"], batch["struct_offsets"])
+        if self.context_words:
+            parts.append(self.context(batch["context"], batch["context_offsets"]))
+        return (self.mlp(torch.cat(parts, dim=1)) + wide).squeeze(1)
+
+
+_WORD_SALT = 0
+_CONTEXT_SALT = 0x5BD1E995
