@@ -60,7 +60,12 @@ def load_backbone(description: dict, directory: Path) -> Backbone:
     """The backbone a checkpoint describes, ready for its saved weights."""
     options = {k: v for k, v in description.items() if k != "name"}
     saved = options.pop("features", FEATURES_VERSION if description["name"] == "hf" else 1)
-    if saved != FEATURES_VERSION and description["name"] != "hf":
+    if saved == 2 and description["name"] in ("bow", "minilm"):
+        # Version 3 added the checks (prm.checks) and changed nothing else: a version 2 model
+        # is exactly a model without them.
+        if description["name"] == "bow":
+            options["checks"] = False
+    elif saved != FEATURES_VERSION and description["name"] != "hf":
         raise ValueError(
             f"{directory} was trained on features version {saved}; this code makes version "
             f"{FEATURES_VERSION}: retrain it"

@@ -4,6 +4,7 @@ scratch."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from prm.backbones.base import (
     _prefix_keys,
     _structure_ids,
 )
+from prm.checks import CHECKS, SolutionChecks
 from prm.features import FEATURES_VERSION, SolutionContext, step_facts
 
 
@@ -29,6 +31,12 @@ class BowBackbone(Backbone):
     when ``context_words`` is on, the previous step's words (mean-pooled). A linear term over the
     same tokens (``wide``) lets rare but telling tokens act directly, as in logistic regression.
     The bags are sparse (only the rows a batch touches are updated), which keeps an epoch short.
+
+    With ``checks`` (the default) each step also goes through the exact checks of its mathematics
+    (``prm.checks``): the checks that fired become structural tokens and, through ``check_bias``,
+    a direct term per check whose starting value is the log odds that the training labels give
+    it (``fit_prior``): a step whose arithmetic is shown wrong starts out as unlikely to be correct
+    as such steps were in the training data, however rare they are.
     """
 
     name = "bow"
@@ -43,6 +51,7 @@ class BowBackbone(Backbone):
         context_words: bool = False,
         structure: bool = True,
         dropout: float = 0.2,
+        checks: bool = True,
     ) -> None:
         super().__init__()
         self.buckets, self.dim, self.hidden, self.ngrams = buckets, dim, hidden, ngrams
@@ -66,6 +75,10 @@ class BowBackbone(Backbone):
         for bag in (self.words_wide, getattr(self, "struct_wide", None)):
             if bag is not None:
                 nn.init.zeros_(bag.weight)
+        self.checks = checks
+        if checks:  # created last and only when on: a model without checks is what it was before
+            self.check_bias = nn.EmbeddingBag(len(CHECKS), 1, mode="sum")
+            nn.init.zeros_(self.check_bias.weight)
         self._hashes = _HashCache()
 
     def describe(self) -> dict:
@@ -78,6 +91,7 @@ class BowBackbone(Backbone):
             "context_words": self.context_words,
             "structure": self.structure,
             "dropout": self.dropout,
+            "checks": self.checks,
             "features": FEATURES_VERSION,
         }
 
@@ -105,11 +119,20 @@ class BowBackbone(Backbone):
         keys = _prefix_keys(problem, steps)
         items = []
         previous = [_CONTEXT_SALT % self.buckets]
+        checker = SolutionChecks(problem) if self.checks else None
         for i, step in enumerate(steps):
             facts = step_facts(step)
             features: dict[str, Any] = {"words": self._word_ids(facts.tokens, _WORD_SALT)}
+            fired: list[str] = []
+            if checker is not None:
+                fired = [f.check for f in checker.step(step)]
+                features["checks"] = [CHECKS.index(name) for name in fired]
             if self.structure:
-                features["struct"] = _structure_ids(context.structural(facts))
+                structural = context.structural(facts)
+                if checker is not None:
+                    structural += [f"check:{name}" for name in fired]
+                    structural.append(f"verified:{min(checker.verified, 3)}")
+                features["struct"] = _structure_ids(structural)
             if self.context_words:
                 features["context"] = previous
                 previous = self._word_ids(facts.tokens, _CONTEXT_SALT)
@@ -131,7 +154,32 @@ class BowBackbone(Backbone):
             wide = wide + self.struct_wide(batch["struct"], batch["struct_offsets"])
         if self.context_words:
             parts.append(self.context(batch["context"], batch["context_offsets"]))
+        if self.checks:
+            wide = wide + self.check_bias(batch["checks"], batch["checks_offsets"])
         return (self.mlp(torch.cat(parts, dim=1)) + wide).squeeze(1)
+
+    @torch.no_grad()
+    def fit_prior(self, items: Sequence[Item]) -> dict[str, float]:
+        """Start each check's term at its log odds ratio on these (training) items' labels.
+
+        Laplace-smoothed: log(P(correct | fired) / P(wrong | fired)) - the same for all steps.
+        Returns the values set, by check name.
+        """
+        if not self.checks:
+            return {}
+        labels = [y for it in items for y in it.labels]
+        base = (sum(labels) + 1) / (len(labels) + 2)
+        fired: dict[int, list[bool]] = {}
+        for it in items:
+            for c in set(it.features.get("checks", ())):
+                fired.setdefault(c, []).extend(it.labels)
+        prior = {}
+        for c, ys in fired.items():
+            rate = (sum(ys) + 1) / (len(ys) + 2)
+            value = math.log(rate / (1 - rate)) - math.log(base / (1 - base))
+            self.check_bias.weight[c, 0] = min(value, 0.0)
+            prior[CHECKS[c]] = round(min(value, 0.0), 4)
+        return prior
 
 
 _WORD_SALT = 0
