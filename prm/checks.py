@@ -56,6 +56,7 @@ CHECKS = (
 )
 STEP_TIME_LIMIT = 0.5  # seconds for all checks of one step; typical steps take well under 5 ms
 MAX_STEP_CHARACTERS = 4000
+MEMORY_STEPS = 5  # how many steps back a value still counts for the contradiction check
 _POINTS = (0.3719, 1.6183, -0.7071)  # where identities are tested (fixed: checks are deterministic)
 # Words that make a step's equations not claims: a negation, a question, a check of a guess.
 _NEGATION = re.compile(
@@ -66,7 +67,8 @@ _NEGATION = re.compile(
 # Words of hypotheses and cases: a variable may take another value there without contradiction.
 _HYPOTHESIS = re.compile(
     r"\b(?:if|when|whenever|suppose|assume|case|cases|try|trying|either|say|consider|would|"
-    r"check|whether|instead|otherwise|for example|another|test|testing)\b",
+    r"check|whether|instead|otherwise|for example|another|test|testing|plug|plugging|"
+    r"substitute|substituting|works?|correct)\b",
     re.I,
 )
 _ROUNDING = re.compile(
@@ -157,11 +159,11 @@ class StepMath:
 _INEQUALITY = re.compile(r"^\s*([A-Za-z])\s*(>|<|\\geq?|\\leq?|\\gt|\\lt)\s*(-?\d+(?:\.\d+)?)\s*$")
 _POSITIVE = re.compile(
     r"\b(positive|nonnegative|non-negative)\s+(?:real\s+|odd\s+|even\s+|whole\s+)?"
-    r"(?:integer|number|value|root|solution|divisor|length)s?,?\s*"
+    r"(?:integer|number|value|root|solution|divisor|length)s?,?\s*(?:(?:for|of)\s+)?"
     r"((?:\$[^$]{1,30}\$(?:\s*,?\s*(?:and\s+)?)?)+)"
 )
 _POSITIVE_AFTER = re.compile(
-    r"((?:\$[^$]{1,30}\$\s*,?\s*(?:and\s+)?)+)\s*(?:is|are|must be)\s+(?:both\s+|all\s+)?"
+    r"((?:\$[^$]{1,30}\$\s*,?\s*(?:and\s+)?)+)\s*(?:is|are|must be|be)\s+(?:both\s+|all\s+)?"
     r"(?:a\s+)?(positive|nonnegative|non-negative)"
 )
 _ANSWER = re.compile(r"#\s*Answer\s*\n+\s*(.+?)\s*$", re.S)
@@ -273,6 +275,12 @@ def _solve(a: Expr, b: Expr, symbol: str, env: dict[str, float]) -> list[float] 
 # -- percent and units, from the words ---------------------------------------------------------
 
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"
+_BARE_PERCENT = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*\\?%\s*$")
+_PERCENT_MENTION = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(?:%|percent\b)\s*of\b[^.;]{0,40}?(?<![\d.])(\d[\d,]*(?:\.\d+)?)"
+    r"([^;]{0,120})"
+)
+_ANY_NUMBER = re.compile(r"(?<![\d.])\d[\d,]*(?:\.\d+)?")
 _PERCENT = re.compile(
     _NUM + r"\s*(?:\\?%|percent)\s+of\s+(?:the\s+)?\$?\s*\\?\$?" + _NUM + r"\s*\$?\s*"
     r"(?:[a-z]+\s+){0,2}(?:is|are|=|equals|gives|would be|comes to)\s+\$?\\?\$?\s*"
@@ -328,6 +336,15 @@ def word_findings(text: str) -> tuple[Finding, ...]:
         if not close(p * whole / 100, result, m.group(3), bool(_ROUNDING.search(plain))):
             reason = f"{m.group(1)}% of {m.group(2)} is {_fmt(p * whole / 100)}, not {m.group(3)}"
             found.append(Finding("percent", reason))
+    if not found:  # "25% of 80 ... 2000": the product, never divided by 100
+        for m in _PERCENT_MENTION.finditer(plain):
+            p, w = _number(m.group(1)), _number(m.group(2))
+            later = [_number(n) for n in _ANY_NUMBER.findall(m.group(3))]
+            if p in (0.0, 100.0) or w in (0.0, 1.0):
+                continue
+            if any(close(r, p * w) and not close(r, p * w / 100) for r in later):
+                reason = f"{_fmt(p * w)} is {_fmt(p)} times {_fmt(w)}, not {_fmt(p)}% of it"
+                found.append(Finding("percent", reason))
     for m in _CONVERSION.finditer(plain):
         a, unit_a, b, unit_b = _number(m[1]), m[2], _number(m[3]), m[4]
         (kind_a, fa), (kind_b, fb) = _UNITS[unit_a], _UNITS[unit_b]
@@ -419,7 +436,13 @@ class SolutionChecks:
         return found
 
     def _env(self) -> dict[str, float]:
-        return {s: v[0] for s, (v, _) in self.known.items() if len(v) == 1}
+        """Variables with one known value, stated in the problem or the last few steps: long
+        solutions reuse letters for new things."""
+        return {
+            s: v[0]
+            for s, (v, at) in self.known.items()
+            if len(v) == 1 and (at < 0 or self.position - at <= MEMORY_STEPS)
+        }
 
     def _where(self, symbol: str) -> str:
         at = self.known[symbol][1]
@@ -450,6 +473,7 @@ class SolutionChecks:
         several = {symbol for symbol, n in assigned.items() if n > 1}
         if facts.disjunction:
             several |= {symbol for symbol, n in conditions.items() if n > 1}
+        renewed = self._renewed(facts, stated)
         for st in facts.statements:
             numeric = [e for e in st.exprs if e is not None and not e.symbols]
             if numeric:
@@ -458,12 +482,11 @@ class SolutionChecks:
             env = self._env()
             if st.alternatives or several & st.symbols:
                 continue
-            renewed = {
-                s: v
-                for s, v in stated.items()
-                if s in st.symbols and s in env and self.known[s][1] < self.position
-            }
-            if renewed:
+            first = st.exprs[0]
+            if first is not None and isinstance(first.tree, ast.Name) and first.tree.id in renewed:
+                self.known[first.tree.id] = ([renewed[first.tree.id]], self.position)
+                continue
+            if renewed.keys() & st.symbols:
                 env = {**env, **renewed}
             for i, (a, b) in enumerate(zip(st.exprs, st.exprs[1:], strict=False)):
                 if a is None or b is None or (a.units != b.units and (a.units or b.units)):
@@ -473,12 +496,41 @@ class SolutionChecks:
                 )
         return found
 
+    def _renewed(self, facts: StepMath, stated: dict[str, float]) -> dict[str, float]:
+        """Variables this step gives a new value *and* an equation that value solves ("solving
+        $2x - 3 = 1.8$ yields $x = 2.4$"): a fresh derivation, not a contradiction of before."""
+        env = self._env()
+        out = {}
+        for symbol, value in stated.items():
+            if symbol not in env or close(env[symbol], value):
+                continue
+            trial = {**env, symbol: value}
+            for st in facts.statements:
+                first = st.exprs[0]
+                if symbol not in st.symbols or (
+                    first is not None and isinstance(first.tree, ast.Name)
+                ):
+                    continue
+                pairs = zip(st.exprs, st.exprs[1:], strict=False)
+                with suppress(Unevaluable):
+                    if any(
+                        a is not None
+                        and b is not None
+                        and a.symbols | b.symbols <= trial.keys()
+                        and close(a.value(trial), b.value(trial))
+                        for a, b in pairs
+                    ):
+                        out[symbol] = value
+                        break
+        return out
+
     def _link(self, st, i, a, b, env, *, quiet, calm, rounding) -> list[Finding]:
         claim = f"{st.parts[i]} = {st.parts[i + 1]}"
         if not a.symbols and not b.symbols:
             left, right = a.value(), b.value()
+            bare = _BARE_PERCENT.match(st.parts[i]) or _BARE_PERCENT.match(st.parts[i + 1])
             if close(left, right, st.parts[i + 1], rounding) or (
-                a.percent != b.percent and (close(left, right * 100) or close(left * 100, right))
+                bare and (close(left, right * 100) or close(left * 100, right))
             ):
                 self.verified += 1
                 return []
@@ -524,6 +576,8 @@ class SolutionChecks:
     def _assign(self, symbol, roots, st, claim, *, quiet) -> list[Finding]:
         found = []
         before = self.known.get(symbol)
+        if before and before[1] >= 0 and self.position - before[1] > MEMORY_STEPS:
+            before = None
         if before and before[1] == self.position and not st.alternatives:
             quiet = False  # the same step derived another value: hypotheses do not excuse that
         if before and not quiet and not any(close(r, v) for r in roots for v in before[0]):

@@ -39,7 +39,8 @@ _UNSUPPORTED = re.compile(
     r"underbrace|hat|bar|max|min|gcd|lcm)\b|[<>|!'\"?:;]|\\\{|\\\}"
 )
 # What latex2sympy may take instead (a subset of the above that it reads reliably).
-_FALLBACK_ONLY = re.compile(r"\\(?:binom|lfloor|lceil|sin|cos|tan|log|ln)\b|!|\|")
+# (Not trigonometry: degrees or radians is anyone's guess.)
+_FALLBACK_ONLY = re.compile(r"\\(?:binom|lfloor|lceil|log|ln)\b|!|\|")
 
 _FUNCTIONS = {
     "sqrt": lambda x: _check(math.sqrt(x)),
