@@ -65,7 +65,7 @@ def main() -> None:
     print(f"suite: {len(cases)} corrupted solutions (seed {args.seed}) in "
           f"{time.perf_counter() - started:.1f} s; sources: "
           + ", ".join(f"{s} {sum(c.source == s for c in cases)}"
-                      for s in ("math_train", "qwen", "prm800k")))  # fmt: skip
+                      for s in ("math_train", "gsm8k", "qwen", "prm800k")))  # fmt: skip
     models = [tuple(m.split("=", 1)) for m in args.model] or default_models()
 
     by_kind: dict[str, list] = defaultdict(list)

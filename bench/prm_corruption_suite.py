@@ -1,8 +1,10 @@
 """A seeded suite of corrupted solutions for the PRM, built from correct ones in ../shared/data.
 
 Sources: MATH reference solutions (``math_train``, split into sentences outside the maths),
-Qwen2.5-Math samples graded correct (steps on blank lines) and PRM800K phase 1 paths whose every
-chosen step was rated +1, from problems outside the PRM's training split. Each corruption changes
+GSM8K test reference solutions (one step a line, calculator annotations removed, ``#### N`` as
+PRM800K's ``# Answer``), Qwen2.5-Math samples graded correct (steps on blank lines) and PRM800K
+phase 1 paths whose every chosen step was rated +1, from problems outside the PRM's training
+split. Each corruption changes
 one step in a way that needs more than a changed number to notice, and the corrupted step and
 every step after it count as wrong:
 
@@ -72,7 +74,7 @@ def sentences(solution: str) -> list[str]:
     return [re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], p) for p in parts]
 
 
-def solutions(data: Path, *, limit_math: int = 4000) -> Iterator[tuple[str, str, list[str]]]:
+def solutions(data: Path, *, limit_math: int = 12000) -> Iterator[tuple[str, str, list[str]]]:
     """(source, problem, steps) of correct solutions with 2 to 14 steps."""
     with (data / "math_train" / "train.jsonl").open() as fh:
         for i, line in enumerate(fh):
@@ -93,6 +95,15 @@ def solutions(data: Path, *, limit_math: int = 4000) -> Iterator[tuple[str, str,
                 steps = [s.strip() for s in response.split("\n\n") if s.strip()]
                 if correct and 2 <= len(steps) <= 14:
                     yield "qwen", row["question"], steps
+    with (data / "gsm8k" / "test.jsonl").open() as fh:
+        for line in fh:
+            row = json.loads(line)
+            text = re.sub(r"<<[^>]*>>", "", row["answer"]).replace("$", "\\$")
+            body, _, answer = text.partition("####")
+            steps = [s.strip() for s in body.split("\n") if s.strip()]
+            steps.append(f"# Answer\n\n{answer.strip()}")
+            if 2 <= len(steps) <= 14:
+                yield "gsm8k", row["question"], steps
     path = data / "prm800k_phase1_human_labels" / "phase1_train.trajectories.jsonl"
     with path.open() as fh:
         for line in fh:
@@ -304,22 +315,29 @@ CORRUPT = {
 
 
 def build_suite(data: Path, *, per_kind: int = 60, seed: int = 0) -> list[Case]:
-    """Up to ``per_kind`` cases of each kind, from a seeded shuffle of the correct solutions."""
+    """Up to ``per_kind`` cases of each kind from a seeded shuffle of the correct solutions: at
+    most a third from each source while the others have candidates, one per problem."""
     rng = random.Random(seed)
     pool = list(solutions(data))
     rng.shuffle(pool)
+    sources = ("math_train", "gsm8k", "qwen", "prm800k")
     cases: list[Case] = []
     for kind in KINDS:
-        count = 0
+        made_by: dict[str, list[Case]] = {source: [] for source in sources}
+        seen: set[str] = set()
         for source, problem, steps in pool:
-            if count >= per_kind:
-                break
+            if len(made_by[source]) >= per_kind or problem in seen:
+                continue
             made = CORRUPT[kind](problem, steps, random.Random(f"{seed}:{kind}:{problem}"))
-            if made is None:
+            if made is None or made[0][made[1]] == steps[made[1]]:
                 continue
+            seen.add(problem)
             corrupted, index = made
-            if corrupted[index] == steps[index]:
-                continue
-            cases.append(Case(kind, source, problem, tuple(steps), tuple(corrupted), index))
-            count += 1
+            made_by[source].append(
+                Case(kind, source, problem, tuple(steps), tuple(corrupted), index)
+            )
+        quota = -(-per_kind // len(sources))
+        picked = [c for source in sources for c in made_by[source][:quota]]
+        rest = [c for source in sources for c in made_by[source][quota:]]
+        cases += picked + rest[: max(0, per_kind - len(picked))]
     return cases

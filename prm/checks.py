@@ -32,9 +32,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from prm.features import arithmetic_failures
+from prm.features import arithmetic_failures, arithmetic_results
 from prm.latex import (
     ALTERNATIVES,
+    DOLLAR,
     Expr,
     Unevaluable,
     chain,
@@ -72,7 +73,7 @@ _HYPOTHESIS = re.compile(
     re.I,
 )
 _ROUNDING = re.compile(
-    r"\b(?:round|rounded|nearest|approximately|about|roughly|estimate)\b|\\approx"
+    r"\b(?:round|rounded|rounding|nearest|approximately|roughly|estimate)\b|\\approx"
 )
 
 
@@ -120,7 +121,7 @@ def close(a: float, b: float, written: str = "", rounding: bool = False) -> bool
     decimals = re.fullmatch(r"-?\d+\.(\d+)", written.strip())
     if decimals:
         tolerance = max(tolerance, 0.5 * 10 ** -len(decimals.group(1)) + 1e-12)
-    elif rounding and b == int(b):
+    elif rounding and b == int(b) and a != int(a):
         tolerance = max(tolerance, 1.0)
     return abs(a - b) <= tolerance
 
@@ -249,6 +250,35 @@ def _difference_is_constant(a: Expr, b: Expr) -> float | None:
         return None
 
 
+def _listed_values(facts: StepMath, symbols: set[str]) -> list[Finding]:
+    """``(x-1)(x+3)(x-3) = 0``, so ``x = 1``, ``x = -3`` and ``x = 3``: when a step lists values
+    of one variable after an equation in that variable alone, each must solve it."""
+    found = []
+    for symbol in sorted(symbols):
+        values, equations = [], []
+        for st in facts.statements:
+            first, last = st.exprs[0], st.exprs[-1]
+            if first is not None and isinstance(first.tree, ast.Name) and first.tree.id == symbol:
+                if last is not None and not last.symbols:
+                    with suppress(Unevaluable):
+                        values.append(last.value())
+            elif st.symbols == {symbol} and len(st.exprs) == 2 and None not in st.exprs:
+                equations.append(st)
+        for st in equations:
+            a, b = st.exprs
+            wrong = []
+            for v in values:
+                with suppress(Unevaluable):
+                    if not close(a.value({symbol: v}), b.value({symbol: v})):
+                        wrong.append(v)
+            if wrong:
+                claim = f"{st.parts[0]} = {st.parts[1]}"
+                reason = f"{symbol} = {_fmt(wrong[0])} does not solve {claim}"
+                found.append(Finding("contradiction", reason))
+                return found
+    return found
+
+
 def _solve(a: Expr, b: Expr, symbol: str, env: dict[str, float]) -> list[float] | None:
     """Real roots of ``a = b`` in ``symbol`` when it is a polynomial of degree 1 or 2 there."""
     try:
@@ -312,10 +342,45 @@ _UNITS = {
 }
 _UNIT = r"(" + "|".join(sorted(_UNITS, key=len, reverse=True)) + r")s?\b"
 _CONVERSION = re.compile(
-    _NUM + r"\s*" + _UNIT + r"\s*(?:is|are|=|equals|is equal to|is the same as|make|makes)\s+"
+    r"(?<![\d.,])(?<![*×/+\-x]\s)(?<![*×/+\-x])"
+    + _NUM
+    + r"\s*"
+    + _UNIT
+    + r"\s*(?:is|are|=|equals|is equal to|is the same as|make|makes)\s+"
     r"(?:equal to\s+)?" + _NUM + r"\s*" + _UNIT
 )
-_PER = re.compile(_NUM + r"\s*" + _UNIT + r"\s+in\s+(?:a|an|one|1|" + _NUM + r")\s+" + _UNIT)
+_PER = re.compile(
+    r"\b(?:are|is)\s+" + _NUM + r"\s*" + _UNIT + r"\s+in\s+(?:a|an|one|1|" + _NUM + r")\s+" + _UNIT
+)
+# "8 feet + 2 feet = 10 feet": two numbers with their nouns, one operation, a result
+_UNIT_WORD = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s+([a-z]{3,})\s*([-+*/])\s*(\d+(?:\.\d+)?)\s+([a-z]{3,})"
+    r"\s*=\s*(\d+(?:\.\d+)?)(?![\d.]\d)"
+)
+_TIMES = re.compile(r"(?<=[\d\w])\s*[x×]\s*(?=[\d.])")
+
+
+def _plain_arithmetic(text: str) -> str:
+    """A step's words, ready for the plain-text arithmetic check: no maths, no currency signs,
+    ``8 x 2`` as ``8 * 2``, dashes as minus signs."""
+    text = strip_math(text).replace(DOLLAR, " ").replace("$", " ")
+    return _TIMES.sub(" * ", text.replace("–", "-").replace("—", "-"))
+
+
+def _worded_failures(text: str) -> list[str]:
+    """``8 feet + 2 feet = 13 feet``: one operation on two numbers with their nouns."""
+    out = []
+    for m in _UNIT_WORD.finditer(text):
+        a, noun_a, op, b, noun_b, result = m.groups()
+        if noun_a.lower().rstrip("s") != noun_b.lower().rstrip("s"):
+            continue  # 3 hours + 20 minutes, 1 teacher + 1 himself: not one quantity
+        if re.search(r"[-+*/]\s*$", text[: m.start()]) or re.match(r"\s*[-+*/]", text[m.end() :]):
+            continue  # the middle of a longer sum
+        x, y = _number(a), _number(b)
+        value = {"+": x + y, "-": x - y, "*": x * y, "/": x / y if y else None}[op]
+        if value is not None and not close(value, _number(result), result):
+            out.append(f"{a} {noun_a} {op} {b} {noun_b} = {result}")
+    return out
 
 
 def _number(text: str) -> float:
@@ -381,6 +446,7 @@ class SolutionChecks:
         self.conditions: dict[str, list[tuple[str, float]]] = {}
         self.results: list[float] = []  # values computed or solved for, in order
         self.previous_numbers: list[float] = []
+        self.results_before_previous = 0
         # single-variable equations not solved here (degree > 2): a value found later must fit
         self.pending: dict[str, list[tuple[Expr, Expr, str, int]]] = {}
         self.position = -1  # the problem
@@ -413,9 +479,11 @@ class SolutionChecks:
         negated = bool(_NEGATION.search(plain)) or "?" in text
         hypothesis = negated or bool(_HYPOTHESIS.search(plain))
         found = []
+        outside = _plain_arithmetic(text)
         if not negated:
-            failures = arithmetic_failures(strip_math(text))
+            failures = arithmetic_failures(outside) + _worded_failures(outside)
             found += [Finding("arithmetic", f"{run} does not hold") for run in failures]
+        self.results += arithmetic_results(outside)
         found += word_findings(text)
         facts = read_step(text)
         rounding = bool(_ROUNDING.search(text))
@@ -424,7 +492,10 @@ class SolutionChecks:
         numbers = [_number(n) for n in _STEP_NUMBER.findall(_without_answer(text))]
         if facts.answer is not None and earlier and facts.bare_answer and not negated:
             answer = facts.answer
-            values = self.results + numbers + self.previous_numbers
+            # numbers of the step before count when it computed nothing we could read
+            values = self.results + numbers
+            if len(earlier) == self.results_before_previous:
+                values += self.previous_numbers
             if not any(
                 close(v, answer, rounding=rounding)
                 or (facts.answer_percent and close(v, answer * 100, rounding=rounding))
@@ -433,6 +504,7 @@ class SolutionChecks:
                 reason = f"the answer {facts.answer_text} is not {_fmt(earlier[-1])}, found last"
                 found.append(Finding("final_answer", reason))
         self.previous_numbers = numbers
+        self.results_before_previous = len(earlier)
         return found
 
     def _env(self) -> dict[str, float]:
@@ -473,6 +545,8 @@ class SolutionChecks:
         several = {symbol for symbol, n in assigned.items() if n > 1}
         if facts.disjunction:
             several |= {symbol for symbol, n in conditions.items() if n > 1}
+        if several and not quiet:
+            found += _listed_values(facts, several)
         renewed = self._renewed(facts, stated)
         for st in facts.statements:
             numeric = [e for e in st.exprs if e is not None and not e.symbols]
@@ -489,7 +563,7 @@ class SolutionChecks:
             if renewed.keys() & st.symbols:
                 env = {**env, **renewed}
             for i, (a, b) in enumerate(zip(st.exprs, st.exprs[1:], strict=False)):
-                if a is None or b is None or (a.units != b.units and (a.units or b.units)):
+                if a is None or b is None or (a.units and b.units and a.units != b.units):
                     continue
                 found += self._link(
                     st, i, a, b, env, quiet=quiet, calm=hypothesis, rounding=rounding

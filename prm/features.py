@@ -144,6 +144,16 @@ def arithmetic_failures(text: str) -> list[str]:
     return [run for run, holds in _numeric_links(text) if not holds]
 
 
+def arithmetic_results(text: str) -> list[float]:
+    """The value each numeric equation of ``arithmetic_check`` arrives at (its last part)."""
+    out = []
+    for run, holds in _numeric_links(text):
+        value = _evaluate(run.split("=")[-1])
+        if holds and value is not None:
+            out.append(value)
+    return out
+
+
 def _numeric_links(text: str) -> list[tuple[str, bool]]:
     if "=" not in text or not _NUMERIC_EQUATION.search(text):
         return []

@@ -25,7 +25,12 @@ MAX_FACTORIAL = 60
 MAX_MAGNITUDE = 1e60
 MAX_PART_LENGTH = 160
 
-_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\[(.+?)\\\]|\\\((.+?)\\\)", re.S)
+_SPAN = re.compile(
+    r"\$\$(.+?)\$\$|\$(.+?)\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|"
+    r"\\begin\{(?:align|equation|eqnarray|gather|multline)\*?\}(.+?)\\end\{"
+    r"(?:align|equation|eqnarray|gather|multline)\*?\}",
+    re.S,
+)
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
 DOLLAR = "\x01"  # an escaped dollar sign, so that it neither opens maths nor vanishes
 _MIXED = re.compile(r"(?<![\d.])(\d+)\s*(\\[dt]?frac\s*\{\d+\}\s*\{\d+\})")
@@ -286,10 +291,26 @@ _TOKEN = re.compile(
 _SUBSCRIPT = re.compile(r"([A-Za-z])_\{?([A-Za-z0-9]+)\}?")
 
 
+# Words that change a number (2 dozen), name an operation (3 Y 2, cis) or a remainder: the
+# expression is not the number beside them.
+_NOT_UNITS = re.compile(
+    r"^\s*(?:dozen|hundred|thousand|million|billion|remainder|r|R|[A-Z]|cis|mod|choose|of|"
+    r"and|or|if|for|when|where)\s*$"
+)
+
+
+def _text_or_refuse(m: re.Match) -> str:
+    word = m.group(1)
+    if not _UNIT_WORDS.match(word) or _NOT_UNITS.match(word):
+        return "\x00"
+    after = m.string[m.end() : m.end() + 2].lstrip()
+    return "\x00" if after.startswith("(") else " "
+
+
 def _to_python(text: str) -> str:
     """LaTeX arithmetic and algebra as a Python expression, with implicit products made explicit."""
     text = _MIXED.sub(r"(\1+\2)", text)
-    text = _TEXT.sub(lambda m: " " if _UNIT_WORDS.match(m.group(1)) else "\x00", text)
+    text = _TEXT.sub(_text_or_refuse, text)
     for old, new in _SIMPLE:
         text = text.replace(old, new)
     text = _SUBSCRIPT.sub(r"\1_\2", text)
