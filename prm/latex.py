@@ -24,6 +24,7 @@ MAX_EXPONENT = 64
 MAX_FACTORIAL = 60
 MAX_MAGNITUDE = 1e60
 MAX_PART_LENGTH = 160
+MAX_FALLBACK_LENGTH = 60
 
 _SPAN = re.compile(
     r"\$\$(.+?)\$\$|\$(.+?)\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|"
@@ -45,6 +46,16 @@ _UNSUPPORTED = re.compile(
 )
 # What latex2sympy may take instead (a subset of the above that it reads reliably).
 # (Not trigonometry: degrees or radians is anyone's guess.)
+# What the translator reads itself, though _UNSUPPORTED lists it: 5!, \binom{5}{2}, |x - 3|,
+# \lfloor x \rfloor (anything else with these symbols goes to latex2sympy).
+_OWN = re.compile(
+    r"(?<![\w)}])\d+!|\\[dt]?binom|\\lfloor|\\rfloor|\\lceil|\\rceil|"
+    r"(?<![|\\])\|(?=[^|]+\|)[^|]+\|"
+)
+_NOT_FOR_FALLBACK = re.compile(
+    r"\\(?:sum|int|lim|begin|infty|mathbf|bold|boldsymbol|vec|overline|gcd|lcm|sin|cos|tan|"
+    r"angle|lvert|rvert|\|)"
+)
 _FALLBACK_ONLY = re.compile(r"\\(?:binom|lfloor|lceil|log|ln)\b|!|\|")
 
 _FUNCTIONS = {
@@ -240,7 +251,7 @@ _SIMPLE = (
     ("^\\circ", ""),
     ("^{\\circ}", ""),
 )
-_COMMAND = re.compile(r"\\[dt]?frac|\\sqrt")
+_COMMAND = re.compile(r"\\[dt]?frac|\\sqrt|\\[dt]?binom")
 _ARG = re.compile(r"\s*(\{|\d|[A-Za-z])")
 _UNIT_WORDS = re.compile(r"^[A-Za-z\s.]*$")
 
@@ -277,6 +288,10 @@ def _expand_commands(text: str) -> str:
             a, j = _argument(text, m.end())
             b, j = _argument(text, j)
             out.append(f"(({_expand_commands(a)})/({_expand_commands(b)}))")
+        elif m.group().endswith("binom"):
+            a, j = _argument(text, m.end())
+            b, j = _argument(text, j)
+            out.append(f"binomial(({_expand_commands(a)}),({_expand_commands(b)}))")
         else:
             a, j = _argument(text, m.end())
             out.append(f"sqrt({_expand_commands(a)})")
@@ -285,8 +300,8 @@ def _expand_commands(text: str) -> str:
 
 
 _TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+\.\d+|\d+|\.\d+)|(?P<fn>sqrt)\(|(?P<const>pi)(?![A-Za-z])|"
-    r"(?P<name>[A-Za-z](?:_[A-Za-z0-9]+)?)|(?P<op>\*\*|[-+*/^()]))"
+    r"\s*(?:(?P<num>\d+\.\d+|\d+|\.\d+)|(?P<fn>sqrt|binomial|factorial|floor|ceiling|Abs)\(|(?P<const>pi)(?![A-Za-z])|"
+    r"(?P<name>[A-Za-z](?:_[A-Za-z0-9]+)?)|(?P<op>\*\*|[-+*/^(),]))"
 )
 _SUBSCRIPT = re.compile(r"([A-Za-z])_\{?([A-Za-z0-9]+)\}?")
 
@@ -314,6 +329,10 @@ def _to_python(text: str) -> str:
     for old, new in _SIMPLE:
         text = text.replace(old, new)
     text = _SUBSCRIPT.sub(r"\1_\2", text)
+    text = re.sub(r"(?<![\w)}])(\d+)!", r"factorial(\1)", text)
+    text = text.replace("\\lfloor", "floor(").replace("\\rfloor", ")")
+    text = text.replace("\\lceil", "ceiling(").replace("\\rceil", ")")
+    text = re.sub(r"\|([^|]+)\|", r"Abs(\1)", text)
     text = _expand_commands(text).replace("{", "(").replace("}", ")").replace("[", "(")
     text = text.replace("]", ")")
     if "\\" in text or "\x00" in text:
@@ -327,7 +346,7 @@ def _to_python(text: str) -> str:
             raise Unevaluable(f"unexpected {text[i]!r}")
         i = m.end()
         if m.group("fn"):
-            tokens.append(("fn", "sqrt("))
+            tokens.append(("fn", m.group("fn") + "("))
         elif m.group("const"):
             tokens.append(("name", "pi"))
         elif m.group("num"):
@@ -362,7 +381,12 @@ def load_parser() -> tuple:
     from latex2sympy2_extended.latex2sympy2 import ConversionConfig, latex2sympy
     from latex2sympy2_extended.math_normalization import NormalizationConfig
 
-    return ConversionConfig, latex2sympy, NormalizationConfig
+    parser = ConversionConfig, latex2sympy, NormalizationConfig
+    for warm in (r"\log(8)+\ln(2)", r"\frac{8!}{4!(8-4)!}", r"|x-3|+\lfloor x\rfloor"):
+        # the parser builds its prediction tables on first use (most of a call's cost): once
+        # here, before any time limit, and before a scorer forks its workers
+        latex2sympy(warm)
+    return parser
 
 
 def _from_sympy(text: str) -> str:
@@ -393,9 +417,11 @@ def parse(part: str) -> Expr:
     part = part.strip().rstrip(".").strip()
     if not part or len(part) > MAX_PART_LENGTH:
         raise Unevaluable("empty or too long")
-    if _UNSUPPORTED.search(part):
-        if not _FALLBACK_ONLY.search(part) or re.search(r"\\(?:sum|int|lim|begin|infty)", part):
+    if _UNSUPPORTED.search(_OWN.sub(" ", part)):
+        if not _FALLBACK_ONLY.search(part) or _NOT_FOR_FALLBACK.search(part):
             raise Unevaluable("unsupported notation")
+        if len(part) > MAX_FALLBACK_LENGTH:  # the parser takes ~0.1 s on a long expression
+            raise Unevaluable("too long for latex2sympy")
         python = _from_sympy(part)
     else:
         python = _to_python(part)

@@ -170,3 +170,17 @@ def test_the_bow_features_with_checks_are_deterministic():
     ]
     without = build_backbone("bow", checks=False).prepare(problem, steps)
     assert all("checks" not in it.features for it in without)
+
+
+def test_a_check_never_seen_in_training_starts_from_the_pooled_prior():
+    from prm.backbones.base import Item
+
+    backbone = build_backbone("bow")
+    arithmetic = CHECKS.index("arithmetic")
+    items = [Item({"checks": [arithmetic]}, (0,), key=i, labels=(i % 4 == 0,)) for i in range(40)]
+    items += [Item({"checks": []}, (0,), key=100 + i, labels=(i % 5 != 0,)) for i in range(200)]
+    prior = backbone.fit_prior(items)
+    assert prior["arithmetic"] < prior["units"] < 0  # seen and telling; unseen but pooled
+    units = backbone.check_bias.weight[CHECKS.index("units"), 0].item()
+    assert units == pytest.approx(prior["units"], abs=1e-4)
+    assert build_backbone("bow", checks=False).fit_prior(items) == {}

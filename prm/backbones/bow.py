@@ -162,25 +162,35 @@ class BowBackbone(Backbone):
     def fit_prior(self, items: Sequence[Item]) -> dict[str, float]:
         """Start each check's term at its log odds ratio on these (training) items' labels.
 
-        Laplace-smoothed: log(P(correct | fired) / P(wrong | fired)) - the same for all steps.
-        Returns the values set, by check name.
+        log(P(correct | fired) / P(wrong | fired)) - log(P(correct) / P(wrong)), with each check's
+        rate shrunk towards the rate of all checks together (``PRIOR_STRENGTH`` pseudo-steps):
+        a check that rarely or never fires in the training data (units, percentages in PRM800K)
+        starts where the checks as a whole stand, not at zero. Returns the values by check name.
         """
         if not self.checks:
             return {}
         labels = [y for it in items for y in it.labels]
         base = (sum(labels) + 1) / (len(labels) + 2)
-        fired: dict[int, list[bool]] = {}
+        fired: dict[int, list[bool]] = {c: [] for c in range(len(CHECKS))}
+        pooled: list[bool] = []
         for it in items:
-            for c in set(it.features.get("checks", ())):
-                fired.setdefault(c, []).extend(it.labels)
+            found = set(it.features.get("checks", ()))
+            for c in found:
+                fired[c].extend(it.labels)
+            if found:
+                pooled.extend(it.labels)
+        if not pooled:
+            return {}
+        pooled_rate = (sum(pooled) + 1) / (len(pooled) + 2)
         prior = {}
         for c, ys in fired.items():
-            rate = (sum(ys) + 1) / (len(ys) + 2)
-            value = math.log(rate / (1 - rate)) - math.log(base / (1 - base))
-            self.check_bias.weight[c, 0] = min(value, 0.0)
-            prior[CHECKS[c]] = round(min(value, 0.0), 4)
+            rate = (sum(ys) + PRIOR_STRENGTH * pooled_rate) / (len(ys) + PRIOR_STRENGTH)
+            value = min(math.log(rate / (1 - rate)) - math.log(base / (1 - base)), 0.0)
+            self.check_bias.weight[c, 0] = value
+            prior[CHECKS[c]] = round(value, 4)
         return prior
 
 
+PRIOR_STRENGTH = 20
 _WORD_SALT = 0
 _CONTEXT_SALT = 0x5BD1E995
