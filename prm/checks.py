@@ -72,6 +72,13 @@ _HYPOTHESIS = re.compile(
     r"substitute|substituting|works?|correct)\b",
     re.I,
 )
+# Answers that count, select or combine in words: the last value computed need not be the answer.
+_SELECTION = re.compile(
+    r"\b(?:how many|number of|possible|ways|solutions|values|such|pairs|there (?:are|is)|"
+    r"sum|product|total|digits?|base|largest|smallest|greatest|least|maximum|minimum|prime|"
+    r"factors?|divisors?|multiples?|remainder|integers?)\b",
+    re.I,
+)
 _ROUNDING = re.compile(
     r"\b(?:round|rounded|rounding|nearest|approximately|roughly|estimate)\b|\\approx"
 )
@@ -490,7 +497,8 @@ class SolutionChecks:
         earlier = list(self.results)
         found += self._learn(facts, quiet=negated, hypothesis=hypothesis, rounding=rounding)
         numbers = [_number(n) for n in _STEP_NUMBER.findall(_without_answer(text))]
-        if facts.answer is not None and earlier and facts.bare_answer and not negated:
+        selects = bool(_SELECTION.search(plain))
+        if facts.answer is not None and earlier and facts.bare_answer and not (negated or selects):
             answer = facts.answer
             # numbers of the step before count when it computed nothing we could read
             values = self.results + numbers
