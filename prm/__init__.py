@@ -8,6 +8,7 @@ The app's API (torch is imported on first use, so ``import prm.data`` stays ligh
     scorer.score([(problem, [step, ...]), ...])            # per-step P(correct)
     scorer.solution_scores(solutions, aggregate="product")  # or "min", "last"
     prm.evaluate(scorer, "export.jsonl")                     # held-out metrics
+    prm.check_solution(problem, [step, ...])                 # per step, the checks that fired
 
 The CLI is ``python -m prm train|eval|score`` (``--help``).
 """
@@ -21,6 +22,7 @@ __all__ = [
     "Scorer",
     "Solution",
     "TrainConfig",
+    "check_solution",
     "evaluate",
     "load",
     "read_dataset",
@@ -40,6 +42,7 @@ _LAZY = {
     "load": "prm.scoring",
     "runtime_threads": "prm.runtime",
     "evaluate": "prm.evaluation",
+    "check_solution": "prm.checks",
 }
 
 

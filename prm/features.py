@@ -22,7 +22,8 @@ from functools import lru_cache
 
 # Bump when tokens or structural tokens change: a checkpoint's weights only mean something with
 # the features it was trained on, and loading refuses a mismatch rather than scoring garbage.
-FEATURES_VERSION = 2
+# 3: the exact checks of prm.checks (``bow`` option ``checks``; a version 2 model is one without).
+FEATURES_VERSION = 3
 
 # Keeps single characters and symbols (`x`, `2`, `=`, `$`): sklearn's default pattern drops them
 # and loses about 0.04 AUROC on this data.
@@ -129,10 +130,35 @@ def arithmetic_check(text: str) -> tuple[int, int]:
     rounding (``22/7 = 3.14``) and an integer result may be a floor or a rounding. On PRM800K phase
     1 about 1% of steps have a failing equation, and 89% of those were rated negative (37% overall).
     """
-    if "=" not in text or not _NUMERIC_EQUATION.search(text):
-        return 0, 0
-    t = _to_python_arithmetic(text)
     good = bad = 0
+    for _, holds in _numeric_links(text):
+        if holds:
+            good += 1
+        else:
+            bad += 1
+    return good, bad
+
+
+def arithmetic_failures(text: str) -> list[str]:
+    """The numeric equations of ``arithmetic_check`` that do not hold, as written (normalised)."""
+    return [run for run, holds in _numeric_links(text) if not holds]
+
+
+def arithmetic_results(text: str) -> list[float]:
+    """The value each numeric equation of ``arithmetic_check`` arrives at (its last part)."""
+    out = []
+    for run, holds in _numeric_links(text):
+        value = _evaluate(run.split("=")[-1])
+        if holds and value is not None:
+            out.append(value)
+    return out
+
+
+def _numeric_links(text: str) -> list[tuple[str, bool]]:
+    if "=" not in text or not _NUMERIC_EQUATION.search(text):
+        return []
+    t = _to_python_arithmetic(text)
+    out = []
     for match in _RUN.finditer(t):
         start, end = match.span()
         while start < end and t[start].isspace():
@@ -164,11 +190,9 @@ def arithmetic_check(text: str) -> tuple[int, int]:
                 tolerance = 1.0
             else:
                 tolerance = 0.0
-            if abs(left - right) <= tolerance + 1e-9 * max(1.0, abs(left), abs(right)):
-                good += 1
-            else:
-                bad += 1
-    return good, bad
+            holds = abs(left - right) <= tolerance + 1e-9 * max(1.0, abs(left), abs(right))
+            out.append((" ".join(run.split()), holds))
+    return out
 
 
 # -- structural tokens ---------------------------------------------------------------------------

@@ -203,6 +203,7 @@ def train(
     val_items = _labelled_items(backbone, val_rows)
     val_labels = _labels(val_items) if val_items else np.zeros(0, dtype=bool)
     select = len(val_labels) > 0 and 0 < val_labels.sum() < len(val_labels)
+    prior = backbone.fit_prior(train_items) if hasattr(backbone, "fit_prior") else {}
     backbone.prepare_training(
         train_items + val_items,
         device=device,
@@ -301,6 +302,8 @@ def train(
         "threads": threads,
         "device": str(device),
     }
+    if prior:
+        metrics["check_prior"] = prior
     written = save_checkpoint(
         out_dir,
         backbone,

@@ -1,0 +1,101 @@
+"""What every check shares: the check names, findings, the time limit, numeric closeness and the
+word lists that silence or loosen a check."""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+CHECKS = (
+    "arithmetic",
+    "algebra",
+    "contradiction",
+    "condition",
+    "final_answer",
+    "percent",
+    "units",
+)
+STEP_TIME_LIMIT = 0.5  # seconds for all checks of one step; typical steps take well under 5 ms
+MAX_STEP_CHARACTERS = 4000
+MEMORY_STEPS = 5  # how many steps back a value still counts for the contradiction check
+_POINTS = (0.3719, 1.6183, -0.7071)  # where identities are tested (fixed: checks are deterministic)
+# Words that make a step's equations not claims: a negation, a question, a check of a guess.
+_NEGATION = re.compile(
+    r"\b(?:not|no solution|impossible|contradiction|never|cannot|can't|isn't|wrong|false|"
+    r"incorrect|mistake)\b",
+    re.I,
+)
+# Words of hypotheses and cases: a variable may take another value there without contradiction.
+_HYPOTHESIS = re.compile(
+    r"\b(?:if|when|whenever|suppose|assume|case|cases|try|trying|either|say|consider|would|"
+    r"check|whether|instead|otherwise|for example|another|test|testing|plug|plugging|"
+    r"substitute|substituting|works?|correct)\b",
+    re.I,
+)
+# Answers that count, select or combine in words: the last value computed need not be the answer.
+_SELECTION = re.compile(
+    r"\b(?:how many|number of|possible|ways|solutions|values|such|pairs|there (?:are|is)|"
+    r"sum|product|total|digits?|base|largest|smallest|greatest|least|maximum|minimum|prime|"
+    r"factors?|divisors?|multiples?|remainder|integers?)\b",
+    re.I,
+)
+_ROUNDING = re.compile(
+    r"\b(?:round|rounded|rounding|nearest|approximately|roughly|estimate)\b|\\approx"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One check that fired on a step, and why."""
+
+    check: str
+    reason: str
+
+
+class CheckTimeout(Exception):
+    pass
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`CheckTimeout` in this block after ``seconds`` of wall time.
+
+    Uses ``SIGALRM``, which only the main thread may set (as in the scorer's and active learning's
+    forked workers, and a Celery prefork child). Elsewhere the block runs unlimited; every
+    operation the checks do is bounded anyway (``prm.latex``), so this is a second line of defence.
+    """
+    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise CheckTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    old_delay, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if old_delay:  # someone else's timer was running: give it back what is left of it
+            signal.setitimer(signal.ITIMER_REAL, max(old_delay - seconds, 1e-3))
+
+
+def close(a: float, b: float, written: str = "", rounding: bool = False) -> bool:
+    """Equal up to float error, or up to the rounding a written decimal result implies."""
+    tolerance = 1e-9 * max(1.0, abs(a), abs(b))
+    decimals = re.fullmatch(r"-?\d+\.(\d+)", written.strip())
+    if decimals:
+        tolerance = max(tolerance, 0.5 * 10 ** -len(decimals.group(1)) + 1e-12)
+    elif rounding and b == int(b) and a != int(a):
+        tolerance = max(tolerance, 1.0)
+    return abs(a - b) <= tolerance
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if x == int(x) and abs(x) < 1e15 else f"{x:.6g}"

@@ -1,0 +1,133 @@
+"""Checks on the words and plain-text arithmetic of a step: percentages, units, ``8 x 2 = 16``."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from prm.checks.base import _ROUNDING, Finding, _fmt, close
+from prm.latex import (
+    DOLLAR,
+    strip_math,
+)
+
+_NUM = r"(\d[\d,]*(?:\.\d+)?)"
+_BARE_PERCENT = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*\\?%\s*$")
+_PERCENT_MENTION = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(?:%|percent\b)\s*of\b[^.;]{0,40}?(?<![\d.])(\d[\d,]*(?:\.\d+)?)"
+    r"([^;]{0,120})"
+)
+_ANY_NUMBER = re.compile(r"(?<![\d.])\d[\d,]*(?:\.\d+)?")
+_PERCENT = re.compile(
+    _NUM + r"\s*(?:\\?%|percent)\s+of\s+(?:the\s+)?\$?\s*\\?\$?" + _NUM + r"\s*\$?\s*"
+    r"(?:[a-z]+\s+){0,2}(?:is|are|=|equals|gives|would be|comes to)\s+\$?\\?\$?\s*"
+    + _NUM
+    + r"(?![\d,]|\.\d)(?!\s*[(\\*×·])"
+)
+_UNITS = {
+    "second": ("time", 1),
+    "minute": ("time", 60),
+    "hour": ("time", 3600),
+    "day": ("time", 86400),
+    "week": ("time", 604800),
+    "millimeter": ("length", 0.001),
+    "centimeter": ("length", 0.01),
+    "meter": ("length", 1),
+    "kilometer": ("length", 1000),
+    "inch": ("length", 0.0254),
+    "inche": ("length", 0.0254),
+    "foot": ("length", 0.3048),
+    "feet": ("length", 0.3048),
+    "yard": ("length", 0.9144),
+    "mile": ("length", 1609.344),
+    "gram": ("mass", 1),
+    "kilogram": ("mass", 1000),
+    "cent": ("money", 0.01),
+    "dollar": ("money", 1),
+    "ounce": ("mass", 28.349523125),
+    "pound": ("mass", 453.59237),
+}
+_UNIT = r"(" + "|".join(sorted(_UNITS, key=len, reverse=True)) + r")s?\b"
+_CONVERSION = re.compile(
+    r"(?<![\d.,])(?<![*×/+\-x]\s)(?<![*×/+\-x])"
+    + _NUM
+    + r"\s*"
+    + _UNIT
+    + r"\s*(?:is|are|=|equals|is equal to|is the same as|make|makes)\s+"
+    r"(?:equal to\s+)?" + _NUM + r"\s*" + _UNIT
+)
+_PER = re.compile(
+    r"\b(?:are|is)\s+" + _NUM + r"\s*" + _UNIT + r"\s+in\s+(?:a|an|one|1|" + _NUM + r")\s+" + _UNIT
+)
+# "8 feet + 2 feet = 10 feet": two numbers with their nouns, one operation, a result
+_UNIT_WORD = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s+([a-z]{3,})\s*([-+*/])\s*(\d+(?:\.\d+)?)\s+([a-z]{3,})"
+    r"\s*=\s*(\d+(?:\.\d+)?)(?![\d.]\d)"
+)
+_TIMES = re.compile(r"(?<=[\d\w])\s*[x×]\s*(?=[\d.])")
+
+
+def _plain_arithmetic(text: str) -> str:
+    """A step's words, ready for the plain-text arithmetic check: no maths, no currency signs,
+    ``8 x 2`` as ``8 * 2``, dashes as minus signs."""
+    text = strip_math(text).replace(DOLLAR, " ").replace("$", " ")
+    return _TIMES.sub(" * ", text.replace("–", "-").replace("—", "-"))
+
+
+def _worded_failures(text: str) -> list[str]:
+    """``8 feet + 2 feet = 13 feet``: one operation on two numbers with their nouns."""
+    out = []
+    for m in _UNIT_WORD.finditer(text):
+        a, noun_a, op, b, noun_b, result = m.groups()
+        if noun_a.lower().rstrip("s") != noun_b.lower().rstrip("s"):
+            continue  # 3 hours + 20 minutes, 1 teacher + 1 himself: not one quantity
+        if re.search(r"[-+*/]\s*$", text[: m.start()]) or re.match(r"\s*[-+*/]", text[m.end() :]):
+            continue  # the middle of a longer sum
+        x, y = _number(a), _number(b)
+        value = {"+": x + y, "-": x - y, "*": x * y, "/": x / y if y else None}[op]
+        if value is not None and not close(value, _number(result), result):
+            out.append(f"{a} {noun_a} {op} {b} {noun_b} = {result}")
+    return out
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _plain(text: str) -> str:
+    text = re.sub(r"\\(?:text|mbox|mathrm)\s*\{([^{}]*)\}", r" \1 ", text)
+    return re.sub(r"[$]|\\[,;!]|\\\(|\\\)|\\\[|\\\]", " ", text).replace("\\%", "%")
+
+
+@lru_cache(maxsize=1 << 15)
+def word_findings(text: str) -> tuple[Finding, ...]:
+    """``percent`` and ``units``: what the words and numbers of one step get wrong by themselves."""
+    plain, found = _plain(text), []
+    for m in _PERCENT.finditer(plain):
+        p, whole, result = (_number(g) for g in m.groups())
+        if not close(p * whole / 100, result, m.group(3), bool(_ROUNDING.search(plain))):
+            reason = f"{m.group(1)}% of {m.group(2)} is {_fmt(p * whole / 100)}, not {m.group(3)}"
+            found.append(Finding("percent", reason))
+    if not found:  # "25% of 80 ... 2000": the product, never divided by 100
+        for m in _PERCENT_MENTION.finditer(plain):
+            p, w = _number(m.group(1)), _number(m.group(2))
+            later = [_number(n) for n in _ANY_NUMBER.findall(m.group(3))]
+            if p in (0.0, 100.0) or w in (0.0, 1.0):
+                continue
+            if any(close(r, p * w) and not close(r, p * w / 100) for r in later):
+                reason = f"{_fmt(p * w)} is {_fmt(p)} times {_fmt(w)}, not {_fmt(p)}% of it"
+                found.append(Finding("percent", reason))
+    for m in _CONVERSION.finditer(plain):
+        a, unit_a, b, unit_b = _number(m[1]), m[2], _number(m[3]), m[4]
+        (kind_a, fa), (kind_b, fb) = _UNITS[unit_a], _UNITS[unit_b]
+        if kind_a == kind_b and unit_a != unit_b and not close(a * fa / fb, b, m[3], True):
+            found.append(Finding("units", f"{m[1]} {unit_a}s is {_fmt(a * fa / fb)} {unit_b}s"))
+    for m in _PER.finditer(plain):
+        a, unit_a, count, unit_b = _number(m[1]), m[2], m[3], m[4]
+        (kind_a, fa), (kind_b, fb) = _UNITS[unit_a], _UNITS[unit_b]
+        n = _number(count) if count else 1.0
+        if kind_a == kind_b and unit_a != unit_b and not close(n * fb / fa, a, m[1], True):
+            found.append(
+                Finding("units", f"{_fmt(n)} {unit_b}(s) is {_fmt(n * fb / fa)} {unit_a}s")
+            )
+    return found

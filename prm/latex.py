@@ -1,0 +1,446 @@
+"""Reading the mathematics of a step: LaTeX spans, equation chains, expressions to evaluate.
+
+The checks in ``prm.checks`` need, for every equation a step states, its parts as expressions
+they can evaluate at numbers. Most of what PRM800K and MATH solutions write (``2x + 3``,
+``\\frac{7}{2}``, ``3^{4}``, ``\\sqrt{16}``) is translated here directly into a small Python
+expression, evaluated by walking its syntax tree with bounded operations (microseconds). What
+the translator does not know (``\\binom``, ``5!``, ``|x|``, ``\\sin``, ``\\lfloor``) goes
+through the LaTeX parser that math-verify brings (``latex2sympy2_extended``, i.e. sympy) and
+comes back as the same kind of expression. Every operation is bounded (exponents, factorials,
+magnitudes), so no input makes evaluation expensive; the checks add a time limit on top
+(``prm.checks.time_limit``).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+MAX_EXPONENT = 64
+MAX_FACTORIAL = 60
+MAX_MAGNITUDE = 1e60
+MAX_PART_LENGTH = 160
+MAX_FALLBACK_LENGTH = 60
+
+_SPAN = re.compile(
+    r"\$\$(.+?)\$\$|\$(.+?)\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|"
+    r"\\begin\{(?:align|equation|eqnarray|gather|multline)\*?\}(.+?)\\end\{"
+    r"(?:align|equation|eqnarray|gather|multline)\*?\}",
+    re.S,
+)
+_THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
+DOLLAR = "\x01"  # an escaped dollar sign, so that it neither opens maths nor vanishes
+_MIXED = re.compile(r"(?<![\d.])(\d+)\s*(\\[dt]?frac\s*\{\d+\}\s*\{\d+\})")
+_TEXT = re.compile(r"\\(?:text|textbf|mbox|mathrm|operatorname|textnormal)\s*\{([^{}]*)\}")
+# Anything that makes an expression more than arithmetic and algebra we can evaluate here.
+_UNSUPPORTED = re.compile(
+    r"\\(?:sum|prod|int|lim|infty|cdots|ldots|dots|vdots|ddots|begin|end|overline|vec|angle|"
+    r"triangle|deg|in|subset|cup|cap|to|mapsto|pmod|bmod|mod|equiv|cong|sim|parallel|perp|"
+    r"approx|pm|mp|neq|ne|le|ge|leq|geq|lt|gt|not|pmatrix|matrix|det|sqrt\[|log|ln|exp|sin|cos|"
+    r"tan|cot|sec|csc|arcsin|arccos|arctan|binom|choose|lfloor|rfloor|lceil|rceil|overset|"
+    r"underbrace|hat|bar|max|min|gcd|lcm)\b|[<>|!'\"?:;]|\\\{|\\\}"
+)
+# What latex2sympy may take instead (a subset of the above that it reads reliably).
+# (Not trigonometry: degrees or radians is anyone's guess.)
+# What the translator reads itself, though _UNSUPPORTED lists it: 5!, \binom{5}{2}, |x - 3|,
+# \lfloor x \rfloor (anything else with these symbols goes to latex2sympy).
+_OWN = re.compile(
+    r"(?<![\w)}])\d+!|\\[dt]?binom|\\lfloor|\\rfloor|\\lceil|\\rceil|"
+    r"(?<![|\\])\|(?=[^|]+\|)[^|]+\|"
+)
+_NOT_FOR_FALLBACK = re.compile(
+    r"\\(?:sum|int|lim|begin|infty|mathbf|bold|boldsymbol|vec|overline|gcd|lcm|sin|cos|tan|"
+    r"angle|lvert|rvert|\|)"
+)
+_FALLBACK_ONLY = re.compile(r"\\(?:binom|lfloor|lceil|log|ln)\b|!|\|")
+
+_FUNCTIONS = {
+    "sqrt": lambda x: _check(math.sqrt(x)),
+    "factorial": lambda x: _factorial(x),
+    "binomial": lambda n, k: _binomial(n, k),
+    "Abs": abs,
+    "floor": math.floor,
+    "ceiling": math.ceil,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "log": lambda x, b=None: math.log(x) if b is None else math.log(x, b),
+}
+_CONSTANTS = {"pi": math.pi}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+class Unevaluable(ValueError):
+    """The expression cannot be evaluated cheaply and exactly enough here: the check says
+    "unknown"."""
+
+
+def _check(value: float) -> float:
+    if isinstance(value, complex) or value != value or abs(value) > MAX_MAGNITUDE:
+        raise Unevaluable("out of range")
+    return value
+
+
+def _factorial(x: float) -> float:
+    if x != int(x) or not 0 <= x <= MAX_FACTORIAL:
+        raise Unevaluable("factorial out of range")
+    return float(math.factorial(int(x)))
+
+
+def _binomial(n: float, k: float) -> float:
+    if n != int(n) or k != int(k) or not 0 <= n <= 200:
+        raise Unevaluable("binomial out of range")
+    return float(math.comb(int(n), int(k)))
+
+
+def _power(base: float, exponent: float) -> float:
+    if abs(exponent) > MAX_EXPONENT or (abs(base) > 1e6 and abs(exponent) > 4):
+        raise Unevaluable("power too large to check")
+    if base < 0 and exponent != int(exponent):
+        raise Unevaluable("complex power")
+    if base == 0 and exponent < 0:
+        raise Unevaluable("division by zero")
+    return _check(float(base) ** exponent)
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    """One side of an equation, ready to evaluate: ``symbols`` are its free variables."""
+
+    text: str
+    tree: ast.AST
+    symbols: frozenset[str]
+    numbers: tuple[str, ...]  # the literal numbers as written (for rounding tolerances)
+    units: frozenset[str] = frozenset()  # words in \\text{...} (and dollars): "3 feet" is not 3
+    percent: bool = False
+
+    def value(self, env: dict[str, float] | None = None) -> float:
+        return _check(float(_walk(self.tree, env or {})))
+
+
+def _walk(node: ast.AST, env: dict[str, float]) -> float:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return float(node.value)
+    if isinstance(node, ast.BinOp):
+        left, right = _walk(node.left, env), _walk(node.right, env)
+        if isinstance(node.op, ast.Pow):
+            return _power(left, right)
+        op = _OPS.get(type(node.op))
+        if op is None:
+            raise Unevaluable("operator")
+        if isinstance(node.op, ast.Div) and right == 0:
+            raise Unevaluable("division by zero")
+        return _check(op(left, right))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_walk(node.operand, env))
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        if node.id in _CONSTANTS:
+            return _CONSTANTS[node.id]
+        raise Unevaluable(f"unknown {node.id}")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        function = _FUNCTIONS.get(node.func.id)
+        if function is None:
+            raise Unevaluable(f"function {node.func.id}")
+        try:
+            return _check(float(function(*(_walk(a, env) for a in node.args))))
+        except (ValueError, OverflowError, TypeError, ZeroDivisionError) as error:
+            raise Unevaluable(str(error)) from None
+    raise Unevaluable("not arithmetic")
+
+
+def _free(node: ast.AST) -> frozenset[str]:
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id not in _CONSTANTS and sub.id not in _FUNCTIONS:
+            names.add(sub.id)
+    return frozenset(names)
+
+
+# -- spans and chains ------------------------------------------------------------------------------
+
+
+def math_spans(text: str) -> list[str]:
+    """The LaTeX math of a step (``$...$``, ``$$...$$``, ``\\[...\\]``, ``\\(...\\)``), in order."""
+    text = text.replace("\\$", DOLLAR).replace("\\!", "")
+    return [next(g for g in m.groups() if g is not None) for m in _SPAN.finditer(text)]
+
+
+def strip_math(text: str) -> str:
+    """The step without its LaTeX math (plain-text equations such as ``60 * 7 = 420`` stay)."""
+    return _SPAN.sub(" ; ", text.replace("\\$", DOLLAR))
+
+
+def _top_level_split(text: str, separators: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch in separators and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+_CLAUSE = re.compile(
+    r"\\(?:quad|qquad|implies|Rightarrow|Longrightarrow|therefore|Leftrightarrow|iff|text\s*\{"
+    r"\s*(?:and|or|so|thus|then|hence|since|where|if|which|gives)\b[^{}]*\})|\\\\|;|&"
+)
+ALTERNATIVES = re.compile(r"\\pm|\\mp|\bor\b|\\text\s*\{\s*or\s*\}|\\vee|\bcases?\b")
+
+
+def clauses(span: str) -> list[str]:
+    """Pieces of a math span that state one thing each (``a = b \\quad c = d``, ``x=1, y=2``)."""
+    span = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), span)
+    out = []
+    for piece in _CLAUSE.split(span):
+        out += [p for p in _top_level_split(piece, ",") if p.strip()]
+    return out
+
+
+def chain(clause: str) -> list[str] | None:
+    """The parts of ``a = b = c``; None when the clause is no equation or mixes in relations."""
+    if "=" not in clause or re.search(r"\\(?:le|ge|leq|geq|ne|neq|approx)\b|[<>]|:=|==", clause):
+        return None
+    parts = [p.strip() for p in _top_level_split(clause, "=")]
+    if len(parts) < 2 or any(not p for p in parts):
+        return None
+    return parts
+
+
+# -- translation -----------------------------------------------------------------------------------
+
+_SIMPLE = (
+    ("\\left", ""),
+    ("\\right", ""),
+    ("\\displaystyle", ""),
+    ("\\!", ""),
+    ("\\,", " "),
+    ("\\;", " "),
+    ("\\:", " "),
+    ("\\ ", " "),
+    ("~", " "),
+    ("\\$", " "),
+    (DOLLAR, " "),
+    ("\\times", "*"),
+    ("\\cdot", "*"),
+    ("\\ast", "*"),
+    ("×", "*"),
+    ("·", "*"),
+    ("\\div", "/"),
+    ("÷", "/"),
+    ("−", "-"),
+    ("\\%", "*(1/100)"),
+    ("%", "*(1/100)"),
+    ("\\pi", " pi "),
+    ("^\\circ", ""),
+    ("^{\\circ}", ""),
+)
+_COMMAND = re.compile(r"\\[dt]?frac|\\sqrt|\\[dt]?binom")
+_ARG = re.compile(r"\s*(\{|\d|[A-Za-z])")
+_UNIT_WORDS = re.compile(r"^[A-Za-z\s.]*$")
+
+
+def _argument(text: str, i: int) -> tuple[str, int]:
+    """The next LaTeX argument from ``i``: ``{...}`` (balanced) or a single digit or letter."""
+    m = _ARG.match(text, i)
+    if not m:
+        raise Unevaluable("missing argument")
+    j = m.start(1)
+    if text[j] != "{":
+        return text[j], j + 1
+    depth = 0
+    for k in range(j, len(text)):
+        if text[k] == "{":
+            depth += 1
+        elif text[k] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[j + 1 : k], k + 1
+    raise Unevaluable("unbalanced braces")
+
+
+def _expand_commands(text: str) -> str:
+    """``\\frac{a}{b}`` -> ``((a)/(b))``, ``\\sqrt{a}`` -> ``sqrt(a)``, innermost arguments too."""
+    out, i = [], 0
+    while i < len(text):
+        m = _COMMAND.search(text, i)
+        if not m:
+            out.append(text[i:])
+            break
+        out.append(text[i : m.start()])
+        if m.group().endswith("frac"):
+            a, j = _argument(text, m.end())
+            b, j = _argument(text, j)
+            out.append(f"(({_expand_commands(a)})/({_expand_commands(b)}))")
+        elif m.group().endswith("binom"):
+            a, j = _argument(text, m.end())
+            b, j = _argument(text, j)
+            out.append(f"binomial(({_expand_commands(a)}),({_expand_commands(b)}))")
+        else:
+            a, j = _argument(text, m.end())
+            out.append(f"sqrt({_expand_commands(a)})")
+        i = j
+    return "".join(out)
+
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>\d+\.\d+|\d+|\.\d+)|(?P<fn>sqrt|binomial|factorial|floor|ceiling|Abs)\(|(?P<const>pi)(?![A-Za-z])|"
+    r"(?P<name>[A-Za-z](?:_[A-Za-z0-9]+)?)|(?P<op>\*\*|[-+*/^(),]))"
+)
+_SUBSCRIPT = re.compile(r"([A-Za-z])_\{?([A-Za-z0-9]+)\}?")
+
+
+# Words that change a number (2 dozen), name an operation (3 Y 2, cis) or a remainder: the
+# expression is not the number beside them.
+_NOT_UNITS = re.compile(
+    r"^\s*(?:dozen|hundred|thousand|million|billion|remainder|r|R|[A-Z]|cis|mod|choose|of|"
+    r"and|or|if|for|when|where)\s*$"
+)
+
+
+def _text_or_refuse(m: re.Match) -> str:
+    word = m.group(1)
+    if not _UNIT_WORDS.match(word) or _NOT_UNITS.match(word):
+        return "\x00"
+    after = m.string[m.end() : m.end() + 2].lstrip()
+    return "\x00" if after.startswith("(") else " "
+
+
+def _to_python(text: str) -> str:
+    """LaTeX arithmetic and algebra as a Python expression, with implicit products made explicit."""
+    text = _MIXED.sub(r"(\1+\2)", text)
+    text = _TEXT.sub(_text_or_refuse, text)
+    for old, new in _SIMPLE:
+        text = text.replace(old, new)
+    text = _SUBSCRIPT.sub(r"\1_\2", text)
+    text = re.sub(r"(?<![\w)}])(\d+)!", r"factorial(\1)", text)
+    text = text.replace("\\lfloor", "floor(").replace("\\rfloor", ")")
+    text = text.replace("\\lceil", "ceiling(").replace("\\rceil", ")")
+    text = re.sub(r"\|([^|]+)\|", r"Abs(\1)", text)
+    text = _expand_commands(text).replace("{", "(").replace("}", ")").replace("[", "(")
+    text = text.replace("]", ")")
+    if "\\" in text or "\x00" in text:
+        raise Unevaluable("unknown command")
+    tokens, i = [], 0
+    while i < len(text):
+        m = _TOKEN.match(text, i)
+        if not m or m.end() == i:
+            if text[i:].strip() == "":
+                break
+            raise Unevaluable(f"unexpected {text[i]!r}")
+        i = m.end()
+        if m.group("fn"):
+            tokens.append(("fn", m.group("fn") + "("))
+        elif m.group("const"):
+            tokens.append(("name", "pi"))
+        elif m.group("num"):
+            tokens.append(("num", m.group("num")))
+        elif m.group("name"):
+            tokens.append(("name", m.group("name")))
+        else:
+            tokens.append(("op", m.group("op")))
+    out: list[str] = []
+    previous = None
+    for kind, value in tokens:
+        starts_operand = kind in ("num", "name", "fn") or value == "("
+        ends_operand = previous is not None and (
+            previous[0] in ("num", "name") or previous[1] == ")"
+        )
+        if starts_operand and ends_operand:
+            if previous[0] == "name" and value == "(" and previous[1] in "fghFGHPQpq":
+                raise Unevaluable("function application")
+            out.append("*")
+        out.append("**" if value == "^" else value)
+        previous = (kind, value)
+    python = "".join(out)
+    if not python.strip():
+        raise Unevaluable("empty")
+    return python
+
+
+@lru_cache(maxsize=1)
+def load_parser() -> tuple:
+    """Import latex2sympy2_extended (and sympy: about a second) once, *outside* any time limit:
+    an alarm in the middle of an import leaves a half-initialised module behind for good."""
+    from latex2sympy2_extended.latex2sympy2 import ConversionConfig, latex2sympy
+    from latex2sympy2_extended.math_normalization import NormalizationConfig
+
+    parser = ConversionConfig, latex2sympy, NormalizationConfig
+    for warm in (r"\log(8)+\ln(2)", r"\frac{8!}{4!(8-4)!}", r"|x-3|+\lfloor x\rfloor"):
+        # the parser builds its prediction tables on first use (most of a call's cost): once
+        # here, before any time limit, and before a scorer forks its workers
+        latex2sympy(warm)
+    return parser
+
+
+def _from_sympy(text: str) -> str:
+    """The same Python expression through latex2sympy2_extended, for what the translator lacks."""
+    ConversionConfig, latex2sympy, NormalizationConfig = load_parser()
+
+    try:
+        expr = latex2sympy(
+            text,
+            normalization_config=NormalizationConfig(
+                basic_latex=True, units=True, malformed_operators=False, nits=False, boxed="none"
+            ),
+            conversion_config=ConversionConfig(
+                interpret_as_mixed_fractions=False, lowercase_symbols=False
+            ),
+        )
+    except Exception as error:  # the parser raises bare Exceptions on bad input
+        raise Unevaluable(f"latex2sympy: {type(error).__name__}") from None
+    if not hasattr(expr, "free_symbols") or type(expr).__name__ in ("Equality", "FiniteSet"):
+        raise Unevaluable("not an expression")
+    return str(expr).replace("^", "**")
+
+
+@lru_cache(maxsize=1 << 15)
+def parse(part: str) -> Expr:
+    """One side of an equation as an :class:`Expr`; raises :class:`Unevaluable` when it is not
+    something these checks can evaluate. Cached: solutions repeat their expressions."""
+    part = part.strip().rstrip(".").strip()
+    if not part or len(part) > MAX_PART_LENGTH:
+        raise Unevaluable("empty or too long")
+    if _UNSUPPORTED.search(_OWN.sub(" ", part)):
+        if not _FALLBACK_ONLY.search(part) or _NOT_FOR_FALLBACK.search(part):
+            raise Unevaluable("unsupported notation")
+        if len(part) > MAX_FALLBACK_LENGTH:  # the parser takes ~0.1 s on a long expression
+            raise Unevaluable("too long for latex2sympy")
+        python = _from_sympy(part)
+    else:
+        python = _to_python(part)
+    try:
+        tree = ast.parse(python, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise Unevaluable("syntax") from None
+    if "i" in _free(tree):
+        raise Unevaluable("i is the imaginary unit here as often as a variable")
+    numbers = tuple(re.findall(r"\d+(?:\.\d+)?", part))
+    words = (w for t in _TEXT.findall(part) for w in re.findall(r"[A-Za-z]+", t))
+    units = {w.lower().rstrip("s") for w in words}
+    if DOLLAR in part or "\\$" in part:
+        units.add("dollar")
+    return Expr(part, tree, _free(tree), numbers, frozenset(units), "%" in part)
+
+
+def try_parse(part: str) -> Expr | None:
+    try:
+        return parse(part)
+    except Unevaluable:
+        return None
