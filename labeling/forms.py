@@ -10,6 +10,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.text import slugify
 
+from labeling.backbones import backbone_choices
 from labeling.models import Campaign, FinishReason, Rating
 
 # A step read for longer than this was not being read (the tab was left open); a solution
@@ -126,6 +127,12 @@ class CampaignForm(forms.ModelForm):
         self.fields["slug"].help_text = "Part of the campaign's URLs; from the name if empty."
         if self.instance.pk:
             del self.fields["slug"]
+        # Only the operator's list (STEPWISE_PRM_BACKBONES): a manager picks, never types a path.
+        self.fields["al_backbone"] = forms.ChoiceField(
+            choices=backbone_choices(),
+            label=self.Meta.labels["al_backbone"],
+            help_text="The backbones this site offers (STEPWISE_PRM_BACKBONES).",
+        )
 
     def clean_overlap(self) -> int:
         value = self.cleaned_data["overlap"]

@@ -244,10 +244,10 @@ _CONTEXT_SALT = 0x5BD1E995
 
 
 def _quiet_transformers() -> None:
-    """Offline, and no weight-loading progress bars in a worker's log."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    """Offline (forced: a model is never fetched), and no progress bars in a worker's log."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     from transformers.utils import logging
 
     logging.disable_progress_bar()
@@ -321,8 +321,10 @@ class MiniLMBackbone(Backbone):
         if context not in ("step", "previous", "problem"):
             raise ValueError("context must be 'step', 'previous' or 'problem'")
         path = minilm_path()
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.encoder = AutoModel.from_pretrained(path, attn_implementation="eager")
+        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        self.encoder = AutoModel.from_pretrained(
+            path, attn_implementation="eager", local_files_only=True
+        )
         self.finetune_layers, self.max_length, self.context = finetune_layers, max_length, context
         self.structure, self.hidden, self.dropout, self.pooling = (
             structure,
@@ -499,6 +501,10 @@ class MiniLMBackbone(Backbone):
 # -- hf:PATH --------------------------------------------------------------------------------------
 
 
+class BackboneLoadError(ValueError):
+    """A model folder that cannot be used; the message never quotes paths or file content."""
+
+
 class HFTokenBackbone(Backbone):
     """A local Hugging Face model with a token-classification head, fed as TRL's PRMTrainer does.
 
@@ -526,12 +532,27 @@ class HFTokenBackbone(Backbone):
         from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer
 
         self.path = str(path)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-        if _config_only:  # loading a checkpoint: its own weights replace these
-            config = AutoConfig.from_pretrained(self.path, num_labels=2)
-            self.model = AutoModelForTokenClassification.from_config(config)
-        else:
-            self.model = AutoModelForTokenClassification.from_pretrained(self.path, num_labels=2)
+        folder = Path(self.path)
+        # A local folder only: never a hub id, never remote code. A failure says what is wrong
+        # in general words: transformers' own messages quote paths and the content of the file
+        # it could not parse, which the run's error would show to the campaign's managers.
+        if not (folder / "config.json").is_file():
+            raise BackboneLoadError("hf backbone: not a local model folder with a config.json")
+        local = {"local_files_only": True, "trust_remote_code": False}
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, **local)
+            if _config_only:  # loading a checkpoint: its own weights replace these
+                config = AutoConfig.from_pretrained(self.path, num_labels=2, **local)
+                self.model = AutoModelForTokenClassification.from_config(config)
+            else:
+                self.model = AutoModelForTokenClassification.from_pretrained(
+                    self.path, num_labels=2, **local
+                )
+        except Exception as exc:
+            raise BackboneLoadError(
+                f"hf backbone: the folder does not load as a token-classification model "
+                f"({type(exc).__name__})"
+            ) from exc
         if separator is None:
             sep = self.tokenizer.sep_token
             separator = f" {sep} " if sep else "\n"

@@ -224,6 +224,11 @@ STEPWISE_AL_SCORE_WORKERS = envint(
 )
 # Extra prm.TrainConfig fields for active-learning training, as JSON (e.g. {"epochs": 4}).
 STEPWISE_AL_TRAIN = envstr("STEPWISE_AL_TRAIN", "{}")
+# The PRM backbones managers may choose (labeling/backbones.py): bow, minilm, and hf:NAME for a
+# local Hugging Face model folder NAME directly under STEPWISE_MODEL_ROOT. Only the operator
+# chooses models; nothing is ever fetched from a model hub.
+STEPWISE_PRM_BACKBONES = envstr("STEPWISE_PRM_BACKBONES", "bow,minilm")
+STEPWISE_MODEL_ROOT = Path(envstr("STEPWISE_MODEL_ROOT", str(VAR_DIR / "models")))
 CELERY_BEAT_SCHEDULE["learning-active-learning-sweep"] = {
     "task": "learning.active_learning_sweep",
     "schedule": envint("STEPWISE_AL_SWEEP_SECONDS", "60"),
