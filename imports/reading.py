@@ -9,8 +9,12 @@ bar or to a callable (the web upload's job).
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from django.conf import settings
 
 from .records import FieldError, SolutionIn
 from .result import ImportValidationError, LineError
@@ -57,14 +61,107 @@ class _Progress:
         self.report(self.phase, 1.0)
 
 
+# JSON nested deeper than this is no record of any format (PRM800K's deepest is 6 levels).
+MAX_DEPTH = 32
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _Unfit(Exception):
+    """A value no import may hold; ``path`` grows as the walk unwinds (free when all is well)."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.path: list[str] = []
+
+
+def _text_unfit(text: str) -> str | None:
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which text cannot hold"
+    if not text.isascii() and _SURROGATE.search(text):
+        return "contains a lone surrogate (\\ud800-\\udfff), which is not text"
+    return None
+
+
+def _check_values(value, depth: int = 0) -> None:
+    """Refuse NaN and infinities, NUL characters, lone surrogates and deep nesting anywhere in a
+    record: the database, the API's JSON and the exports could not carry them."""
+    kind = type(value)
+    if kind is str:
+        if (problem := _text_unfit(value)) is not None:
+            raise _Unfit(problem)
+    elif kind is float:
+        if not math.isfinite(value):
+            raise _Unfit(f"{json.dumps(value)} is not a number (NaN and infinities are refused)")
+    elif kind is dict:
+        if depth >= MAX_DEPTH:
+            raise _Unfit(f"nested more than {MAX_DEPTH} levels deep")
+        for key, item in value.items():
+            try:
+                if (problem := _text_unfit(key)) is not None:
+                    raise _Unfit(f"a key {problem}")
+                _check_values(item, depth + 1)
+            except _Unfit as unfit:
+                unfit.path.append("." + key if _text_unfit(key) is None else ".<key>")
+                raise
+    elif kind is list:
+        if depth >= MAX_DEPTH:
+            raise _Unfit(f"nested more than {MAX_DEPTH} levels deep")
+        for i, item in enumerate(value):
+            try:
+                _check_values(item, depth + 1)
+            except _Unfit as unfit:
+                unfit.path.append(f"[{i}]")
+                raise
+
+
 def _parse_line(raw: bytes, parse: Parser, options: dict) -> list[SolutionIn]:
     try:
         record = json.loads(raw)
+    except RecursionError:
+        raise FieldError("", f"nested more than {MAX_DEPTH} levels deep") from None
     except ValueError as e:
         raise FieldError("", f"not valid JSON ({e})") from None
     if not isinstance(record, dict):
         raise FieldError("", "must be a JSON object")
-    return parse(record, options)
+    try:
+        _check_values(record)
+    except _Unfit as unfit:
+        raise FieldError("".join(reversed(unfit.path)).lstrip("."), unfit.message) from None
+    solutions = parse(record, options)
+    _check_limits(solutions)
+    return solutions
+
+
+def _check_limits(solutions: list[SolutionIn]) -> None:
+    """The bounds on imported text (settings; defaults no real dataset meets), each named."""
+    max_steps = settings.STEPWISE_IMPORT_MAX_STEPS
+    max_step = settings.STEPWISE_IMPORT_MAX_STEP_CHARS
+    max_answer = settings.STEPWISE_IMPORT_MAX_ANSWER_CHARS
+    for k, s in enumerate(solutions):
+        where = "" if len(solutions) == 1 else f"solutions[{k}]."
+        if len(s.steps) > max_steps:
+            raise FieldError(
+                f"{where}steps",
+                f"{len(s.steps):,} steps; a solution has at most {max_steps:,} "
+                "(STEPWISE_IMPORT_MAX_STEPS)",
+            )
+        for j, text in enumerate(s.steps):
+            if len(text) > max_step:
+                raise FieldError(
+                    f"{where}steps[{j}]",
+                    f"{len(text):,} characters; a step has at most {max_step:,} "
+                    "(STEPWISE_IMPORT_MAX_STEP_CHARS)",
+                )
+        for name, answer in (
+            ("answer", s.answer),
+            ("ground_truth_answer", s.problem.ground_truth_answer),
+        ):
+            if answer is not None and len(answer) > max_answer:
+                raise FieldError(
+                    name if name == "ground_truth_answer" else f"{where}{name}",
+                    f"{len(answer):,} characters; an answer has at most {max_answer:,} "
+                    "(STEPWISE_IMPORT_MAX_ANSWER_CHARS)",
+                )
 
 
 def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
@@ -72,6 +169,8 @@ def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
     errors: list[LineError] = []
     labelers: set[str] = set()
     truths: dict[str, tuple[str, int]] = {}  # problem hash -> (ground truth, line)
+    unique_ids: dict[str, tuple[str, int]] = {}  # problem unique_id -> (problem hash, line)
+    solution_ids: dict[str, tuple] = {}  # a solution's own id -> (line, which solution)
     count = 0
     bar = _bar(path, progress, "validating")
     for number, raw in _lines(path):
@@ -95,6 +194,9 @@ def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
                     break
                 if truth and not seen[0]:
                     truths[s.problem.content_hash] = (truth, number)
+                if (error := _duplicate(s, number, unique_ids, solution_ids)) is not None:
+                    errors.append(LineError(path.name, number, *error))
+                    break
         if len(errors) >= MAX_ERRORS:
             break
     if bar is not None:
@@ -104,6 +206,27 @@ def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
     if errors:
         raise ImportValidationError(errors, truncated=len(errors) >= MAX_ERRORS)
     return labelers
+
+
+def _duplicate(
+    s: SolutionIn, number: int, unique_ids: dict, solution_ids: dict
+) -> tuple[str, str] | None:
+    """(field, message) when an id the source gives is used twice in one file: a problem's
+    ``unique_id`` on two different problems, or a solution's own id on two solutions."""
+    uid = s.problem.unique_id
+    if uid:
+        first = unique_ids.setdefault(uid, (s.problem.content_hash, number))
+        if first[0] != s.problem.content_hash:
+            return (
+                "unique_id",
+                f"{uid!r} is already the unique_id of another problem (line {first[1]})",
+            )
+    if s.id_field:
+        first = solution_ids.setdefault(s.source_ref, (number, id(s)))
+        if first != (number, id(s)):
+            message = f"{s.source_ref!r} is already the id of a solution (line {first[0]})"
+            return s.id_field, message
+    return None
 
 
 def batches(

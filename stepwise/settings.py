@@ -239,6 +239,10 @@ CELERY_BEAT_SCHEDULE["learning-active-learning-sweep"] = {
 STEPWISE_CAMPAIGN_CREATORS = envstr("STEPWISE_CAMPAIGN_CREATORS", "users")
 # Largest import file accepted from the browser, in MB (bigger files: manage.py import_solutions).
 STEPWISE_MAX_UPLOAD_MB = envint("STEPWISE_MAX_UPLOAD_MB", "200")
+# Bounds on imported text (imports/reading.py), far above any real dataset; raise them if needed.
+STEPWISE_IMPORT_MAX_STEPS = envint("STEPWISE_IMPORT_MAX_STEPS", "1000")
+STEPWISE_IMPORT_MAX_STEP_CHARS = envint("STEPWISE_IMPORT_MAX_STEP_CHARS", "20000")
+STEPWISE_IMPORT_MAX_ANSWER_CHARS = envint("STEPWISE_IMPORT_MAX_ANSWER_CHARS", "5000")
 # Dashboard and agreement figures older than this many seconds are recomputed by a worker.
 STEPWISE_SNAPSHOT_MAX_AGE = envint("STEPWISE_SNAPSHOT_MAX_AGE", "300")
 # How long a new invitation link works unless the manager says otherwise, in days.
