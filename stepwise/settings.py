@@ -269,6 +269,13 @@ STEPWISE_LOGIN_WINDOW = envint("STEPWISE_LOGIN_WINDOW", "900")
 STEPWISE_TRUSTED_PROXY_HOPS = envint("STEPWISE_TRUSTED_PROXY_HOPS", "0")
 # Content-Security-Policy-Report-Only instead of the enforced header (to try a change).
 STEPWISE_CSP_REPORT_ONLY = envbool("STEPWISE_CSP_REPORT_ONLY", "False")
+# Email (password reset links): off unless EMAIL_HOST is set.
+EMAIL_HOST = envstr("EMAIL_HOST", "")
+EMAIL_PORT = envint("EMAIL_PORT", "587")
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "True")
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "stepwise@localhost")
 
 # Request bodies. Form and JSON bodies (not files) stay small: the largest real one is a
 # submission of a few hundred steps. Files above 2.5 MB go to a temporary file, never memory;
