@@ -28,6 +28,21 @@ class CursorListView(generics.ListAPIView):
     pagination_class = CursorPagination
 
 
+class BoundedListField(serializers.ListField):
+    """A list refused on its length before any item is validated (``ListField`` checks
+    ``max_length`` only after validating every item: a long list costs before it is refused)."""
+
+    def __init__(self, *, most, **kwargs) -> None:
+        self.most = most  # an int, or a callable read at each request (a setting)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        most = self.most() if callable(self.most) else self.most
+        if isinstance(data, list) and len(data) > most:
+            raise exceptions.ValidationError(f"At most {most} items, not {len(data)}.")
+        return super().to_internal_value(data)
+
+
 class ErrorSerializer(serializers.Serializer):
     """A refusal: ``detail`` for people, ``code`` for programs."""
 
@@ -183,7 +198,14 @@ def handler400(request, exception=None):
     from django.core.exceptions import RequestDataTooBig
     from django.views import defaults
 
+    from common.pages import QueryInvalid
+
     page = defaults.bad_request(request, exception)
+    if isinstance(exception, QueryInvalid):
+        from django.http import HttpResponseBadRequest
+        from django.utils.html import escape
+
+        page = HttpResponseBadRequest(f"<h1>Bad request</h1><p>{escape(str(exception))}</p>")
     if isinstance(exception, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 1024 / 1024
         detail = (

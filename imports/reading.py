@@ -9,12 +9,12 @@ bar or to a callable (the web upload's job).
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from django.conf import settings
+
+from common.jsoncheck import MAX_DEPTH, json_unfit
 
 from .records import FieldError, SolutionIn
 from .result import ImportValidationError, LineError
@@ -61,59 +61,6 @@ class _Progress:
         self.report(self.phase, 1.0)
 
 
-# JSON nested deeper than this is no record of any format (PRM800K's deepest is 6 levels).
-MAX_DEPTH = 32
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class _Unfit(Exception):
-    """A value no import may hold; ``path`` grows as the walk unwinds (free when all is well)."""
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        self.path: list[str] = []
-
-
-def _text_unfit(text: str) -> str | None:
-    if "\x00" in text:
-        return "contains a NUL character (\\u0000), which text cannot hold"
-    if not text.isascii() and _SURROGATE.search(text):
-        return "contains a lone surrogate (\\ud800-\\udfff), which is not text"
-    return None
-
-
-def _check_values(value, depth: int = 0) -> None:
-    """Refuse NaN and infinities, NUL characters, lone surrogates and deep nesting anywhere in a
-    record: the database, the API's JSON and the exports could not carry them."""
-    kind = type(value)
-    if kind is str:
-        if (problem := _text_unfit(value)) is not None:
-            raise _Unfit(problem)
-    elif kind is float:
-        if not math.isfinite(value):
-            raise _Unfit(f"{json.dumps(value)} is not a number (NaN and infinities are refused)")
-    elif kind is dict:
-        if depth >= MAX_DEPTH:
-            raise _Unfit(f"nested more than {MAX_DEPTH} levels deep")
-        for key, item in value.items():
-            try:
-                if (problem := _text_unfit(key)) is not None:
-                    raise _Unfit(f"a key {problem}")
-                _check_values(item, depth + 1)
-            except _Unfit as unfit:
-                unfit.path.append("." + key if _text_unfit(key) is None else ".<key>")
-                raise
-    elif kind is list:
-        if depth >= MAX_DEPTH:
-            raise _Unfit(f"nested more than {MAX_DEPTH} levels deep")
-        for i, item in enumerate(value):
-            try:
-                _check_values(item, depth + 1)
-            except _Unfit as unfit:
-                unfit.path.append(f"[{i}]")
-                raise
-
-
 def _parse_line(raw: bytes, parse: Parser, options: dict) -> list[SolutionIn]:
     try:
         record = json.loads(raw)
@@ -123,10 +70,8 @@ def _parse_line(raw: bytes, parse: Parser, options: dict) -> list[SolutionIn]:
         raise FieldError("", f"not valid JSON ({e})") from None
     if not isinstance(record, dict):
         raise FieldError("", "must be a JSON object")
-    try:
-        _check_values(record)
-    except _Unfit as unfit:
-        raise FieldError("".join(reversed(unfit.path)).lstrip("."), unfit.message) from None
+    if (unfit := json_unfit(record)) is not None:
+        raise FieldError(*unfit)
     solutions = parse(record, options)
     _check_limits(solutions)
     return solutions
