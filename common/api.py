@@ -8,6 +8,7 @@ The views themselves live beside their domain (``labeling/api.py``, ``annotators
 
 from __future__ import annotations
 
+from django.core.validators import MaxLengthValidator
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, generics, pagination, serializers
 
@@ -28,16 +29,34 @@ class CursorListView(generics.ListAPIView):
     pagination_class = CursorPagination
 
 
+class _MostItems(MaxLengthValidator):
+    """``MaxLengthValidator`` whose limit is read when used (a setting): it gives the schema
+    its ``maxItems``."""
+
+    def __init__(self, most) -> None:
+        self.most = most
+        super().__init__(0)
+
+    @property
+    def limit_value(self) -> int:
+        return self.most() if callable(self.most) else self.most
+
+    @limit_value.setter
+    def limit_value(self, value) -> None:
+        pass
+
+
 class BoundedListField(serializers.ListField):
     """A list refused on its length before any item is validated (``ListField`` checks
     ``max_length`` only after validating every item: a long list costs before it is refused)."""
 
     def __init__(self, *, most, **kwargs) -> None:
-        self.most = most  # an int, or a callable read at each request (a setting)
         super().__init__(**kwargs)
+        self.most = _MostItems(most)  # an int, or a callable read at each request (a setting)
+        self.validators.append(self.most)
 
     def to_internal_value(self, data):
-        most = self.most() if callable(self.most) else self.most
+        most = self.most.limit_value
         if isinstance(data, list) and len(data) > most:
             raise exceptions.ValidationError(f"At most {most} items, not {len(data)}.")
         return super().to_internal_value(data)
