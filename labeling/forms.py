@@ -173,10 +173,10 @@ class CampaignForm(forms.ModelForm):
             slug = data.get("slug") or slugify(data["name"])[:80]
             if not slug:
                 self.add_error("slug", "Choose a slug: letters, digits, - and _.")
-            elif slug in RESERVED_SLUGS:
-                self.add_error("slug", f"{slug!r} is reserved; choose another.")
-            elif Campaign.objects.filter(slug=slug).exists():
-                self.add_error("slug", f"The slug {slug!r} is taken; choose another.")
+            elif slug in RESERVED_SLUGS or Campaign.objects.filter(slug=slug).exists():
+                # One message whether a campaign has it (one the creator may not see) or a
+                # path does: the answer tells nothing about other people's campaigns.
+                self.add_error("slug", SLUG_UNAVAILABLE % {"slug": slug})
             else:
                 data["slug"] = slug
         return data
@@ -188,3 +188,4 @@ class CampaignForm(forms.ModelForm):
 
 # Paths under /campaigns/ that are not campaigns.
 RESERVED_SLUGS = {"new"}
+SLUG_UNAVAILABLE = "The slug %(slug)r is taken or reserved; choose another."
