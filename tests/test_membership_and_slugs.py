@@ -41,7 +41,7 @@ def test_a_paused_member_cannot_take_up_held_work():
 
 
 def test_a_removed_member_loses_access_to_their_assignments(client):
-    campaign, membership, assignment = _held()
+    _, membership, assignment = _held()
     user = membership.user
     api = api_client_for(user)
     assert api.get(f"/api/assignments/{assignment.pk}/").status_code == 200
