@@ -775,6 +775,21 @@ def line(name: str, values: list[float]) -> str:
     )
 
 
+def fit_connections(args: argparse.Namespace) -> int:
+    """Cut the raw SQL clients so that the run opens at most ``--max-db-connections``: gunicorn's
+    workers x threads, the raw clients, and this process (two). Returns the most it opens."""
+    room = args.max_db_connections - args.workers * args.threads - 2
+    if room < 1:
+        raise ValueError(
+            f"--workers {args.workers} x --threads {args.threads} leave no room under "
+            f"--max-db-connections {args.max_db_connections}"
+        )
+    if args.raw_clients > room:
+        print(f"raw SQL clients cut from {args.raw_clients} to {room} (--max-db-connections)")
+        args.raw_clients = room
+    return args.workers * args.threads + args.raw_clients + 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
@@ -814,15 +829,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     url = args.database_url
-    room = args.max_db_connections - args.workers * args.threads - 2
-    if room < 1:
-        parser.error(
-            f"--workers {args.workers} x --threads {args.threads} leave no room under "
-            f"--max-db-connections {args.max_db_connections}"
-        )
-    if args.raw_clients > room:
-        print(f"raw SQL clients cut from {args.raw_clients} to {room} (--max-db-connections)")
-        args.raw_clients = room
+    try:
+        fit_connections(args)
+    except ValueError as error:
+        parser.error(str(error))
 
     started = time.perf_counter()
     print(f"database {url}", flush=True)
