@@ -58,15 +58,27 @@ class FailureCounter:
         return f"{key}:{slot}"
 
     def blocked_for(self) -> int | None:
-        """Seconds until the next attempt is accepted, or None when it is now."""
+        """Seconds until the next attempt is accepted, or None when it is now.
+
+        One cache read per key (a marker that ``failed`` sets once the limit is reached): this
+        runs before every token-authenticated API request, the weighing only after a failure.
+        """
+        markers = cache.get_many([f"{key}:until" for key in self.limits])
+        waits = [until - self.now for until in markers.values() if until > self.now]
+        return max(1, math.ceil(max(waits))) if waits else None
+
+    def _weigh(self) -> int | None:
+        """Seconds until the counts weigh less than every limit, or None when they do now."""
         slots = range(self.slot, self.slot - SLOTS - 1, -1)
         counts = cache.get_many([self._slot_key(k, s) for k in self.limits for s in slots])
-        waits = []
+        waits = {}
         for key, limit in self.limits.items():
             recent = [counts.get(self._slot_key(key, s), 0) for s in slots]
             if (wait := self._wait(recent, limit)) is not None:
-                waits.append(wait)
-        return max(waits) if waits else None
+                waits[key] = wait
+        for key, wait in waits.items():
+            cache.set(f"{key}:until", self.now + wait, timeout=wait + 1)
+        return max(waits.values()) if waits else None
 
     def _wait(self, counts: list[int], limit: int) -> int | None:
         """Seconds until ``counts`` (newest slot first) weigh less than ``limit``, if no other
@@ -94,3 +106,4 @@ class FailureCounter:
                 cache.incr(slot_key)
             except ValueError:  # expired between add and incr
                 cache.set(slot_key, 1, timeout=timeout)
+        self._weigh()
