@@ -164,3 +164,39 @@ def test_reimporting_with_as_gold_applies_the_gold_the_file_carries():
         assert solution.is_open  # gold solutions serve every annotator
     again = import_file(PROCESSBENCH, campaign=campaign, fmt="processbench", as_gold="qc")
     assert again.solutions_gold_applied == 0
+
+
+def test_an_upload_with_such_values_fails_with_its_line_and_field_not_an_internal_error(
+    client, settings, tmp_path
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    from imports.models import ImportJob
+    from imports.services import import_job_run
+    from tests.factories import make_member
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    campaign = make_campaign(slug="hyg-up")
+    client.force_login(make_member(campaign=campaign, role="manager").user)
+    lines = [
+        json.dumps(_generic(verifier_score=0.5)).replace("0.5", "NaN"),
+        json.dumps(_generic(steps=["a\u0000"])),
+        json.dumps(_generic()).replace("What is", "What \\udfff is"),
+    ]
+    content = "".join(line + "\n" for line in lines).encode()
+    client.post(
+        reverse("imports:list", kwargs={"slug": "hyg-up"}),
+        {"format": "jsonl", "file": SimpleUploadedFile("odd.jsonl", content)},
+    )
+    job = import_job_run(job=ImportJob.objects.get())
+    assert job.status == "failed"
+    found = [(e["line"], e["field"]) for e in job.errors]
+    assert found == [
+        (1, "solutions[0].verifier_score"),
+        (2, "solutions[0].steps[0]"),
+        (3, "problem"),
+    ]
+    page = client.get(reverse("imports:list", kwargs={"slug": "hyg-up"})).content.decode()
+    assert "internal error" not in page.lower()
+    assert not Solution.objects.filter(campaign=campaign).exists()
