@@ -8,6 +8,8 @@ The views themselves live beside their domain (``labeling/api.py``, ``annotators
 
 from __future__ import annotations
 
+import math
+
 from django.core.validators import MaxLengthValidator
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, generics, pagination, serializers
@@ -60,6 +62,15 @@ class BoundedListField(serializers.ListField):
         if isinstance(data, list) and len(data) > most:
             raise exceptions.ValidationError(f"At most {most} items, not {len(data)}.")
         return super().to_internal_value(data)
+
+
+class FiniteFloatField(serializers.FloatField):
+    """A float as JSON can carry it: NaN and infinities (rows written before imports refused
+    them) read as null instead of failing the whole page with a 500."""
+
+    def to_representation(self, value):
+        value = super().to_representation(value)
+        return value if math.isfinite(value) else None
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
-from common.api import BoundedListField
+from common.api import BoundedListField, FiniteFloatField
 from labeling.models import Assignment, FinishReason, Problem, Solution, Step, StepLabel
 
 
@@ -135,6 +135,9 @@ class ProblemDetailSerializer(serializers.ModelSerializer):
 
 
 class SolutionListSerializer(serializers.ModelSerializer):
+    verifier_score = FiniteFloatField(read_only=True, allow_null=True)
+    prm_score = FiniteFloatField(read_only=True, allow_null=True)
+
     class Meta:
         model = Solution
         fields = [
@@ -164,7 +167,7 @@ class SolutionStepSerializer(serializers.ModelSerializer):
         fields = ["index", "text", "gold_rating"]
 
 
-class SolutionDetailSerializer(serializers.ModelSerializer):
+class SolutionDetailSerializer(SolutionListSerializer):
     problem = ProblemListSerializer()
     steps = SolutionStepSerializer(many=True)
 

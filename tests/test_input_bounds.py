@@ -132,3 +132,27 @@ def test_json_bodies_no_field_can_store_are_a_400(campaign, annotator, body, whe
     )
     assert response.status_code == 400
     assert where in response.json()["detail"]
+
+
+def test_a_non_finite_score_already_stored_reads_as_null(campaign, manager, tmp_path):
+    """Rows written before imports refused NaN and infinities: the API and the prm800k export
+    still answer strict JSON (SQLite keeps infinities; PostgreSQL keeps NaN too)."""
+    import json
+
+    from exports.formats import write_export
+    from labeling.models import Solution
+
+    solution = make_solution(campaign=campaign, pre_generated=True)
+    make_labelled(solution=solution, ratings=[1, 1, 1])
+    Solution.objects.filter(pk=solution.pk).update(verifier_score=float("inf"))
+    api = api_client_for(manager)
+    listed = api.get("/api/campaigns/bounds/solutions/")
+    assert listed.status_code == 200
+    assert listed.json()["results"][0]["verifier_score"] is None
+    one = api.get(f"/api/campaigns/bounds/solutions/{solution.pk}/")
+    assert one.status_code == 200 and one.json()["verifier_score"] is None
+    manifest = write_export(campaign=campaign, fmt="prm800k", out=tmp_path / "out.jsonl")
+    for entry in manifest["files"]:
+        for line in (tmp_path / entry["name"]).read_text().splitlines():
+            record = json.loads(line, parse_constant=lambda name: pytest.fail(name))
+            assert record["question"]["pre_generated_verifier_score"] is None
