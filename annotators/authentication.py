@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from annotators.models import ApiToken
+from common.throttle import FailureCounter, client_ip, failure_key
 
 # A token's last use is written at most this often: the time is for people ("used today"), and
 # one write per request would double what authentication costs.
@@ -25,6 +27,24 @@ class TokenAuthentication(authentication.TokenAuthentication):
     """
 
     model = ApiToken
+
+    def authenticate(self, request):
+        """Wrong tokens are counted per client address; past the limit (five times
+        ``STEPWISE_LOGIN_FAILURES`` in ``STEPWISE_LOGIN_WINDOW``, as for logins) a token is
+        answered 429 without being looked up, so keys cannot be guessed at speed."""
+        parts = authentication.get_authorization_header(request).split()
+        if not parts or parts[0].lower() != self.keyword.lower().encode():
+            return None
+        failures = _token_failures(request)
+        if (wait := failures.blocked_for()) is not None:
+            raise exceptions.Throttled(
+                wait=wait, detail="Too many requests with invalid tokens from this address."
+            )
+        try:
+            return super().authenticate(request)
+        except exceptions.AuthenticationFailed:
+            failures.failed()
+            raise
 
     def authenticate_credentials(self, key: str):
         User = get_user_model()
@@ -54,6 +74,12 @@ class TokenAuthentication(authentication.TokenAuthentication):
         if used is None or now - used > LAST_USED_EVERY:
             ApiToken.objects.filter(pk=user.api_token_id).update(last_used_at=now)
         return user, ApiToken(pk=user.api_token_id, user=user, last_used_at=now)
+
+
+def _token_failures(request) -> FailureCounter:
+    limit = settings.STEPWISE_LOGIN_FAILURES * 5
+    key = failure_key("token-ip", client_ip(request))
+    return FailureCounter({key: limit}, window=settings.STEPWISE_LOGIN_WINDOW)
 
 
 class TokenScheme(OpenApiAuthenticationExtension):

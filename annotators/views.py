@@ -28,7 +28,7 @@ from annotators.forms import (
 from annotators.models import ApiToken, CampaignSnapshot
 from annotators.stats import qc_agreement
 from common import charts
-from common.pages import page_number, posted
+from common.pages import page_number, posted, query_id
 from common.tables import Column, table
 from labeling import selectors as labeling_selectors
 from labeling.models import Assignment, Campaign, Invitation, Membership, Review, Solution, Step
@@ -230,8 +230,9 @@ def gold_list(request: HttpRequest, slug: str) -> HttpResponse:
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
     wanted = request.GET.get("solution", "").strip()
     if wanted:
-        if wanted.isdigit() and Solution.objects.filter(campaign=campaign, pk=wanted).exists():
-            return redirect("annotators:gold-edit", slug=campaign.slug, pk=int(wanted))
+        pk = query_id(wanted)
+        if pk is not None and Solution.objects.filter(campaign=campaign, pk=pk).exists():
+            return redirect("annotators:gold-edit", slug=campaign.slug, pk=pk)
         messages.error(request, f"This campaign has no solution {wanted}.")
     page = page_number(request)
     solutions, has_next = selectors.gold_solutions(campaign=campaign, page=page)

@@ -12,7 +12,9 @@ open solutions for the scaling comparison. Then, in one run:
    claims per second;
 3. scaling: ``next`` latency with 100,000 open solutions against 1,000, same light load;
 4. raw SQL: the single-statement claim (``WITH ... FOR NO KEY UPDATE SKIP LOCKED``, update,
-   insert: one round trip) from 64 clients, as the ceiling the app's claims/s is compared with;
+   insert: one round trip) from 32 clients (cut to fit ``--max-db-connections``, 48 by
+   default: the server's connections are shared), as the ceiling the app's claims/s is compared
+   with;
 5. invariants over every row afterwards (all must be 0).
 
     .venv/bin/python bench/queue_claims.py                     # full size, about 6 minutes
@@ -773,6 +775,21 @@ def line(name: str, values: list[float]) -> str:
     )
 
 
+def fit_connections(args: argparse.Namespace) -> int:
+    """Cut the raw SQL clients so that the run opens at most ``--max-db-connections``: gunicorn's
+    workers x threads, the raw clients, and this process (two). Returns the most it opens."""
+    room = args.max_db_connections - args.workers * args.threads - 2
+    if room < 1:
+        raise ValueError(
+            f"--workers {args.workers} x --threads {args.threads} leave no room under "
+            f"--max-db-connections {args.max_db_connections}"
+        )
+    if args.raw_clients > room:
+        print(f"raw SQL clients cut from {args.raw_clients} to {room} (--max-db-connections)")
+        args.raw_clients = room
+    return args.workers * args.threads + args.raw_clients + 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
@@ -789,7 +806,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--closed-annotators", type=int, default=100)
     parser.add_argument("--scale-annotators", type=int, default=8)
     parser.add_argument("--scale-seconds", type=float, default=15)
-    parser.add_argument("--raw-clients", type=int, default=64)
+    parser.add_argument("--raw-clients", type=int, default=32)
+    parser.add_argument(
+        "--max-db-connections",
+        type=int,
+        default=int(os.environ.get("BENCH_MAX_DB_CONNECTIONS", "48")),
+        help="most connections this run opens at once (PostgreSQL's max_connections, 100 by "
+        "default, is shared by everything on the server): gunicorn's workers x threads plus "
+        "the raw SQL clients plus this process; the raw clients are cut to fit",
+    )
     parser.add_argument("--raw-seconds", type=float, default=15)
     parser.add_argument("--workers", type=int, default=3, help="gunicorn workers")
     parser.add_argument(
@@ -804,6 +829,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     url = args.database_url
+    try:
+        fit_connections(args)
+    except ValueError as error:
+        parser.error(str(error))
 
     started = time.perf_counter()
     print(f"database {url}", flush=True)

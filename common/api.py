@@ -8,6 +8,9 @@ The views themselves live beside their domain (``labeling/api.py``, ``annotators
 
 from __future__ import annotations
 
+import math
+
+from django.core.validators import MaxLengthValidator
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, generics, pagination, serializers
 
@@ -26,6 +29,48 @@ class CursorListView(generics.ListAPIView):
     """A list endpoint paged by ``CursorPagination``."""
 
     pagination_class = CursorPagination
+
+
+class _MostItems(MaxLengthValidator):
+    """``MaxLengthValidator`` whose limit is read when used (a setting): it gives the schema
+    its ``maxItems``."""
+
+    def __init__(self, most) -> None:
+        self.most = most
+        super().__init__(0)
+
+    @property
+    def limit_value(self) -> int:
+        return self.most() if callable(self.most) else self.most
+
+    @limit_value.setter
+    def limit_value(self, value) -> None:
+        pass
+
+
+class BoundedListField(serializers.ListField):
+    """A list refused on its length before any item is validated (``ListField`` checks
+    ``max_length`` only after validating every item: a long list costs before it is refused)."""
+
+    def __init__(self, *, most, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.most = _MostItems(most)  # an int, or a callable read at each request (a setting)
+        self.validators.append(self.most)
+
+    def to_internal_value(self, data):
+        most = self.most.limit_value
+        if isinstance(data, list) and len(data) > most:
+            raise exceptions.ValidationError(f"At most {most} items, not {len(data)}.")
+        return super().to_internal_value(data)
+
+
+class FiniteFloatField(serializers.FloatField):
+    """A float as JSON can carry it: NaN and infinities (rows written before imports refused
+    them) read as null instead of failing the whole page with a 500."""
+
+    def to_representation(self, value):
+        value = super().to_representation(value)
+        return value if math.isfinite(value) else None
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -196,7 +241,14 @@ def handler400(request, exception=None):
     from django.core.exceptions import RequestDataTooBig
     from django.views import defaults
 
+    from common.pages import QueryInvalid
+
     page = defaults.bad_request(request, exception)
+    if isinstance(exception, QueryInvalid):
+        from django.http import HttpResponseBadRequest
+        from django.utils.html import escape
+
+        page = HttpResponseBadRequest(f"<h1>Bad request</h1><p>{escape(str(exception))}</p>")
     if isinstance(exception, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 1024 / 1024
         detail = (

@@ -124,6 +124,7 @@ def _generic(record: dict, options: dict) -> list[SolutionIn]:
                 kind=kind,
                 verifier_score=as_float(s.get("verifier_score"), f"{path}.verifier_score"),
                 source_ref=str(as_str(s.get("id") or "", f"{path}.id")),
+                id_field=f"{path}.id" if s.get("id") else "",
                 gold=gold,
                 raw_steps=raw,
             )

@@ -60,6 +60,7 @@ def parse_processbench(record: dict, options: dict) -> list[SolutionIn]:
             ),
             kind=kind or Solution.Kind.REGULAR,
             source_ref=as_str(record.get("id") or "", "id"),
+            id_field="id" if record.get("id") else "",
             gold=gold,
             answer_is_correct=as_bool(
                 need(record, "final_answer_correct", "final_answer_correct"),

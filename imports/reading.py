@@ -12,6 +12,10 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from django.conf import settings
+
+from common.jsoncheck import MAX_DEPTH, json_unfit
+
 from .records import FieldError, SolutionIn
 from .result import ImportValidationError, LineError
 
@@ -60,11 +64,49 @@ class _Progress:
 def parse_line(raw: bytes, parse: Parser, options: dict) -> list[SolutionIn]:
     try:
         record = json.loads(raw)
+    except RecursionError:
+        raise FieldError("", f"nested more than {MAX_DEPTH} levels deep") from None
     except ValueError as e:
         raise FieldError("", f"not valid JSON ({e})") from None
     if not isinstance(record, dict):
         raise FieldError("", "must be a JSON object")
-    return parse(record, options)
+    if (unfit := json_unfit(record)) is not None:
+        raise FieldError(*unfit)
+    solutions = parse(record, options)
+    _check_limits(solutions)
+    return solutions
+
+
+def _check_limits(solutions: list[SolutionIn]) -> None:
+    """The bounds on imported text (settings; defaults no real dataset meets), each named."""
+    max_steps = settings.STEPWISE_IMPORT_MAX_STEPS
+    max_step = settings.STEPWISE_IMPORT_MAX_STEP_CHARS
+    max_answer = settings.STEPWISE_IMPORT_MAX_ANSWER_CHARS
+    for k, s in enumerate(solutions):
+        where = "" if len(solutions) == 1 else f"solutions[{k}]."
+        if len(s.steps) > max_steps:
+            raise FieldError(
+                f"{where}steps",
+                f"{len(s.steps):,} steps; a solution has at most {max_steps:,} "
+                "(STEPWISE_IMPORT_MAX_STEPS)",
+            )
+        for j, text in enumerate(s.steps):
+            if len(text) > max_step:
+                raise FieldError(
+                    f"{where}steps[{j}]",
+                    f"{len(text):,} characters; a step has at most {max_step:,} "
+                    "(STEPWISE_IMPORT_MAX_STEP_CHARS)",
+                )
+        for name, answer in (
+            ("answer", s.answer),
+            ("ground_truth_answer", s.problem.ground_truth_answer),
+        ):
+            if answer is not None and len(answer) > max_answer:
+                raise FieldError(
+                    name if name == "ground_truth_answer" else f"{where}{name}",
+                    f"{len(answer):,} characters; an answer has at most {max_answer:,} "
+                    "(STEPWISE_IMPORT_MAX_ANSWER_CHARS)",
+                )
 
 
 def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
@@ -72,6 +114,8 @@ def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
     errors: list[LineError] = []
     labelers: set[str] = set()
     truths: dict[str, tuple[str, int]] = {}  # problem hash -> (ground truth, line)
+    unique_ids: dict[str, tuple[str, int]] = {}  # problem unique_id -> (problem hash, line)
+    solution_ids: dict[str, tuple] = {}  # a solution's own id -> (line, which solution)
     count = 0
     bar = _bar(path, progress, "validating")
     for number, raw in _lines(path):
@@ -95,6 +139,9 @@ def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
                     break
                 if truth and not seen[0]:
                     truths[s.problem.content_hash] = (truth, number)
+                if (error := _duplicate(s, number, unique_ids, solution_ids)) is not None:
+                    errors.append(LineError(path.name, number, *error))
+                    break
         if len(errors) >= MAX_ERRORS:
             break
     if bar is not None:
@@ -104,6 +151,27 @@ def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
     if errors:
         raise ImportValidationError(errors, truncated=len(errors) >= MAX_ERRORS)
     return labelers
+
+
+def _duplicate(
+    s: SolutionIn, number: int, unique_ids: dict, solution_ids: dict
+) -> tuple[str, str] | None:
+    """(field, message) when an id the source gives is used twice in one file: a problem's
+    ``unique_id`` on two different problems, or a solution's own id on two solutions."""
+    uid = s.problem.unique_id
+    if uid:
+        first = unique_ids.setdefault(uid, (s.problem.content_hash, number))
+        if first[0] != s.problem.content_hash:
+            return (
+                "unique_id",
+                f"{uid!r} is already the unique_id of another problem (line {first[1]})",
+            )
+    if s.id_field:
+        first = solution_ids.setdefault(s.source_ref, (number, id(s)))
+        if first != (number, id(s)):
+            message = f"{s.source_ref!r} is already the id of a solution (line {first[0]})"
+            return s.id_field, message
+    return None
 
 
 def batches(

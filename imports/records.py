@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -99,6 +100,9 @@ class SolutionIn:
     pre_generated: bool = True
     verifier_score: float | None = None
     source_ref: str = ""
+    # Where the source gives the solution its own id (``source_ref``), the field's path: an id
+    # is unique in a file. Empty when ``source_ref`` is derived (a generator's name, a position).
+    id_field: str = ""
     gold: list[int | None] | None = None
     # Correctness stated by the source when it has no ground truth to grade against.
     answer_is_correct: bool | None = None
@@ -168,7 +172,13 @@ def as_float(value: Any, path: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise FieldError(path, "must be a number or null")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise FieldError(path, "is too large for a number") from None
+    if not math.isfinite(number):
+        raise FieldError(path, f"{number} is not a number (NaN and infinities are refused)")
+    return number
 
 
 def as_bool(value: Any, path: str, *, null: bool = False) -> bool | None:

@@ -39,6 +39,7 @@ class ImportResult:
     problems_created: int = 0
     solutions_created: int = 0
     solutions_existing: int = 0  # already in the campaign before this import
+    solutions_gold_applied: int = 0  # existing solutions given the file's kind and gold ratings
     steps_created: int = 0
     assignments_created: int = 0
     assignments_existing: int = 0  # label lines imported before (or twice in the file)

@@ -222,6 +222,7 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
                     "problems_created",
                     "solutions_created",
                     "solutions_existing",
+                    "solutions_gold_applied",
                     "steps_created",
                     "assignments_created",
                     "assignments_existing",

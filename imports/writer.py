@@ -249,9 +249,13 @@ class Writer:
             return {}
         if self.had_solutions:
             rows = Solution.objects.filter(campaign=self.campaign, content_hash__in=list(unknown))
+            gold = []
             for h, pk in rows.values_list("content_hash", "pk"):
                 self.solutions[h] = pk
                 self.result.solutions_existing += 1
+                if unknown[h].gold is not None:
+                    gold.append((pk, unknown[h]))
+            self._gold_apply(gold)
             self._known_keys(unknown)
         new = [(h, s) for h, s in unknown.items() if h not in self.solutions]
         if not new:
@@ -303,6 +307,32 @@ class Writer:
         for key, pk in rows.values_list("source_ref", "pk"):
             self.solutions[keyed[key]] = pk
             self.result.solutions_existing += 1
+
+    def _gold_apply(self, existing: list[tuple[int, SolutionIn]]) -> None:
+        """Give solutions already in the campaign the kind and gold ratings the file carries
+        (a file re-imported with ``--as-gold``); their queue state is recounted at ``finish``."""
+        if not existing:
+            return
+        wanted = dict(existing)
+        changed: set[int] = set()
+        kinds = Solution.objects.filter(pk__in=list(wanted)).values_list("pk", "kind")
+        for pk, kind in kinds:
+            if kind != wanted[pk].kind:
+                Solution.objects.filter(pk=pk).update(kind=wanted[pk].kind)
+                changed.add(pk)
+        steps = []
+        for step in Step.objects.filter(solution_id__in=list(wanted)).only(
+            "pk", "solution_id", "index", "gold_rating"
+        ):
+            gold = wanted[step.solution_id].gold
+            rating = gold[step.index] if step.index < len(gold) else None
+            if step.gold_rating != rating:
+                step.gold_rating = rating
+                steps.append(step)
+                changed.add(step.solution_id)
+        Step.objects.bulk_update(steps, ["gold_rating"], batch_size=1000)
+        self.touched |= changed
+        self.result.solutions_gold_applied += len(changed)
 
     def _is_open(self, submitted: int) -> bool:
         """``refresh_queue_state``'s rule for a solution with no other assignment or report."""

@@ -33,6 +33,7 @@ from common.api import (
     query_text,
 )
 from labeling import queue, selectors, services
+from labeling.backbones import backbone_choices
 from labeling.forms import CampaignForm
 from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
 from labeling.permissions import (
@@ -312,6 +313,13 @@ class CampaignWriteSerializer(serializers.ModelSerializer):
             "name": {"required": True},
             "is_paused": {"required": False},
         }
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # The operator's list (STEPWISE_PRM_BACKBONES), read when the request comes.
+        self.fields["al_backbone"] = serializers.ChoiceField(
+            choices=backbone_choices(), required=False
+        )
 
 
 def _form_errors(form) -> exceptions.ValidationError:

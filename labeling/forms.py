@@ -10,7 +10,8 @@ from __future__ import annotations
 from django import forms
 from django.utils.text import slugify
 
-from labeling.models import AL_BACKBONES, Campaign, FinishReason, Rating
+from labeling.backbones import backbone_choices
+from labeling.models import Campaign, FinishReason, Rating
 
 # A step read for longer than this was not being read (the tab was left open); a solution
 # worked on for longer than this was abandoned and resumed. Clamped, not refused.
@@ -128,17 +129,11 @@ class CampaignForm(forms.ModelForm):
         self.fields["slug"].help_text = "Part of the campaign's URLs; from the name if empty."
         if self.instance.pk:
             del self.fields["slug"]
-        # A choice of the backbones the app trains, not free text; a name set elsewhere (an
-        # ``hf:PATH`` model) stays on offer for this campaign.
-        known = list(AL_BACKBONES)
-        current = self.instance.al_backbone
-        if current and current not in dict(known):
-            known.append((current, f"{current} (set elsewhere)"))
+        # Only the operator's list (STEPWISE_PRM_BACKBONES): a manager picks, never types a path.
         self.fields["al_backbone"] = forms.ChoiceField(
-            choices=known,
-            label=self.fields["al_backbone"].label,
-            initial=current or "bow",
-            help_text="The model active learning trains to score solutions.",
+            choices=backbone_choices(),
+            label=self.Meta.labels["al_backbone"],
+            help_text="The backbones this site offers (STEPWISE_PRM_BACKBONES).",
         )
 
     def clean_overlap(self) -> int:
@@ -180,10 +175,10 @@ class CampaignForm(forms.ModelForm):
             slug = data.get("slug") or slugify(data["name"])[:80]
             if not slug:
                 self.add_error("slug", "Choose a slug: letters, digits, - and _.")
-            elif slug in RESERVED_SLUGS:
-                self.add_error("slug", f"{slug!r} is reserved; choose another.")
-            elif Campaign.objects.filter(slug=slug).exists():
-                self.add_error("slug", f"The slug {slug!r} is taken; choose another.")
+            elif slug in RESERVED_SLUGS or Campaign.objects.filter(slug=slug).exists():
+                # One message whether a campaign has it (one the creator may not see) or a
+                # path does: the answer tells nothing about other people's campaigns.
+                self.add_error("slug", SLUG_UNAVAILABLE % {"slug": slug})
             else:
                 data["slug"] = slug
         return data
@@ -195,6 +190,7 @@ class CampaignForm(forms.ModelForm):
 
 # Paths under /campaigns/ that are not campaigns.
 RESERVED_SLUGS = {"new"}
+SLUG_UNAVAILABLE = "The slug %(slug)r is taken or reserved; choose another."
 
 
 class AmendForm(forms.Form):

@@ -35,7 +35,7 @@ from labeling.models import (
     StepLabel,
 )
 from labeling.permissions import campaigns_visible_to
-from labeling.queue import NotLeaseHolder, _first, human_completion_load
+from labeling.queue import MembershipInactive, NotLeaseHolder, _first, human_completion_load
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,19 @@ def assignment_get(*, assignment_id: int, user) -> Assignment:
     (the services check that again).
     """
     assignment = _first(
-        Assignment.objects.raw("SELECT * FROM labeling_assignment WHERE id = %s", [assignment_id])
+        Assignment.objects.raw(
+            "SELECT a.*, m.status AS membership_status FROM labeling_assignment a"
+            " LEFT JOIN annotators_membership m"
+            " ON m.campaign_id = a.campaign_id AND m.user_id = a.annotator_id WHERE a.id = %s",
+            [assignment_id],
+        )
     )
     if assignment is None or (assignment.annotator_id != user.pk and not user.is_superuser):
         raise NotLeaseHolder("No such assignment.")
+    # A member removed from the campaign loses their assignments with it (one query: joined).
+    removed = assignment.membership_status in (None, Membership.Status.REMOVED)
+    if removed and not user.is_superuser:
+        raise MembershipInactive()
     assignment.campaign = _first(
         Campaign.objects.raw(
             "SELECT * FROM labeling_campaign WHERE id = %s", [assignment.campaign_id]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from rest_framework import serializers
 
+from common.api import BoundedListField, FiniteFloatField
 from labeling.models import Assignment, FinishReason, Problem, Solution, Step, StepLabel
 
 
@@ -54,13 +56,28 @@ class NextSerializer(serializers.Serializer):
     retry_after = serializers.IntegerField(allow_null=True)
 
 
+def _most_steps() -> int:
+    """No solution has more steps than an import may bring (``STEPWISE_IMPORT_MAX_STEPS``)."""
+    return settings.STEPWISE_IMPORT_MAX_STEPS
+
+
 class SubmitSerializer(serializers.Serializer):
+    """A submission. Its lists are refused on length alone past ``STEPWISE_IMPORT_MAX_STEPS``,
+    and the service refuses any longer than the solution's steps before looking at an item;
+    times are clamped (``labeling.forms``: 30 minutes a step, 4 hours a solution)."""
+
     submission_key = serializers.CharField(max_length=64)
-    ratings = serializers.ListField(
-        child=serializers.IntegerField(min_value=-1, max_value=1), required=False, allow_null=True
+    ratings = BoundedListField(
+        most=_most_steps,
+        child=serializers.IntegerField(min_value=-1, max_value=1),
+        required=False,
+        allow_null=True,
     )
-    flags = serializers.ListField(
-        child=serializers.IntegerField(min_value=0), required=False, allow_null=True
+    flags = BoundedListField(
+        most=_most_steps,
+        child=serializers.IntegerField(min_value=0),
+        required=False,
+        allow_null=True,
     )
     human_completion = serializers.CharField(
         required=False, allow_null=True, allow_blank=True, max_length=10_000
@@ -69,8 +86,11 @@ class SubmitSerializer(serializers.Serializer):
         choices=FinishReason.choices, required=False, allow_null=True
     )
     total_time_ms = serializers.IntegerField(min_value=0, required=False, allow_null=True)
-    step_times_ms = serializers.ListField(
-        child=serializers.IntegerField(min_value=0), required=False, allow_null=True
+    step_times_ms = BoundedListField(
+        most=_most_steps,
+        child=serializers.IntegerField(min_value=0),
+        required=False,
+        allow_null=True,
     )
 
 
@@ -115,6 +135,9 @@ class ProblemDetailSerializer(serializers.ModelSerializer):
 
 
 class SolutionListSerializer(serializers.ModelSerializer):
+    verifier_score = FiniteFloatField(read_only=True, allow_null=True)
+    prm_score = FiniteFloatField(read_only=True, allow_null=True)
+
     class Meta:
         model = Solution
         fields = [
@@ -144,7 +167,7 @@ class SolutionStepSerializer(serializers.ModelSerializer):
         fields = ["index", "text", "gold_rating"]
 
 
-class SolutionDetailSerializer(serializers.ModelSerializer):
+class SolutionDetailSerializer(SolutionListSerializer):
     problem = ProblemListSerializer()
     steps = SolutionStepSerializer(many=True)
 

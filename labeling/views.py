@@ -314,6 +314,8 @@ def _assignment(request: HttpRequest, *, slug: str, pk: int) -> Assignment:
         assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
     except queue.NotLeaseHolder:
         raise Http404("No such assignment") from None
+    except queue.MembershipInactive:
+        raise PermissionDenied("You are no longer a member of this campaign.") from None
     if assignment.campaign.slug != slug or assignment.annotator_id != request.user.pk:
         raise Http404("No such assignment")
     return assignment

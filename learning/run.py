@@ -23,6 +23,7 @@ from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from common.jobs import JobBeat
+from labeling.backbones import backbone_spec
 from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, queue_order, solutions_rewrite
@@ -160,6 +161,8 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
     model = run.model if run.model_id and _is_checkpoint(media / run.model.path) else None
 
     if model is None:
+        # The operator's list decides (STEPWISE_PRM_BACKBONES): refused before any work.
+        spec = backbone_spec(campaign.al_backbone)
         with stages("export"):
             labels = submitted_labels(campaign=campaign)
             data = _export(campaign=campaign, workdir=workdir)
@@ -171,7 +174,7 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
             train_metrics = prm.train(
                 data["path"],
                 out,
-                backbone=campaign.al_backbone or "bow",
+                backbone=spec,
                 progress=False,
                 **overrides,
             )

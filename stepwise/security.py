@@ -11,23 +11,24 @@ the same policy as ``Content-Security-Policy-Report-Only`` (to try a change on a
 **Login throttling.** After ``STEPWISE_LOGIN_FAILURES`` failed logins for one username, or five
 times that from one IP address, within ``STEPWISE_LOGIN_WINDOW`` seconds, logins from there (or
 for that name) are refused with 429 and a message saying when to try again, without checking the
-password, so guessing stops. The counts live in Django's cache (``CACHE_URL``: a file cache under
+password, so guessing stops. Windows slide (``common.throttle``): failures age out gradually
+instead of all being forgiven when a fixed window turns over. The admin's login answers the same
+429 (``admin_login``). The counts live in Django's cache (``CACHE_URL``: a file cache under
 ``var/`` by default, shared by the processes of one machine; Redis for several machines).
 """
 
 from __future__ import annotations
 
-import hashlib
-import time
 from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+
+from common.throttle import FailureCounter, client_ip, failure_key
 
 # --- Content Security Policy -------------------------------------------------------------------
 
@@ -71,54 +72,26 @@ class ContentSecurityPolicyMiddleware:
 # --- Login throttling --------------------------------------------------------------------------
 
 
-def _client_ip(request: HttpRequest) -> str:
-    """The client's address. Behind a reverse proxy, ``STEPWISE_TRUSTED_PROXY_HOPS`` says how
-    many proxies append to ``X-Forwarded-For`` (the client is that many entries from the end);
-    without it the header is ignored, since anyone can send one."""
-    hops = getattr(settings, "STEPWISE_TRUSTED_PROXY_HOPS", 0)
-    if hops:
-        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
-        forwarded = [a for a in forwarded if a]
-        if len(forwarded) >= hops:
-            return forwarded[-hops]
-    return request.META.get("REMOTE_ADDR", "") or "unknown"
-
-
-def _key(kind: str, value: str) -> str:
-    return "login-fail:" + kind + ":" + hashlib.sha256(value.encode()).hexdigest()[:32]
-
-
 class LoginThrottle:
-    """Failed-login counts per username and per IP in fixed windows of the cache."""
+    """Failed-login counts per username and per IP, in sliding windows (``common.throttle``)."""
 
     def __init__(self, request: HttpRequest, username: str) -> None:
-        window = settings.STEPWISE_LOGIN_WINDOW
-        self.window = window
-        self.slot = int(time.time() // window)
-        self.limits = {
-            _key("user", (username or "").strip().lower()): settings.STEPWISE_LOGIN_FAILURES,
-            _key("ip", _client_ip(request)): settings.STEPWISE_LOGIN_FAILURES * 5,
-        }
-
-    def _slot_key(self, key: str) -> str:
-        return f"{key}:{self.slot}"
+        self.counter = FailureCounter(
+            {
+                failure_key("user", (username or "").strip().lower()): (
+                    settings.STEPWISE_LOGIN_FAILURES
+                ),
+                failure_key("ip", client_ip(request)): settings.STEPWISE_LOGIN_FAILURES * 5,
+            },
+            window=settings.STEPWISE_LOGIN_WINDOW,
+        )
 
     def blocked_for(self) -> int | None:
         """Seconds until logins are accepted again, or None when they are now."""
-        counts = cache.get_many([self._slot_key(k) for k in self.limits])
-        for key, limit in self.limits.items():
-            if counts.get(self._slot_key(key), 0) >= limit:
-                return int(self.window - time.time() % self.window) + 1
-        return None
+        return self.counter.blocked_for()
 
     def failed(self) -> None:
-        for key in self.limits:
-            slot_key = self._slot_key(key)
-            cache.add(slot_key, 0, timeout=self.window * 2)
-            try:
-                cache.incr(slot_key)
-            except ValueError:  # expired between add and incr
-                cache.set(slot_key, 1, timeout=self.window * 2)
+        self.counter.failed()
 
 
 THROTTLED = "Too many failed logins. Try again in %(minutes)s minute(s)."
@@ -160,8 +133,57 @@ class LoginView(auth_views.LoginView):
 
     form_class = ThrottledAuthenticationForm
 
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(**kwargs) | {"password_reset": email_configured()}
+
     def form_invalid(self, form):
         response = super().form_invalid(form)
         if getattr(form, "throttled", False):
             response.status_code = 429
         return response
+
+
+def throttled_admin_login(login: Callable) -> Callable:
+    """The admin site's login view, answering 429 when its (throttled) form refused the attempt."""
+
+    def view(request: HttpRequest, extra_context=None) -> HttpResponse:
+        response = login(request, extra_context)
+        form = (getattr(response, "context_data", None) or {}).get("form")
+        if getattr(form, "throttled", False):
+            response.status_code = 429
+        return response
+
+    return view
+
+
+# --- Passwords ---------------------------------------------------------------------------------
+# Changing one's password: Django's view, linked from the profile. An operator resets anyone's
+# with ``manage.py changepassword USER``; with email configured (``EMAIL_HOST``), people reset
+# their own through Django's reset-by-email views, which are 404 otherwise.
+
+
+def email_configured() -> bool:
+    return bool(getattr(settings, "EMAIL_HOST", ""))
+
+
+class _NeedsEmail:
+    def dispatch(self, request, *args, **kwargs):
+        if not email_configured():
+            raise Http404("Password reset by email is not configured on this site.")
+        return super().dispatch(request, *args, **kwargs)
+
+
+class PasswordResetView(_NeedsEmail, auth_views.PasswordResetView):
+    pass
+
+
+class PasswordResetDoneView(_NeedsEmail, auth_views.PasswordResetDoneView):
+    pass
+
+
+class PasswordResetConfirmView(_NeedsEmail, auth_views.PasswordResetConfirmView):
+    pass
+
+
+class PasswordResetCompleteView(_NeedsEmail, auth_views.PasswordResetCompleteView):
+    pass

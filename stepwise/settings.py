@@ -147,6 +147,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "common.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 SPECTACULAR_SETTINGS = {
@@ -224,6 +229,11 @@ STEPWISE_AL_SCORE_WORKERS = envint(
 )
 # Extra prm.TrainConfig fields for active-learning training, as JSON (e.g. {"epochs": 4}).
 STEPWISE_AL_TRAIN = envstr("STEPWISE_AL_TRAIN", "{}")
+# The PRM backbones managers may choose (labeling/backbones.py): bow, minilm, and hf:NAME for a
+# local Hugging Face model folder NAME directly under STEPWISE_MODEL_ROOT. Only the operator
+# chooses models; nothing is ever fetched from a model hub.
+STEPWISE_PRM_BACKBONES = envstr("STEPWISE_PRM_BACKBONES", "bow,minilm")
+STEPWISE_MODEL_ROOT = Path(envstr("STEPWISE_MODEL_ROOT", str(VAR_DIR / "models")))
 CELERY_BEAT_SCHEDULE["learning-active-learning-sweep"] = {
     "task": "learning.active_learning_sweep",
     "schedule": envint("STEPWISE_AL_SWEEP_SECONDS", "60"),
@@ -250,6 +260,10 @@ STEPWISE_GENERATION_HOSTS = [
 STEPWISE_GENERATION_MAX_CONCURRENCY = envint("STEPWISE_GENERATION_MAX_CONCURRENCY", "16")
 # First wait before retrying a 429/5xx answer (doubled each try, Retry-After honoured).
 STEPWISE_GENERATION_BACKOFF_MS = envint("STEPWISE_GENERATION_BACKOFF_MS", "1000")
+# Bounds on imported text (imports/reading.py), far above any real dataset; raise them if needed.
+STEPWISE_IMPORT_MAX_STEPS = envint("STEPWISE_IMPORT_MAX_STEPS", "1000")
+STEPWISE_IMPORT_MAX_STEP_CHARS = envint("STEPWISE_IMPORT_MAX_STEP_CHARS", "20000")
+STEPWISE_IMPORT_MAX_ANSWER_CHARS = envint("STEPWISE_IMPORT_MAX_ANSWER_CHARS", "5000")
 # Dashboard and agreement figures older than this many seconds are recomputed by a worker.
 STEPWISE_SNAPSHOT_MAX_AGE = envint("STEPWISE_SNAPSHOT_MAX_AGE", "300")
 # ... and sooner, once they are this many seconds old, when solutions were submitted since.
@@ -278,6 +292,13 @@ STEPWISE_LOGIN_WINDOW = envint("STEPWISE_LOGIN_WINDOW", "900")
 STEPWISE_TRUSTED_PROXY_HOPS = envint("STEPWISE_TRUSTED_PROXY_HOPS", "0")
 # Content-Security-Policy-Report-Only instead of the enforced header (to try a change).
 STEPWISE_CSP_REPORT_ONLY = envbool("STEPWISE_CSP_REPORT_ONLY", "False")
+# Email (password reset links): off unless EMAIL_HOST is set.
+EMAIL_HOST = envstr("EMAIL_HOST", "")
+EMAIL_PORT = envint("EMAIL_PORT", "587")
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "True")
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "stepwise@localhost")
 
 # Request bodies. Form and JSON bodies (not files) stay small: the largest real one is a
 # submission of a few hundred steps. Files above 2.5 MB go to a temporary file, never memory;

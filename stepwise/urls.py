@@ -5,14 +5,38 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from labeling import views as labeling_views
-from stepwise.security import LoginView, ThrottledAdminAuthenticationForm
+from stepwise import security
+from stepwise.security import LoginView, ThrottledAdminAuthenticationForm, throttled_admin_login
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
+admin.site.login = throttled_admin_login(admin.site.login)
 
 urlpatterns = [
     path("", labeling_views.home, name="home"),
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path(
+        "password/changed/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
+    path("password/reset/", security.PasswordResetView.as_view(), name="password_reset"),
+    path(
+        "password/reset/sent/",
+        security.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "password/reset/<uidb64>/<token>/",
+        security.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "password/reset/complete/",
+        security.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
     path("admin/", admin.site.urls),
     path("campaigns/<slug:slug>/imports/", include("imports.urls")),
     path("campaigns/<slug:slug>/exports/", include("exports.urls")),

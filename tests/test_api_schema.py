@@ -149,3 +149,108 @@ def test_generated_requests_get_no_server_error_and_match_the_schema(case, seede
     _point_at_seeded_data(case, seeded, random.Random(hash(repr(case.path_parameters))))
     response = case.call(headers={"Authorization": f"Token {seeded['key']}"})
     case.validate_response(response, checks=CHECKS)
+
+
+# --- The pages' lists and the submit endpoint's bounds ------------------------------------------
+# The HTML lists are not in the API's schema; this one describes their query parameters so that
+# the same fuzzing reaches them (signed in as the seeded campaign's manager, with a session).
+
+_TEXT_OR_NUMBER = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+
+
+def _query(name: str, example: str) -> dict:
+    return {"name": name, "in": "query", "schema": _TEXT_OR_NUMBER, "example": example}
+
+
+_SLUG = {
+    "name": "slug",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "enum": ["fuzz", "elsewhere", "no-such"]},
+}
+_PAGE_LISTS = {
+    "/campaigns/{slug}/reviews/": [
+        _query("page", "9" * 30),
+        _query("state", "all"),
+        _query("annotator", "9" * 30),
+        _query("kind", "qc"),
+        _query("low_qc", "on"),
+        _query("disagreement", "on"),
+        _query("sort", "submitted"),
+    ],
+    "/campaigns/{slug}/gold/": [_query("page", "-" + "9" * 30), _query("solution", "9" * 30)],
+    "/campaigns/{slug}/my-reviews/": [_query("page", "1e309")],
+}
+pages_schema = schemathesis.openapi.from_dict(
+    {
+        "openapi": "3.0.3",
+        "info": {"title": "Stepwise pages (lists)", "version": "1"},
+        "paths": {
+            path: {
+                "get": {
+                    "parameters": [_SLUG, *params],
+                    "responses": {"default": {"description": "an HTML page"}},
+                }
+            }
+            for path, params in _PAGE_LISTS.items()
+        },
+    }
+)
+pages_schema.app = get_wsgi_application()
+
+
+@pages_schema.parametrize()
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],
+)
+@pytest.mark.django_db
+def test_the_page_lists_answer_every_query_without_a_server_error(case, seeded):
+    from django.conf import settings as django_settings
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(Membership.objects.get(campaign__slug="fuzz", role="manager").user)
+    session = browser.cookies[django_settings.SESSION_COOKIE_NAME].value
+    response = case.call(cookies={django_settings.SESSION_COOKIE_NAME: session})
+    case.validate_response(response, checks=[not_a_server_error])
+    assert response.status_code in (200, 302, 400, 403, 404, 405), response.status_code
+
+
+@pytest.fixture
+def leased(seeded):
+    """An assignment the token's owner holds (leased by the queue), so submits reach the
+    service's own checks."""
+    from labeling import queue
+    from labeling.models import Campaign
+
+    campaign = Campaign.objects.get(slug="fuzz")
+    manager = Membership.objects.get(campaign=campaign, role="manager").user
+    assignment = queue.assignment_next(campaign=campaign, annotator=manager)
+    assert assignment is not None
+    return assignment
+
+
+@schema.include(path_regex="/submit/$").parametrize()
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],
+)
+@pytest.mark.django_db
+def test_the_submit_endpoint_holds_its_bounds_under_fuzzing(case, seeded, leased):
+    case.path_parameters = {"id": leased.pk}
+    response = case.call(headers={"Authorization": f"Token {seeded['key']}"})
+    case.validate_response(response, checks=CHECKS)
+    body = case.body if isinstance(case.body, dict) else {}
+    for name in ("ratings", "flags", "step_times_ms"):
+        if isinstance(body.get(name), list) and len(body[name]) > leased.solution.steps.count():
+            # Refused, or a retry of a submission already made with this key (a replay).
+            headers = {k.lower(): v for k, v in response.headers.items()}
+            replayed = headers.get("idempotent-replayed") in ("true", ["true"])
+            assert response.status_code in (400, 409) or replayed, (name, response.status_code)

@@ -68,14 +68,19 @@ def test_a_backbone_the_app_does_not_know_is_refused(client, campaign, manager):
     assert Campaign.objects.get(pk=campaign.pk).al_backbone == "bow"
 
 
-def test_a_backbone_set_elsewhere_stays_on_offer(client, campaign, manager):
+def test_a_backbone_the_site_does_not_offer_must_be_replaced(client, campaign, manager):
+    """A name set elsewhere (here a path) is not on the operator's list (issue 16: only the
+    operator chooses models): keeping it is refused, naming it; an offered one saves."""
     Campaign.objects.filter(pk=campaign.pk).update(al_backbone="hf:/models/qwen")
 
     body = client.get(settings_url(campaign)).content.decode()
-    response = client.post(settings_url(campaign), posted(campaign, al_backbone="hf:/models/qwen"))
+    refused = client.post(settings_url(campaign), posted(campaign, al_backbone="hf:/models/qwen"))
+    saved = client.post(settings_url(campaign), posted(campaign, al_backbone="bow"))
 
-    assert '<option value="hf:/models/qwen" selected>' in body
-    assert response.status_code == 302
+    assert 'value="hf:/models/qwen"' not in body
+    assert refused.status_code == 400 and "hf:/models/qwen" in refused.content.decode()
+    assert saved.status_code == 302
+    assert Campaign.objects.get(pk=campaign.pk).al_backbone == "bow"
 
 
 @pytest.mark.parametrize("who", ["login", "settings"])

@@ -68,6 +68,14 @@ ROUTES: dict[str, Route] = {
     "home": Route("login", {"GET": 200}),
     "login": Route("public", {"GET": 200}),
     "logout": Route("public", {"POST": 302}),
+    # Passwords: one's own (an empty form: refused, past the login check); reset by email is
+    # off (404) unless EMAIL_HOST is set.
+    "password_change": Route("login", {"GET": 200, "POST": 200}),
+    "password_change_done": Route("login", {"GET": 200}),
+    "password_reset": Route("public", {"GET": 404, "POST": 404}),
+    "password_reset_done": Route("public", {"GET": 404}),
+    "password_reset_confirm": Route("public", {"GET": 404}, ("uidb64", "reset_token")),
+    "password_reset_complete": Route("public", {"GET": 404}),
     "labeling:label": Route("label", {"GET": 200}, ("slug",)),
     # The labelling page's actions: only the assignment's holder (an empty form: back to the page).
     "labeling:rate": Route("holder", {"POST": 302}, ("slug", "assignment")),
@@ -254,13 +262,21 @@ def world(settings, tmp_path):
                 "my_work": my_work.pk,
                 "export": export.pk,
                 "file": "labels.csv",
+                "uidb64": "MQ",
+                "reset_token": "set-password",
             },
         )
     return users, campaigns
 
 
 # The URL parameter each object fills; primary keys go in "pk".
-URL_KWARG = {"file": "name", "slug": "slug", "token": "token"}
+URL_KWARG = {
+    "file": "name",
+    "slug": "slug",
+    "token": "token",
+    "uidb64": "uidb64",
+    "reset_token": "token",
+}
 
 
 def _url(name: str, route: Route, objects: dict) -> str:

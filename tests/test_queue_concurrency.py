@@ -5,6 +5,7 @@ SQLite serialises writers, so these only make sense on PostgreSQL (CI runs them 
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections import Counter
@@ -23,23 +24,30 @@ from tests.factories import make_campaign, make_member, make_solution
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 ANNOTATORS = 50
+# Each thread holds its own connection, and PostgreSQL's max_connections (100 by default) is
+# shared by everything on the server, other test runs included: at most this many threads run
+# at once; each works through its share of the items in turn.
+DB_THREADS = int(os.environ.get("STEPWISE_TEST_DB_THREADS", "16"))
 
 
 def run_threads(target, args_list):
-    """Run ``target(*args)`` per item at once (behind a barrier); re-raise the first error."""
-    barrier = threading.Barrier(len(args_list))
+    """Run ``target(*args)`` per item, ``DB_THREADS`` at a time, the threads starting together
+    (behind a barrier); re-raise the first error."""
+    shares = [args_list[i::DB_THREADS] for i in range(min(DB_THREADS, len(args_list)))]
+    barrier = threading.Barrier(len(shares))
     errors = []
 
-    def wrapped(*args):
+    def wrapped(share):
         try:
             barrier.wait()
-            target(*args)
+            for args in share:
+                target(*args)
         except BaseException as error:  # reported in the main thread below
             errors.append(error)
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=wrapped, args=args) for args in args_list]
+    threads = [threading.Thread(target=wrapped, args=(share,)) for share in shares]
     for thread in threads:
         thread.start()
     for thread in threads:

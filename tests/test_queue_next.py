@@ -159,9 +159,34 @@ def test_it_mixes_in_quality_control_at_the_campaign_rate():
         assignment = queue.assignment_next(campaign=campaign, annotator=user)
         kinds.append(assignment.solution.kind)
         submit_ratings(assignment=assignment, annotator=user, finish_reason="give_up")
-    assert kinds == ["regular", "regular", "regular", "qc"] * 3
+    # One QC solution in every block of four (the rate, exactly); where in the block is drawn.
+    assert [kinds[i : i + 4].count("qc") for i in (0, 4, 8)] == [1, 1, 1]
+    assert kinds.count("regular") == 9
     served_qc = Assignment.objects.filter(annotator=user, solution__kind="qc")
     assert [a.solution_id for a in served_qc.order_by("pk")] == [s.pk for s in qc[:3]]
+
+
+def test_quality_control_is_not_recognisable_by_its_position():
+    campaign = make_campaign(qc_rate=0.25, overlap=50)
+    for _ in range(4):
+        make_solution(campaign=campaign)
+    make_gold_solution(campaign=campaign, kind="qc", gold=[1, 0, -1])
+    positions = []
+    for _ in range(12):
+        user = annotator_in(campaign)
+        kinds = []
+        for _ in range(4):
+            assignment = queue.assignment_next(campaign=campaign, annotator=user)
+            kinds.append(assignment.solution.kind)
+            submit_ratings(assignment=assignment, annotator=user, finish_reason="give_up")
+        assert kinds.count("qc") == 1
+        positions.append(kinds.index("qc"))
+    assert len(set(positions)) > 1  # not always the 4th (12 draws of 4: all equal ~1e-6)
+    # Stable for one annotator: asking again does not move their turn.
+    user = annotator_in(campaign)
+    assert queue.qc_turn(campaign=campaign, annotator=user) == queue.qc_turn(
+        campaign=campaign, annotator=user
+    )
 
 
 def test_it_serves_regular_work_when_quality_control_runs_out():

@@ -10,6 +10,7 @@ so an imported PRM800K file comes back as it went in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,7 +35,10 @@ def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> 
         question["ground_truth_solution"] = solution.ground_truth_solution
         question["pre_generated_steps"] = solution.steps
         question["pre_generated_answer"] = solution.answer
-        question["pre_generated_verifier_score"] = solution.verifier_score
+        score = solution.verifier_score
+        # JSON has no NaN: a non-finite score (written before imports refused them) is null.
+        finite = score is None or math.isfinite(score)
+        question["pre_generated_verifier_score"] = score if finite else None
     for a in solution.assignments:
         steps = [
             {

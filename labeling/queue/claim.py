@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import time
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import OperationalError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
@@ -136,10 +139,17 @@ def _assignment_live(*, campaign: Campaign, annotator, now: datetime) -> Assignm
 def qc_turn(*, campaign: Campaign, annotator: AbstractBaseUser) -> bool:
     """Whether the annotator's next solution should be a quality-control one.
 
-    Deterministic, so the rate is exact and testable: with ``n`` regular and QC solutions served
-    so far, the next is QC when ``floor((n + 1) * rate) > floor(n * rate)``; at rate 0.25 that
-    is the 4th, 8th, 12th... When no QC solution is left for them, a regular one is served.
+    The rate is exact and the turn is not guessable. With ``n`` regular and QC solutions
+    served so far, the positions are cut into blocks holding one QC solution each at the
+    campaign's rate (block ``floor(n * rate)``: at 0.25, positions 0-3, 4-7, ...), and within
+    each block the QC position is drawn from a keyed hash of the site's secret, the campaign,
+    the annotator and the block: stable for one annotator (a reload changes nothing), different
+    between annotators and blocks, and unknown to them. When no QC solution is left for them, a
+    regular one is served.
     """
+    rate = campaign.qc_rate
+    if rate <= 0:
+        return False
     served = (
         Assignment.objects.filter(
             campaign=campaign,
@@ -150,9 +160,35 @@ def qc_turn(*, campaign: Campaign, annotator: AbstractBaseUser) -> bool:
         .exclude(status=Assignment.Status.SUPERSEDED)
         .count()
     )
-    rate = campaign.qc_rate
+    start, length = _qc_block(served, rate)
+    return served == start + _qc_draw(campaign.pk, annotator.pk, _qc_count(served, rate), length)
+
+
+def _qc_count(n: int, rate: float) -> int:
     # The epsilon keeps e.g. 100 * 0.29 = 28.999999999999996 on the right side of the floor.
-    return math.floor((served + 1) * rate + 1e-9) > math.floor(served * rate + 1e-9)
+    return math.floor(n * rate + 1e-9)
+
+
+def _qc_block(n: int, rate: float) -> tuple[int, int]:
+    """(first position, length) of the block of positions holding position ``n``."""
+    block = _qc_count(n, rate)
+
+    def first(b: int) -> int:
+        m = max(0, math.ceil(b / rate) - 1)
+        while _qc_count(m, rate) < b:
+            m += 1
+        while m > 0 and _qc_count(m - 1, rate) >= b:
+            m -= 1
+        return m
+
+    start = first(block)
+    return start, max(1, first(block + 1) - start)
+
+
+def _qc_draw(campaign_id: int, user_id: int, block: int, length: int) -> int:
+    key = hashlib.sha256(f"qc-turn:{settings.SECRET_KEY}".encode()).digest()
+    digest = hmac.new(key, f"{campaign_id}:{user_id}:{block}".encode(), "sha256").digest()
+    return int.from_bytes(digest[:8], "big") % length
 
 
 def _claim(

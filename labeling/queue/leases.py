@@ -80,7 +80,9 @@ def _assignment_lock(*, assignment: Assignment, annotator) -> tuple[Assignment, 
     if assignment.annotator_id != annotator.pk:
         raise NotLeaseHolder()
     membership = _membership_lock(campaign_id=assignment.campaign_id, annotator=annotator)
-    if membership.status == Membership.Status.REMOVED:
+    # A paused member does not take up held work (nor does a removed one): their lease runs out
+    # and the queue hands the solution to someone else.
+    if not membership.is_active:
         raise MembershipInactive()
     locked = _first(
         Assignment.objects.raw(

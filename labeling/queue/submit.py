@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from labeling import events
+from labeling.forms import STEP_TIME_MAX_MS, TOTAL_TIME_MAX_MS, clamp_ms
 from labeling.models import Assignment, FinishReason, Membership, Rating, Solution, StepLabel
 from labeling.queue.drafts import _human_completion
 from labeling.queue.errors import AssignmentClosed, LabelsInvalid
@@ -130,6 +131,8 @@ def _assignment_submit(
         )
         if total_time_ms is not None and total_time_ms < 0:
             raise LabelsInvalid("total_time_ms", "Time spent cannot be negative.")
+        # Client-measured: absurd values are clamped, as on the page (labeling.forms).
+        total_time_ms = clamp_ms(total_time_ms, maximum=TOTAL_TIME_MAX_MS)
         now = timezone.now()
         _slot_hold(assignment=locked)
         if drafts:
@@ -254,6 +257,12 @@ def _labels_final(
     finish_reason: str | None,
 ) -> tuple[list[_Label], str]:
     """The labels and finish reason to store, checked against every rule; or ``LabelsInvalid``."""
+    # Lengths first: a list longer than the solution is refused before any item is looked at.
+    for name, given in (("ratings", ratings), ("flags", flags), ("step_times_ms", step_times_ms)):
+        if isinstance(given, list) and len(given) > n_steps:
+            raise LabelsInvalid(
+                name, f"The solution has {n_steps} steps; {len(given)} {name} were given."
+            )
     if ratings is None:
         rated = sorted(i for i, d in drafts.items() if d.rating is not None)
         if rated != list(range(len(rated))):
@@ -293,7 +302,7 @@ def _labels_final(
         for label, ms in zip(labels, step_times_ms, strict=False):
             if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
                 raise LabelsInvalid("step_times_ms", f"Step {label.index}: {ms!r} is not a time.")
-            label.time_spent_ms = ms
+            label.time_spent_ms = clamp_ms(ms, maximum=STEP_TIME_MAX_MS)
     if human_completion is not None and human_completion.strip():
         if first_negative is None:
             raise LabelsInvalid("human_completion", "A correction needs a negative step.")

@@ -118,6 +118,8 @@ def _bare_tex(prose: str, stash) -> str:
 # alone; a per-process nonce, so user text cannot forge one.
 _NONCE = secrets.token_hex(6)
 _TOKEN = re.compile(rf"swmath{_NONCE}x(\d+)x")
+# A tag of Markdown's output; its attribute values are escaped, so none holds a raw ">".
+_TAG = re.compile(r"<[^<>]*>")
 
 
 def _math_span(source: str) -> str:
@@ -141,6 +143,13 @@ def render_markdown_math(text: str, *, breaks: bool = True) -> str:
     prose = _bare_tex(_MATH.sub(stash, text or ""), stash_text)
     prose = _TEX_QUOTE.sub("\u201c\\g<quoted>\u201d", prose)
     rendered = _markdown[breaks].render(prose)
+
+    def as_text(tag: re.Match) -> str:
+        # Inside a tag (a link's URL or title) a formula goes back as plain escaped text: a
+        # span there would break the attribute open.
+        return _TOKEN.sub(lambda m: html.escape(formulas[int(m.group(1))]), tag.group(0))
+
+    rendered = _TAG.sub(as_text, rendered)
     return _TOKEN.sub(lambda m: _math_span(formulas[int(m.group(1))]), rendered)
 
 

@@ -22,13 +22,15 @@ from typing import Any
 
 from prm.backbones.base import STRUCTURE_BUCKETS, Backbone, Item
 from prm.backbones.bow import BowBackbone
-from prm.backbones.hf import HFTokenBackbone
+from prm.backbones.hf import BackboneLoadError, HFTokenBackbone
 from prm.backbones.minilm import MiniLMBackbone, minilm_path
+from prm.backbones.minilm import _quiet_transformers as _quiet_transformers  # tests use it
 from prm.features import FEATURES_VERSION
 
 __all__ = [
     "STRUCTURE_BUCKETS",
     "Backbone",
+    "BackboneLoadError",
     "BowBackbone",
     "HFTokenBackbone",
     "Item",

@@ -12,6 +12,10 @@ from prm.backbones.base import Backbone, Item
 from prm.backbones.minilm import _quiet_transformers
 
 
+class BackboneLoadError(ValueError):
+    """A model folder that cannot be used; the message never quotes paths or file content."""
+
+
 class HFTokenBackbone(Backbone):
     """A local Hugging Face model with a token-classification head, fed as TRL's PRMTrainer does.
 
@@ -39,12 +43,27 @@ class HFTokenBackbone(Backbone):
         from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer
 
         self.path = str(path)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-        if _config_only:  # loading a checkpoint: its own weights replace these
-            config = AutoConfig.from_pretrained(self.path, num_labels=2)
-            self.model = AutoModelForTokenClassification.from_config(config)
-        else:
-            self.model = AutoModelForTokenClassification.from_pretrained(self.path, num_labels=2)
+        folder = Path(self.path)
+        # A local folder only: never a hub id, never remote code. A failure says what is wrong
+        # in general words: transformers' own messages quote paths and the content of the file
+        # it could not parse, which the run's error would show to the campaign's managers.
+        if not (folder / "config.json").is_file():
+            raise BackboneLoadError("hf backbone: not a local model folder with a config.json")
+        local = {"local_files_only": True, "trust_remote_code": False}
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, **local)
+            if _config_only:  # loading a checkpoint: its own weights replace these
+                config = AutoConfig.from_pretrained(self.path, num_labels=2, **local)
+                self.model = AutoModelForTokenClassification.from_config(config)
+            else:
+                self.model = AutoModelForTokenClassification.from_pretrained(
+                    self.path, num_labels=2, **local
+                )
+        except Exception as exc:
+            raise BackboneLoadError(
+                f"hf backbone: the folder does not load as a token-classification model "
+                f"({type(exc).__name__})"
+            ) from exc
         if separator is None:
             sep = self.tokenizer.sep_token
             separator = f" {sep} " if sep else "\n"

@@ -23,10 +23,10 @@ from prm.features import FEATURES_VERSION, SolutionContext, clean, step_facts
 
 
 def _quiet_transformers() -> None:
-    """Offline, and no weight-loading progress bars in a worker's log."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    """Offline (forced: a model is never fetched), and no progress bars in a worker's log."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     from transformers.utils import logging
 
     logging.disable_progress_bar()
@@ -100,8 +100,10 @@ class MiniLMBackbone(Backbone):
         if context not in ("step", "previous", "problem"):
             raise ValueError("context must be 'step', 'previous' or 'problem'")
         path = minilm_path()
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.encoder = AutoModel.from_pretrained(path, attn_implementation="eager")
+        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        self.encoder = AutoModel.from_pretrained(
+            path, attn_implementation="eager", local_files_only=True
+        )
         self.finetune_layers, self.max_length, self.context = finetune_layers, max_length, context
         self.structure, self.hidden, self.dropout, self.pooling = (
             structure,

@@ -67,7 +67,13 @@ class Command(BaseCommand):
             self.stdout.write(f"created campaign {campaign!r}")
         self.stdout.write(
             f"{path.name}: {result.lines} lines; problems +{result.problems_created}; "
-            f"solutions +{result.solutions_created} ({result.solutions_existing} already there), "
+            f"solutions +{result.solutions_created} ({result.solutions_existing} already there"
+            + (
+                f", {result.solutions_gold_applied} given the file's gold ratings"
+                if result.solutions_gold_applied
+                else ""
+            )
+            + "), "
             f"steps +{result.steps_created}; assignments +{result.assignments_created} "
             f"({result.assignments_existing} already there), "
             f"step labels +{result.step_labels_created}; accounts +{result.users_created}; "
