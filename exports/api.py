@@ -6,6 +6,7 @@ Same services as the page (``exports.services.export_create``).
 
 from __future__ import annotations
 
+from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -165,9 +166,9 @@ def export_download(request: Request, slug: str, pk: int, name: str) -> FileResp
     """One file of a finished export, or its manifest (managers)."""
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
     export = get_object_or_404(Export, campaign=campaign, pk=pk, status=Export.Status.DONE)
-    path = export.file_path(name)
-    if path is None or not path.is_file():
+    stored = export.stored_file(name)
+    if stored is None or not default_storage.exists(stored):
         raise Http404("No such file")
-    response = FileResponse(open(path, "rb"), as_attachment=True, filename=name)  # noqa: SIM115
+    response = FileResponse(default_storage.open(stored, "rb"), as_attachment=True, filename=name)
     response["Content-Type"] = "application/octet-stream"
     return response

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.conf import settings
 from django.db import models
 
 from common.models import BackgroundJob
@@ -23,6 +22,8 @@ class ImportJob(BackgroundJob):
     (validating, writing, grading) and ``progress`` (share of the file read in that phase) are
     updated from a separate connection, so the page can show them before the import commits.
     The uploaded file is deleted once the job has finished; its size and sha256 stay here.
+    A worker killed mid-import leaves nothing written (the transaction dies with it); the sweep
+    sends the job again (``common.jobs``), and the claim lets one attempt at a time run it.
     """
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="import_jobs")
@@ -47,4 +48,10 @@ class ImportJob(BackgroundJob):
 
     @property
     def path(self) -> Path:
-        return Path(settings.MEDIA_ROOT) / self.stored_path
+        """The uploaded file on this machine's disk (filesystem storage only)."""
+        from common.storage import storage_local_path
+
+        path = storage_local_path(self.stored_path)
+        if path is None:
+            raise NotImplementedError("the file storage is not a local directory")
+        return path

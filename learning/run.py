@@ -14,20 +14,19 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, transaction
-from django.db.models import F, Max, Q
+from django.db.models import Max
 from django.utils import timezone
 
-from common.jobs import JobBeat
+from common.jobs import JobBeat, job_claim, job_heartbeat
 from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, queue_order, solutions_rewrite
 from learning.rescoring import _score_open
-from learning.triggers import submitted_labels
+from learning.triggers import AL_RUNS, submitted_labels
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ def active_learning_run(*, run: ActiveLearningRun) -> ActiveLearningRun:
         run.refresh_from_db()
         return run
     run.refresh_from_db()
-    heartbeat = _heartbeat(run.pk, settings.STEPWISE_AL_HEARTBEAT_SECONDS)
+    heartbeat = _heartbeat(run.pk, attempt)
     heartbeat.start()
     try:
         _run_stages(run, attempt=attempt, heartbeat=heartbeat)
@@ -73,42 +72,19 @@ def _run_claim(run: ActiveLearningRun) -> int | None:
     """Take the run for this worker: the attempt number, or None when it is not ours to run.
 
     A queued run is taken; so is a running one whose heartbeat is stale (its worker died and the
-    broker redelivered the message). One UPDATE, so two workers cannot both take it.
+    broker redelivered the message). One UPDATE (``common.jobs.job_claim``), so two workers
+    cannot both take it.
     """
-    now = timezone.now()
-    stale = now - timedelta(seconds=settings.STEPWISE_AL_STALE_SECONDS)
-    taken = (
-        ActiveLearningRun.objects.filter(pk=run.pk, attempts__lt=settings.STEPWISE_AL_MAX_ATTEMPTS)
-        .filter(
-            Q(status=ActiveLearningRun.Status.QUEUED)
-            | Q(status=ActiveLearningRun.Status.RUNNING, heartbeat_at__lt=stale)
-        )
-        .update(
-            status=ActiveLearningRun.Status.RUNNING,
-            started_at=now,
-            heartbeat_at=now,
-            attempts=F("attempts") + 1,
-            error="",
-        )
-    )
-    if not taken:
-        return None
-    return ActiveLearningRun.objects.values_list("attempts", flat=True).get(pk=run.pk)
+    return job_claim(AL_RUNS, run.pk)
 
 
-def _heartbeat(run_id: int, every: float) -> JobBeat:
+def _heartbeat(run_id: int, attempt: int) -> JobBeat:
     """Beats ``heartbeat_at`` from a thread while the run works, so the sweep knows it is alive.
 
     A thread, because training is one long call into the PRM; torch releases the GIL often
     enough for a beat every few seconds.
     """
-
-    def beat() -> None:
-        ActiveLearningRun.objects.filter(pk=run_id, status=ActiveLearningRun.Status.RUNNING).update(
-            heartbeat_at=timezone.now()
-        )
-
-    return JobBeat(beat, every=max(0.5, float(every)), name=f"al-heartbeat-{run_id}")
+    return job_heartbeat(AL_RUNS, run_id, attempt)
 
 
 class _Stages:
