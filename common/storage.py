@@ -104,19 +104,29 @@ def storage_delete_dir(prefix: str) -> None:
         storage_delete_dir(f"{prefix}/{sub}")
 
 
-@contextmanager
-def storage_local_dir(prefix: str) -> Iterator[Path]:
+def storage_local_dir(prefix: str) -> Path:
     """A local directory holding the stored directory ``prefix`` (a checkpoint PyTorch loads).
 
-    On a filesystem it is the directory itself; elsewhere a temporary copy, removed afterwards.
+    On a filesystem it is the directory itself. Elsewhere it is a copy kept under
+    ``VAR_DIR/storage-cache/`` (downloaded once, whole, then renamed into place): only for
+    directories that never change once published, such as a PRM checkpoint's version.
     """
     path = storage_local_path(prefix)
     if path is not None:
-        yield path
-        return
-    with tempfile.TemporaryDirectory(dir=settings.FILE_UPLOAD_TEMP_DIR) as tmp:
-        _download_dir(prefix, Path(tmp))
-        yield Path(tmp)
+        return path
+    cached = Path(settings.VAR_DIR) / "storage-cache" / prefix
+    if not cached.is_dir():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(dir=cached.parent, prefix=f".{cached.name}-"))
+        try:
+            _download_dir(prefix, partial)
+            os.replace(partial, cached)
+        except OSError:
+            if not cached.is_dir():  # not another process that finished first
+                raise
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    return cached
 
 
 def _download_dir(prefix: str, local: Path) -> None:

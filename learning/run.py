@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from common.jobs import JobBeat, job_claim, job_heartbeat
+from common.storage import storage_local_dir, storage_publish_dir, storage_scratch_dir
 from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, queue_order, solutions_rewrite
@@ -133,7 +135,7 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
     stages = _Stages(run, attempt)
     media = Path(settings.MEDIA_ROOT)
     workdir = media / "prm" / campaign.slug / f"run-{run.pk}"
-    model = run.model if run.model_id and _is_checkpoint(media / run.model.path) else None
+    model = run.model if run.model_id and _is_checkpoint(run.model.path) else None
 
     if model is None:
         with stages("export"):
@@ -141,26 +143,30 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
             data = _export(campaign=campaign, workdir=workdir)
         stages.save(training_labels=labels)
 
-        with stages("train"):
-            out = workdir / f"attempt-{attempt}"
-            overrides = json.loads(settings.STEPWISE_AL_TRAIN or "{}")
-            train_metrics = prm.train(
-                data["path"],
-                out,
-                backbone=campaign.al_backbone or "bow",
-                progress=False,
-                **overrides,
-            )
+        # Trained into a scratch folder, published to the file storage (a rename on a
+        # filesystem) once evaluated: every process loads it by its storage name.
+        checkpoint = f"prm/{campaign.slug}/run-{run.pk}/attempt-{attempt}"
+        with storage_scratch_dir(checkpoint) as out:
+            with stages("train"):
+                overrides = json.loads(settings.STEPWISE_AL_TRAIN or "{}")
+                train_metrics = prm.train(
+                    data["path"],
+                    out,
+                    backbone=campaign.al_backbone or "bow",
+                    progress=False,
+                    **overrides,
+                )
 
-        with stages("evaluate"):
-            scorer = prm.load(out)
-            metrics = _evaluate(scorer, data["path"], train_metrics)
-        stages.save(metrics=metrics)
+            with stages("evaluate"):
+                scorer = prm.load(out)
+                metrics = _evaluate(scorer, data["path"], train_metrics)
+            stages.save(metrics=metrics)
+            storage_publish_dir(out, checkpoint)
 
         with stages("register"):
             model = _model_register(
                 campaign=campaign,
-                checkpoint=out,
+                checkpoint=checkpoint,
                 metrics=metrics,
                 labels=labels,
                 solutions=data["solutions"],
@@ -168,7 +174,7 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
         stages.save(model=model)
     else:
         # An earlier attempt trained and registered the model, then died: score with it.
-        scorer = prm.load(media / model.path)
+        scorer = prm.load(storage_local_dir(model.path))
         stages.timings["reused_model"] = model.version
 
     with stages("score"):
@@ -190,8 +196,8 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
     ActiveLearningRun.objects.filter(pk=run.pk, attempts=attempt).update(timings=stages.timings)
 
 
-def _is_checkpoint(path: Path) -> bool:
-    return (path / "config.json").is_file()
+def _is_checkpoint(name: str) -> bool:
+    return default_storage.exists(f"{name}/config.json")
 
 
 def _export(*, campaign: Campaign, workdir: Path) -> dict:
@@ -248,10 +254,12 @@ def _finite(value) -> float | None:
 
 
 def _model_register(
-    *, campaign: Campaign, checkpoint: Path, metrics: dict, labels: int, solutions: int
+    *, campaign: Campaign, checkpoint: str, metrics: dict, labels: int, solutions: int
 ) -> PRMModel:
-    """The next version of the campaign's PRM, inactive until the run's last transaction."""
-    relative = Path(checkpoint).relative_to(settings.MEDIA_ROOT).as_posix()
+    """The next version of the campaign's PRM, inactive until the run's last transaction.
+
+    ``checkpoint`` is its name in the file storage (``common.storage``).
+    """
     for _ in range(5):
         try:
             with transaction.atomic():
@@ -260,7 +268,7 @@ def _model_register(
                     campaign=campaign,
                     version=latest + 1,
                     backbone=campaign.al_backbone or "bow",
-                    path=relative,
+                    path=checkpoint,
                     metrics=metrics,
                     training_labels=labels,
                     training_solutions=solutions,
