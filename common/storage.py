@@ -20,15 +20,14 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.files import File
-from django.core.files.storage import default_storage
+from django.core.files.storage import FileSystemStorage, default_storage
 
 
 def storage_local_path(name: str) -> Path | None:
     """Where ``name`` is on this machine's disk, or None when the storage is not a filesystem."""
-    try:
-        return Path(default_storage.path(name))
-    except NotImplementedError:
+    if not isinstance(default_storage, FileSystemStorage):
         return None
+    return Path(default_storage.path(name))
 
 
 @contextmanager
