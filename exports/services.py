@@ -84,7 +84,6 @@ def export_run(*, export: Export) -> Export:
     export.refresh_from_db()
     if attempt is None:
         return export
-    spec = get_format(export.format)
     last_write = 0.0
 
     def progress(done: int, total: int) -> None:
@@ -95,6 +94,7 @@ def export_run(*, export: Export) -> Export:
             job_update(EXPORT_JOBS, export.pk, attempt, progress=done / total)
 
     try:
+        spec = get_format(export.format)
         with (
             job_heartbeat(EXPORT_JOBS, export.pk, attempt),
             storage_scratch_dir(export.storage_dir) as scratch,
