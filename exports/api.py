@@ -35,7 +35,8 @@ class ExportFileSerializer(serializers.Serializer):
 
 class ExportSerializer(serializers.ModelSerializer):
     """An export job: ``status`` pending → running (``progress`` 0..1) → done (``files``,
-    ``manifest_url``) or failed (``error``)."""
+    ``manifest_url``) or failed (``error``). ``attempts``: how many times a worker started it
+    (more than one after a worker died and the sweep sent it again)."""
 
     files = serializers.SerializerMethodField()
     manifest_url = serializers.SerializerMethodField()
@@ -53,6 +54,7 @@ class ExportSerializer(serializers.ModelSerializer):
             "files",
             "manifest_url",
             "error",
+            "attempts",
             "created_at",
             "started_at",
             "finished_at",
