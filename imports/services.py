@@ -182,8 +182,9 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     message finds it taken and leaves it alone. The import's counts are written to the job in
     the import's own transaction, and only while this attempt owns the job, so the data and the
     record commit together or not at all: an attempt after a killed worker either imports the
-    whole file (nothing had committed) or only finishes the job (the import had committed, the
-    worker died while grading). The file is deleted afterwards (its size and sha256 stay).
+    whole file (nothing had committed) or only finishes the job, grading what was left (the
+    import had committed, the worker died while grading). The file is deleted afterwards (its
+    size and sha256 stay).
     """
     from imports.service import ImportValidationError
 
@@ -195,6 +196,8 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     if job.counts:
         log.warning("import job %s had committed before its worker died: finishing it", job.pk)
         fields = {"status": ImportJob.Status.DONE, "progress": 1.0}
+        if job.grade:
+            fields["counts"] = job.counts | {"solutions_graded": _grade_rest(job, attempt)}
     else:
         try:
             fields = _import(job, attempt)
@@ -270,6 +273,20 @@ def _import(job: ImportJob, attempt: int) -> dict[str, Any]:
         "counts": {name: getattr(result, name) for name in COUNTS}
         | {"seconds": round(result.seconds, 2)},
     }
+
+
+def _grade_rest(job: ImportJob, attempt: int) -> int:
+    """Grade what the committed import left ungraded (its worker died while grading).
+
+    The import's new solutions are not recorded one by one, so every ungraded solution of the
+    campaign is tried; those that cannot be graded (no answer, no truth) stay as they were.
+    """
+    from labeling.grading import solutions_grade
+
+    with ImportProgress(job.pk, attempt) as writer:
+        writer.report("grading", 0.0)
+        result = solutions_grade(solutions=Solution.objects.filter(campaign=job.campaign))
+    return result.graded
 
 
 def _upload_delete(name: str) -> None:

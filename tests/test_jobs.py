@@ -155,6 +155,27 @@ def test_an_import_whose_worker_died_after_its_commit_is_only_finished():
     assert not Solution.objects.filter(campaign=campaign).exists()  # not imported twice
 
 
+def test_a_finished_import_whose_worker_died_while_grading_is_graded_by_the_next_attempt():
+    from imports.service import import_file
+
+    campaign = make_campaign()
+    job = _upload(campaign)
+    written = import_file(job.path, campaign=campaign, fmt="jsonl", grade=False)
+    ImportJob.objects.filter(pk=job.pk).update(
+        grade=True, counts={"solutions_created": written.solutions_created}
+    )
+    assert not Solution.objects.filter(campaign=campaign, answer_is_correct__isnull=False).exists()
+
+    job = import_job_run(job=job)
+
+    graded = Solution.objects.filter(campaign=campaign, answer_is_correct__isnull=False).count()
+    assert job.status == "done" and graded > 0
+    assert job.counts == {
+        "solutions_created": written.solutions_created,
+        "solutions_graded": graded,
+    }
+
+
 def test_an_export_that_lost_its_job_to_another_attempt_publishes_nothing(monkeypatch, media):
     export = _export()
     monkeypatch.setattr("exports.services.stage_pause", _take_over(EXPORT_JOBS, export.pk))
