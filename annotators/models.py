@@ -15,15 +15,17 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from common.models import RecoverableJob
 from labeling.models import Campaign
 
 
-class CampaignSnapshot(models.Model):
+class CampaignSnapshot(RecoverableJob):
     """The campaign's quality and progress figures at one moment (see ``annotators.stats``).
 
     Pages read the newest ``done`` snapshot and show its time; when it is older than
     ``STEPWISE_SNAPSHOT_MAX_AGE`` a refresh is requested (one at a time) and a Celery worker
     computes the next one. ``data`` is plain JSON, so any page renders it without querying labels.
+    A durable job (``common.jobs``): a worker killed mid-computation leaves it to the sweep.
     """
 
     class Status(models.TextChoices):
@@ -39,7 +41,6 @@ class CampaignSnapshot(models.Model):
     computed_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="How long the computation took.")
     data = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-requested_at", "-id"]

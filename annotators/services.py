@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from annotators.models import ApiToken, CampaignSnapshot
 from annotators.selectors import disputed_steps
+from common.jobs import JobKind, job_claim, job_heartbeat, job_update
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -461,36 +462,59 @@ def snapshot_pending(*, campaign: Campaign) -> CampaignSnapshot | None:
 
 def snapshot_request(*, campaign: Campaign) -> CampaignSnapshot:
     """Have a worker compute fresh figures, unless a computation is already under way."""
-    from annotators.tasks import snapshot_refresh_task
-
     pending = snapshot_pending(campaign=campaign)
     if pending is not None:
         return pending
     snapshot = CampaignSnapshot.objects.create(campaign=campaign)
-    transaction.on_commit(lambda: snapshot_refresh_task.delay(snapshot.pk))
+    SNAPSHOT_JOBS.send(snapshot.pk)
     return snapshot
 
 
+def _snapshot_send(snapshot_id: int) -> None:
+    from annotators.tasks import snapshot_refresh_task
+
+    transaction.on_commit(lambda: snapshot_refresh_task.delay(snapshot_id))
+
+
+SNAPSHOT_JOBS = JobKind(
+    name="snapshots",
+    model=CampaignSnapshot,
+    send=_snapshot_send,
+    created_field="requested_at",
+    finished_field=None,
+)
+
+
 def snapshot_run(*, snapshot: CampaignSnapshot) -> CampaignSnapshot:
-    """Compute and store a snapshot's figures (the Celery task); keeps the newest few."""
+    """Compute and store a snapshot's figures (the Celery task); keeps the newest few.
+
+    Claimed like every durable job (``common.jobs``): one attempt at a time, a heartbeat while
+    it computes, the result written only while this attempt owns it.
+    """
     from annotators.stats import campaign_stats
 
-    claimed = CampaignSnapshot.objects.filter(
-        pk=snapshot.pk, status=CampaignSnapshot.Status.PENDING
-    ).update(status=CampaignSnapshot.Status.RUNNING, started_at=timezone.now())
-    if not claimed:
+    attempt = job_claim(SNAPSHOT_JOBS, snapshot.pk)
+    if attempt is None:
         snapshot.refresh_from_db()
         return snapshot
     started = time.monotonic()
     try:
-        data = campaign_stats(campaign=snapshot.campaign)
+        with job_heartbeat(SNAPSHOT_JOBS, snapshot.pk, attempt):
+            data = campaign_stats(campaign=snapshot.campaign)
     except Exception as error:
         log.exception("snapshot %s failed", snapshot.pk)
-        CampaignSnapshot.objects.filter(pk=snapshot.pk).update(
-            status=CampaignSnapshot.Status.FAILED, error=f"{type(error).__name__}: {error}"
+        job_update(
+            SNAPSHOT_JOBS,
+            snapshot.pk,
+            attempt,
+            status=CampaignSnapshot.Status.FAILED,
+            error=f"{type(error).__name__}: {error}",
         )
         raise
-    CampaignSnapshot.objects.filter(pk=snapshot.pk).update(
+    job_update(
+        SNAPSHOT_JOBS,
+        snapshot.pk,
+        attempt,
         status=CampaignSnapshot.Status.DONE,
         computed_at=timezone.now(),
         seconds=time.monotonic() - started,

@@ -8,7 +8,9 @@ from annotators import services
 from annotators.models import CampaignSnapshot
 
 
-@shared_task(name="annotators.snapshot_refresh")
+# Late acknowledgement: a broker that redelivers sends the message of a killed worker again; the
+# sweep (common.jobs) recovers it on any broker.
+@shared_task(name="annotators.snapshot_refresh", acks_late=True, reject_on_worker_lost=True)
 def snapshot_refresh_task(snapshot_id: int) -> str:
     """Compute a campaign's figures. A message for a snapshot that no longer exists is dropped."""
     snapshot = CampaignSnapshot.objects.select_related("campaign").filter(pk=snapshot_id).first()

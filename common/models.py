@@ -1,4 +1,4 @@
-"""What every app shares and no domain owns: the background job's state and times."""
+"""What every app shares and no domain owns: the background job's state, times and liveness."""
 
 from __future__ import annotations
 
@@ -7,11 +7,30 @@ from django.db import models
 from django.utils import timezone
 
 
-class BackgroundJob(models.Model):
+class RecoverableJob(models.Model):
+    """What a job needs to outlive the worker that runs it (see ``common.jobs``).
+
+    A worker claims the job with one conditional UPDATE that counts an attempt, then beats
+    ``heartbeat_at`` from a thread while it works. The sweep sends again a job whose heartbeat
+    went silent (its worker was killed), and fails it with ``error`` after its attempts. While
+    a job waits for a worker, ``heartbeat_at`` is when its task was last sent (null: at creation).
+    """
+
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class BackgroundJob(RecoverableJob):
     """What every job a Celery worker runs for a page has: its state and when it ran.
 
     A job is created ``pending``, claimed ``running`` by one worker, and ends ``done`` or
-    ``failed``; pages poll it until it is finished.
+    ``failed``; pages poll it until it is finished. A worker that dies leaves it ``running``
+    until the sweep sends it again (back to ``pending``) or gives up on it (``failed``, with
+    ``error`` saying why).
     """
 
     class Status(models.TextChoices):

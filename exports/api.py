@@ -6,6 +6,7 @@ Same services as the page (``exports.services.export_create``).
 
 from __future__ import annotations
 
+from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -34,7 +35,8 @@ class ExportFileSerializer(serializers.Serializer):
 
 class ExportSerializer(serializers.ModelSerializer):
     """An export job: ``status`` pending → running (``progress`` 0..1) → done (``files``,
-    ``manifest_url``) or failed (``error``)."""
+    ``manifest_url``) or failed (``error``). ``attempts``: how many times a worker started it
+    (more than one after a worker died and the sweep sent it again)."""
 
     files = serializers.SerializerMethodField()
     manifest_url = serializers.SerializerMethodField()
@@ -52,6 +54,7 @@ class ExportSerializer(serializers.ModelSerializer):
             "files",
             "manifest_url",
             "error",
+            "attempts",
             "created_at",
             "started_at",
             "finished_at",
@@ -165,9 +168,9 @@ def export_download(request: Request, slug: str, pk: int, name: str) -> FileResp
     """One file of a finished export, or its manifest (managers)."""
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
     export = get_object_or_404(Export, campaign=campaign, pk=pk, status=Export.Status.DONE)
-    path = export.file_path(name)
-    if path is None or not path.is_file():
+    stored = export.stored_file(name)
+    if stored is None or not default_storage.exists(stored):
         raise Http404("No such file")
-    response = FileResponse(open(path, "rb"), as_attachment=True, filename=name)  # noqa: SIM115
+    response = FileResponse(default_storage.open(stored, "rb"), as_attachment=True, filename=name)
     response["Content-Type"] = "application/octet-stream"
     return response

@@ -2,15 +2,15 @@
 
 The row is the job's record and its result: the policy it ran with, its progress while a Celery
 worker writes the files, then the files with their checksums and the manifest written beside them.
-Files live under ``MEDIA_ROOT/exports/<id>/`` and are served only through a view that checks the
-campaign role, never from a public URL.
+Files live in the file storage as ``exports/<id>/<name>`` (``common.storage``: a directory under
+``MEDIA_ROOT`` by default, shared by web processes and workers) and are served only through a
+view that checks the campaign role, never from a public URL.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from django.conf import settings
 from django.db import models
 
 from common.models import BackgroundJob
@@ -28,28 +28,37 @@ class Export(BackgroundJob):
         default=list, blank=True, help_text="[{name, split, bytes, sha256, records}]"
     )
     manifest = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
 
     def __str__(self) -> str:
         return f"export {self.pk} of {self.campaign} as {self.format} ({self.status})"
 
     @property
-    def directory(self) -> Path:
-        """Where this export's files are written; the media root is shared by web and workers."""
-        return Path(settings.MEDIA_ROOT) / "exports" / str(self.pk)
+    def storage_dir(self) -> str:
+        """Where this export's files are stored (a prefix in the file storage)."""
+        return f"exports/{self.pk}"
 
-    def file_path(self, name: str) -> Path | None:
-        """The path of one of this export's files, or None for a name it did not write.
+    @property
+    def directory(self) -> Path:
+        """This export's files on this machine's disk (filesystem storage only)."""
+        from common.storage import storage_local_path
+
+        path = storage_local_path(self.storage_dir)
+        if path is None:
+            raise NotImplementedError("the file storage is not a local directory")
+        return path
+
+    def stored_file(self, name: str) -> str | None:
+        """The storage name of one of this export's files, or None for a name it did not write.
 
         Only names recorded in ``files`` (and the manifest) resolve, so a crafted name cannot
-        reach anything else under the media root.
+        reach anything else in the storage.
         """
         names = {f["name"] for f in self.files}
         if self.manifest:
             names.add(self.manifest_name)
         if name not in names:
             return None
-        return self.directory / name
+        return f"{self.storage_dir}/{name}"
 
     @property
     def policy_changes(self) -> list[str]:

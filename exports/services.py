@@ -1,14 +1,27 @@
-"""Export workflows: create an export job, run it. Views, the API and tasks call these."""
+"""Export workflows: create an export job, run it. Views, the API and tasks call these.
+
+Export jobs are durable (``common.jobs``): ``EXPORT_JOBS`` is their kind, which the sweep looks
+after. Their task runs on the ``learning`` queue with the other heavy work (settings).
+"""
 
 from __future__ import annotations
 
-import shutil
+import logging
 import time
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from common.jobs import (
+    JobKind,
+    JobSuperseded,
+    job_claim,
+    job_heartbeat,
+    job_update,
+    stage_pause,
+)
+from common.storage import storage_publish_dir, storage_scratch_dir
 from exports.formats.registry import format_options, get_format
 from exports.models import Export
 from exports.policy import LabelPolicy
@@ -18,6 +31,17 @@ from labeling.models import Campaign
 # How often a running export writes its progress: often enough for a page polling every second,
 # rarely enough that a million-label export spends nothing on it.
 PROGRESS_EVERY_S = 0.5
+
+log = logging.getLogger(__name__)
+
+
+def _send(export_id: int) -> None:
+    from exports.tasks import export_run_task
+
+    transaction.on_commit(lambda: export_run_task.delay(export_id))
+
+
+EXPORT_JOBS = JobKind(name="exports", model=Export, send=_send)
 
 
 def export_create(
@@ -33,8 +57,6 @@ def export_create(
     The format and its options are checked here, so a bad request fails at once instead of in
     the worker.
     """
-    from exports.tasks import export_run_task
-
     policy = policy or LabelPolicy()
     spec = get_format(fmt)
     export = Export.objects.create(
@@ -44,27 +66,24 @@ def export_create(
         options=format_options(spec, options),
         created_by=created_by,
     )
-    transaction.on_commit(lambda: export_run_task.delay(export.pk))
+    EXPORT_JOBS.send(export.pk)
     return export
 
 
 def export_run(*, export: Export) -> Export:
-    """Write the export's files under its directory, with progress, and record the result.
+    """Write the export's files, with progress, then publish them and record the result.
 
-    Safe to run again (a redelivered task): a finished export is left alone, an unfinished one
-    starts over in a clean directory. A failure is recorded on the row, then raised.
+    The claim (``common.jobs.job_claim``) lets one attempt at a time run the export: a repeated
+    message, or one for a finished export, leaves it alone. The files are written under a
+    temporary name and published in one step (``common.storage.storage_publish_dir``: a rename
+    on a filesystem) in the same transaction that marks the export done, and only while this
+    attempt owns it; so an attempt after a killed worker starts over, and nobody ever reads
+    half an export. A failure is recorded on the row, then raised.
     """
-    if export.status == Export.Status.DONE:
+    attempt = job_claim(EXPORT_JOBS, export.pk, progress=0.0)
+    export.refresh_from_db()
+    if attempt is None:
         return export
-    export.status = Export.Status.RUNNING
-    export.started_at = timezone.now()
-    export.progress = 0.0
-    export.error = ""
-    export.save(update_fields=["status", "started_at", "progress", "error"])
-
-    shutil.rmtree(export.directory, ignore_errors=True)
-    spec = get_format(export.format)
-    out = export.directory / f"{export.campaign.slug}-{spec.name}{spec.extension}"
     last_write = 0.0
 
     def progress(done: int, total: int) -> None:
@@ -72,28 +91,51 @@ def export_run(*, export: Export) -> Export:
         now = time.monotonic()
         if now - last_write >= PROGRESS_EVERY_S and total:
             last_write = now
-            Export.objects.filter(pk=export.pk).update(progress=done / total)
+            job_update(EXPORT_JOBS, export.pk, attempt, progress=done / total)
 
     try:
-        manifest = write_export(
-            campaign=export.campaign,
-            fmt=export.format,
-            out=out,
-            policy=LabelPolicy.from_dict(export.policy),
-            options=export.options,
-            progress=progress,
-        )
+        spec = get_format(export.format)
+        with (
+            job_heartbeat(EXPORT_JOBS, export.pk, attempt),
+            storage_scratch_dir(export.storage_dir) as scratch,
+        ):
+            manifest = write_export(
+                campaign=export.campaign,
+                fmt=export.format,
+                out=scratch / f"{export.campaign.slug}-{spec.name}{spec.extension}",
+                policy=LabelPolicy.from_dict(export.policy),
+                options=export.options,
+                progress=progress,
+            )
+            stage_pause("exports.write")
+            with transaction.atomic():
+                owned = (
+                    Export.objects.select_for_update()
+                    .filter(pk=export.pk, attempts=attempt, status=Export.Status.RUNNING)
+                    .exists()
+                )
+                if not owned:
+                    raise JobSuperseded()
+                storage_publish_dir(scratch, export.storage_dir)
+                Export.objects.filter(pk=export.pk).update(
+                    status=Export.Status.DONE,
+                    progress=1.0,
+                    manifest=manifest,
+                    counts=manifest["counts"],
+                    files=manifest["files"],
+                    finished_at=timezone.now(),
+                )
+    except JobSuperseded:
+        log.warning("export %s was taken over by a later attempt", export.pk)
     except Exception as exc:
-        export.status = Export.Status.FAILED
-        export.error = f"{type(exc).__name__}: {exc}"
-        export.finished_at = timezone.now()
-        export.save(update_fields=["status", "error", "finished_at"])
+        job_update(
+            EXPORT_JOBS,
+            export.pk,
+            attempt,
+            status=Export.Status.FAILED,
+            error=f"{type(exc).__name__}: {exc}"[:5000],
+            finished_at=timezone.now(),
+        )
         raise
-    export.status = Export.Status.DONE
-    export.progress = 1.0
-    export.manifest = manifest
-    export.counts = manifest["counts"]
-    export.files = manifest["files"]
-    export.finished_at = timezone.now()
-    export.save(update_fields=["status", "progress", "manifest", "counts", "files", "finished_at"])
+    export.refresh_from_db()
     return export

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -71,7 +72,7 @@ def export_download(request: HttpRequest, slug: str, pk: int, name: str) -> File
     """One of the export's files (or its manifest), only to the campaign's managers."""
     campaign = _get_campaign_for_manager(request, slug)
     export = get_object_or_404(Export, campaign=campaign, pk=pk, status=Export.Status.DONE)
-    path = export.file_path(name)
-    if path is None or not path.is_file():
+    stored = export.stored_file(name)
+    if stored is None or not default_storage.exists(stored):
         raise Http404("No such file")
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=name)
+    return FileResponse(default_storage.open(stored, "rb"), as_attachment=True, filename=name)

@@ -23,7 +23,8 @@ from labeling.permissions import (
 
 class ImportJobSerializer(serializers.ModelSerializer):
     """An upload and its import: ``status`` pending → running → done (``counts``) or failed
-    (``errors`` with file, line, field and message; nothing was written)."""
+    (``errors`` with file, line, field and message; nothing was written). ``attempts``: how many
+    times a worker started it (more than one after a worker died and the sweep sent it again)."""
 
     class Meta:
         model = ImportJob
@@ -41,6 +42,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "counts",
             "errors",
             "errors_truncated",
+            "attempts",
             "created_at",
             "started_at",
             "finished_at",

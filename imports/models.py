@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.conf import settings
 from django.db import models
 
 from common.models import BackgroundJob
@@ -23,6 +22,8 @@ class ImportJob(BackgroundJob):
     (validating, writing, grading) and ``progress`` (share of the file read in that phase) are
     updated from a separate connection, so the page can show them before the import commits.
     The uploaded file is deleted once the job has finished; its size and sha256 stay here.
+    A worker killed mid-import leaves nothing written (the transaction dies with it); the sweep
+    sends the job again (``common.jobs``), and the claim lets one attempt at a time run it.
     """
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="import_jobs")
@@ -47,7 +48,13 @@ class ImportJob(BackgroundJob):
 
     @property
     def path(self) -> Path:
-        return Path(settings.MEDIA_ROOT) / self.stored_path
+        """The uploaded file on this machine's disk (filesystem storage only)."""
+        from common.storage import storage_local_path
+
+        path = storage_local_path(self.stored_path)
+        if path is None:
+            raise NotImplementedError("the file storage is not a local directory")
+        return path
 
 
 PRM800K_PROMPT = (
@@ -105,7 +112,6 @@ class GenerationJob(BackgroundJob):
     completion_tokens = models.PositiveBigIntegerField(default=0)
     retries = models.PositiveIntegerField(default=0)
     progress = models.FloatField(default=0.0)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
     errors = models.JSONField(default=list, blank=True, help_text="The last few [{key, message}].")
 
     def __str__(self) -> str:

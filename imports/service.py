@@ -55,6 +55,7 @@ def import_file(
     fmt: str,
     grade: bool = True,
     progress: bool | Callable[[str, float], None] = False,
+    before_commit: Callable[[ImportResult], None] | None = None,
     **options: Any,
 ) -> ImportResult:
     """Import a file of one of ``FORMATS`` into ``campaign``: all of it, or nothing.
@@ -64,6 +65,8 @@ def import_file(
     the trajectories' labels). Raises ImportValidationError on bad input. ``progress``: True
     shows bars on a terminal; a callable is called with the phase (``validating``, ``writing``,
     ``grading``) and the share of the file read in it (the web upload's job records them).
+    ``before_commit`` is called with the counts inside the transaction, after the last write:
+    the upload's job records them there, and an exception it raises writes nothing at all.
     """
     started = time.monotonic()
     path = Path(path)
@@ -77,6 +80,8 @@ def import_file(
         ):
             writer.write(items)
         writer.finish()
+        if before_commit is not None:
+            before_commit(writer.result)
     result = writer.result
     _analyze_after_bulk_write(result)
     result.seconds = time.monotonic() - started

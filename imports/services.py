@@ -1,25 +1,36 @@
 """Uploads: an uploaded file becomes an import job that a Celery worker runs with ``import_file``.
 
 Views and the API call ``import_job_create``; the task calls ``import_job_run``. An import that
-adds solutions publishes ``labeling.events.solutions_imported`` once it has committed.
+adds solutions publishes ``labeling.events.solutions_imported`` once it has committed. Import
+jobs are durable (``common.jobs``): ``IMPORT_JOBS`` is their kind, which the sweep looks after.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
-import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from common.jobs import JobBeat
+from common.jobs import (
+    JobBeat,
+    JobKind,
+    JobSuperseded,
+    job_claim,
+    job_update,
+    stage_pause,
+)
+from common.storage import storage_local_file, storage_local_path
 from imports import sniff
 from imports.models import ImportJob
 from labeling import events
@@ -49,6 +60,23 @@ def upload_too_large_message(size: int) -> str:
     )
 
 
+def _send(job_id: int) -> None:
+    from imports.tasks import import_run_task
+
+    transaction.on_commit(lambda: import_run_task.delay(job_id))
+
+
+def _failed_fields(job: ImportJob, reason: str) -> dict[str, Any]:
+    """What the upload page shows of a job the sweep gave up on: the reason, as its one error."""
+    return {
+        "phase": "",
+        "errors": [{"file": job.file_name, "line": None, "field": "", "message": reason}],
+    }
+
+
+IMPORT_JOBS = JobKind(name="imports", model=ImportJob, send=_send, failed_fields=_failed_fields)
+
+
 def import_job_create(
     *,
     campaign: Campaign,
@@ -60,16 +88,16 @@ def import_job_create(
     grade: bool = True,
     split: str = "auto",
 ) -> ImportJob:
-    """Store an uploaded file under ``MEDIA_ROOT/imports/<job>/`` and queue its import.
+    """Store an uploaded file as ``imports/<job>/<name>`` in the file storage and queue its import.
 
     The file is checked by the importer in the worker (all or nothing), so an upload returns at
-    once whatever its size; the job row carries the outcome. Only a first look happens here
-    (``imports.sniff``): a binary or non-UTF-8 file is refused with one message, ``fmt="auto"``
-    takes the format the first record has, and a chosen format that the first record does not
-    have is refused with the one it looks like.
+    once whatever its size; the job row carries the outcome. The storage is shared by every
+    process (``common.storage``), so any worker can read what this web process stored. Only a
+    first look happens here (``imports.sniff``): a binary or non-UTF-8 file is refused with one
+    message, ``fmt="auto"`` takes the format the first record has, and a chosen format that the
+    first record does not have is refused with the one it looks like.
     """
     from imports.service import FORMATS
-    from imports.tasks import import_run_task
 
     if upload.size > upload_limit_bytes():
         raise ImportRefused(upload_too_large_message(upload.size))
@@ -98,16 +126,14 @@ def import_job_create(
             options=options,
             grade=grade,
         )
-        job.stored_path = f"imports/{job.pk}/{name}"
-        job.path.parent.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256()
-        with open(job.path, "wb") as out:
-            for chunk in upload.chunks():
-                digest.update(chunk)
-                out.write(chunk)
-        job.size, job.sha256 = job.path.stat().st_size, digest.hexdigest()
+        digest, size = hashlib.sha256(), 0
+        for chunk in upload.chunks():
+            digest.update(chunk)
+            size += len(chunk)
+        job.stored_path = default_storage.save(f"imports/{job.pk}/{name}", upload)
+        job.size, job.sha256 = size, digest.hexdigest()
         job.save(update_fields=["stored_path", "size", "sha256"])
-        transaction.on_commit(lambda: import_run_task.delay(job.pk))
+        IMPORT_JOBS.send(job.pk)
     return job
 
 
@@ -133,15 +159,17 @@ class ImportProgress:
 
     The import writes inside one long transaction; progress written there would only appear at
     its commit, so the beat writes it through its own connection and the page sees it as it
-    happens. A tick writes only what changed.
+    happens. A tick writes only what changed, and the job's heartbeat when it is due; given an
+    ``attempt``, every write is conditional on that attempt still owning the job.
     """
 
     EVERY_S = 0.5
 
-    def __init__(self, job_id: int) -> None:
-        self.job_id = job_id
+    def __init__(self, job_id: int, attempt: int | None = None) -> None:
+        self.job_id, self.attempt = job_id, attempt
         self.phase, self.progress = "validating", 0.0
         self.written: tuple[str, float] | None = None
+        self.beat_at = 0.0
         self.beat = JobBeat(self._write, every=self.EVERY_S, name=f"import-{job_id}-progress")
 
     def report(self, phase: str, progress: float) -> None:
@@ -156,86 +184,90 @@ class ImportProgress:
 
     def _write(self) -> None:
         now = (self.phase, round(self.progress, 3))
-        if now != self.written:
-            ImportJob.objects.filter(pk=self.job_id, status=ImportJob.Status.RUNNING).update(
-                phase=now[0], progress=now[1]
-            )
-            self.written = now
+        due = time.monotonic() - self.beat_at >= IMPORT_JOBS.heartbeat_seconds
+        if now != self.written or due:
+            owned = ImportJob.objects.filter(pk=self.job_id, status=ImportJob.Status.RUNNING)
+            if self.attempt is not None:
+                owned = owned.filter(attempts=self.attempt)
+            owned.update(phase=now[0], progress=now[1], heartbeat_at=timezone.now())
+            self.written, self.beat_at = now, time.monotonic()
+
+
+COUNTS = (
+    "lines",
+    "problems_created",
+    "solutions_created",
+    "solutions_existing",
+    "solutions_gold_applied",
+    "steps_created",
+    "assignments_created",
+    "assignments_existing",
+    "step_labels_created",
+    "users_created",
+    "solutions_graded",
+)
 
 
 def import_job_run(*, job: ImportJob) -> ImportJob:
     """Run an uploaded import (the Celery task): claim the job, import, record the outcome.
 
-    A job runs once: a repeated message finds it no longer pending and leaves it alone. The file
-    is deleted afterwards (its size and sha256 stay on the row).
+    The claim (``common.jobs.job_claim``) lets one attempt at a time run the job: a repeated
+    message finds it taken and leaves it alone. The import's counts are written to the job in
+    the import's own transaction, and only while this attempt owns the job, so the data and the
+    record commit together or not at all: an attempt after a killed worker either imports the
+    whole file (nothing had committed) or only finishes the job, grading what was left (the
+    import had committed, the worker died while grading). The file is deleted afterwards (its
+    size and sha256 stay).
     """
-    from imports.service import ImportValidationError, import_file
+    from imports.service import ImportValidationError
 
-    claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.PENDING).update(
-        status=ImportJob.Status.RUNNING, started_at=timezone.now(), phase="validating"
-    )
-    if not claimed:
-        job.refresh_from_db()
+    attempt = job_claim(IMPORT_JOBS, job.pk, phase="validating", progress=0.0)
+    job.refresh_from_db()
+    if attempt is None:
         return job
     fields: dict[str, Any]
-    try:
-        with ImportProgress(job.pk) as writer:
-            result = import_file(
-                job.path,
-                campaign=job.campaign,
-                fmt=job.format,
-                grade=job.grade,
-                progress=writer.report,
-                **job.options,
-            )
-    except ImportValidationError as error:
-        fields = {
-            "status": ImportJob.Status.FAILED,
-            "errors": [
-                {"file": e.file, "line": e.line, "field": e.field, "message": e.message}
-                for e in error.errors
-            ],
-            "errors_truncated": error.truncated,
-        }
-    except Exception as error:
-        log.exception("import job %s failed", job.pk)
-        fields = {
-            "status": ImportJob.Status.FAILED,
-            "errors": [
-                {
-                    "file": job.file_name,
-                    "line": None,
-                    "field": "",
-                    "message": "the import stopped with an internal error "
-                    f"({type(error).__name__}); nothing was written",
-                }
-            ],
-        }
+    if job.counts:
+        log.warning("import job %s had committed before its worker died: finishing it", job.pk)
+        fields = {"status": ImportJob.Status.DONE, "progress": 1.0}
+        if job.grade:
+            fields["counts"] = job.counts | {"solutions_graded": _grade_rest(job, attempt)}
     else:
-        fields = {
-            "status": ImportJob.Status.DONE,
-            "progress": 1.0,
-            "counts": {
-                name: getattr(result, name)
-                for name in (
-                    "lines",
-                    "problems_created",
-                    "solutions_created",
-                    "solutions_existing",
-                    "solutions_gold_applied",
-                    "steps_created",
-                    "assignments_created",
-                    "assignments_existing",
-                    "step_labels_created",
-                    "users_created",
-                    "solutions_graded",
-                )
+        try:
+            fields = _import(job, attempt)
+        except JobSuperseded:
+            log.warning("import job %s was taken over by a later attempt", job.pk)
+            job.refresh_from_db()
+            return job
+        except ImportValidationError as error:
+            fields = {
+                "status": ImportJob.Status.FAILED,
+                "errors": [
+                    {"file": e.file, "line": e.line, "field": e.field, "message": e.message}
+                    for e in error.errors
+                ],
+                "errors_truncated": error.truncated,
             }
-            | {"seconds": round(result.seconds, 2)},
-        }
+        except Exception as error:
+            log.exception("import job %s failed", job.pk)
+            fields = {
+                "status": ImportJob.Status.FAILED,
+                "error": f"{type(error).__name__}: {error}"[:5000],
+                "errors": [
+                    {
+                        "file": job.file_name,
+                        "line": None,
+                        "field": "",
+                        "message": "the import stopped with an internal error "
+                        f"({type(error).__name__}); nothing was written",
+                    }
+                ],
+            }
     fields |= {"phase": "", "finished_at": timezone.now()}
-    ImportJob.objects.filter(pk=job.pk).update(**fields)
-    shutil.rmtree(job.path.parent, ignore_errors=True)
+    if not job_update(IMPORT_JOBS, job.pk, attempt, **fields):
+        log.warning("import job %s was taken over by a later attempt", job.pk)
+        job.refresh_from_db()
+        return job
+    _upload_delete(job.stored_path)
     job.refresh_from_db()
     if job.status == ImportJob.Status.DONE and job.counts.get("solutions_created"):
         events.publish(
@@ -245,6 +277,60 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
             labels_created=job.counts.get("step_labels_created", 0),
         )
     return job
+
+
+def _import(job: ImportJob, attempt: int) -> dict[str, Any]:
+    """Import the job's file; the fields of its ``done`` row."""
+    from imports.service import import_file
+
+    def record(result) -> None:
+        # Inside the import's transaction: the counts commit with the data, or neither does.
+        stage_pause("imports.write")
+        counts = {name: getattr(result, name) for name in COUNTS}
+        if not job_update(IMPORT_JOBS, job.pk, attempt, counts=counts):
+            raise JobSuperseded()
+
+    with ImportProgress(job.pk, attempt) as writer, storage_local_file(job.stored_path) as path:
+        result = import_file(
+            path,
+            campaign=job.campaign,
+            fmt=job.format,
+            grade=job.grade,
+            progress=writer.report,
+            before_commit=record,
+            **job.options,
+        )
+    return {
+        "status": ImportJob.Status.DONE,
+        "progress": 1.0,
+        "counts": {name: getattr(result, name) for name in COUNTS}
+        | {"seconds": round(result.seconds, 2)},
+    }
+
+
+def _grade_rest(job: ImportJob, attempt: int) -> int:
+    """Grade what the committed import left ungraded (its worker died while grading).
+
+    The import's new solutions are not recorded one by one, so every ungraded solution of the
+    campaign is tried; those that cannot be graded (no answer, no truth) stay as they were.
+    """
+    from labeling.grading import solutions_grade
+
+    with ImportProgress(job.pk, attempt) as writer:
+        writer.report("grading", 0.0)
+        result = solutions_grade(solutions=Solution.objects.filter(campaign=job.campaign))
+    return result.graded
+
+
+def _upload_delete(name: str) -> None:
+    """Delete a finished job's upload (and its folder, on a filesystem storage)."""
+    if not name:
+        return
+    default_storage.delete(name)
+    local = storage_local_path(name)
+    if local is not None:
+        with contextlib.suppress(OSError):  # not empty: someone else's file
+            local.parent.rmdir()
 
 
 def import_job_delete(*, job: ImportJob) -> None:
@@ -258,8 +344,7 @@ def import_job_delete(*, job: ImportJob) -> None:
         raise ImportRefused(
             f"Import {job.pk} is {job.status}: only a failed import can be deleted."
         )
-    if job.stored_path:
-        shutil.rmtree(job.path.parent, ignore_errors=True)
+    _upload_delete(job.stored_path)
     job.delete()
 
 

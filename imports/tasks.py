@@ -8,7 +8,9 @@ from imports import services
 from imports.models import GenerationJob, ImportJob
 
 
-@shared_task(name="imports.import_run")
+# Late acknowledgement: a broker that redelivers (Redis, after its visibility timeout; a prefork
+# child that died) sends the message again; the sweep (common.jobs) recovers it on any broker.
+@shared_task(name="imports.import_run", acks_late=True, reject_on_worker_lost=True)
 def import_run_task(job_id: int) -> str:
     """Run an uploaded import. A message for a job that no longer exists is dropped."""
     job = ImportJob.objects.select_related("campaign").filter(pk=job_id).first()

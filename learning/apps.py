@@ -20,3 +20,7 @@ class LearningConfig(AppConfig):
         events.solutions_imported.connect(
             active_learning_after_import, dispatch_uid="learning.after_import"
         )
+        from common.jobs import job_kind_register
+        from learning.triggers import AL_RUNS
+
+        job_kind_register(AL_RUNS)

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from common.models import RecoverableJob
 from labeling.models import Campaign
 
 
@@ -56,14 +57,16 @@ class PRMModel(models.Model):
         return f"PRM v{self.version} of {self.campaign_id}"
 
 
-class ActiveLearningRun(models.Model):
+class ActiveLearningRun(RecoverableJob):
     """One active-learning run: export, train, evaluate, register, rescore, reorder the queue.
 
     The partial unique constraint on ``campaign`` while ``queued`` or ``running`` is the lock that
     keeps two runs of one campaign from overlapping, in every process and on every database. A
     worker that dies cannot hold it forever: the running worker beats ``heartbeat_at``, and the
     recovery sweep (``learning.active_learning.active_learning_sweep``) re-enqueues a run whose
-    heartbeat is stale, or fails it after ``MAX_ATTEMPTS``, which frees the lock.
+    heartbeat is stale, or fails it after ``MAX_ATTEMPTS``, which frees the lock. It is the
+    durable-job mechanism of every background job (``common.jobs``, ``RecoverableJob``'s
+    ``heartbeat_at``, ``attempts`` and ``error``), under this model's own status names.
     """
 
     class Status(models.TextChoices):
@@ -101,11 +104,8 @@ class ActiveLearningRun(models.Model):
     queue_head = models.JSONField(
         default=dict, blank=True, help_text="Composition of the new queue head."
     )
-    error = models.TextField(blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -14,21 +14,22 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.db import IntegrityError, OperationalError, transaction
-from django.db.models import F, Max, Q
+from django.db.models import Max
 from django.utils import timezone
 
-from common.jobs import JobBeat
+from common.jobs import JobBeat, job_claim, job_heartbeat
+from common.storage import storage_local_dir, storage_publish_dir, storage_scratch_dir
 from labeling.backbones import backbone_spec
 from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, queue_order, solutions_rewrite
 from learning.rescoring import _score_open
-from learning.triggers import submitted_labels
+from learning.triggers import AL_RUNS, submitted_labels
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ def active_learning_run(*, run: ActiveLearningRun) -> ActiveLearningRun:
         run.refresh_from_db()
         return run
     run.refresh_from_db()
-    heartbeat = _heartbeat(run.pk, settings.STEPWISE_AL_HEARTBEAT_SECONDS)
+    heartbeat = _heartbeat(run.pk, attempt)
     heartbeat.start()
     try:
         _run_stages(run, attempt=attempt, heartbeat=heartbeat)
@@ -74,42 +75,19 @@ def _run_claim(run: ActiveLearningRun) -> int | None:
     """Take the run for this worker: the attempt number, or None when it is not ours to run.
 
     A queued run is taken; so is a running one whose heartbeat is stale (its worker died and the
-    broker redelivered the message). One UPDATE, so two workers cannot both take it.
+    broker redelivered the message). One UPDATE (``common.jobs.job_claim``), so two workers
+    cannot both take it.
     """
-    now = timezone.now()
-    stale = now - timedelta(seconds=settings.STEPWISE_AL_STALE_SECONDS)
-    taken = (
-        ActiveLearningRun.objects.filter(pk=run.pk, attempts__lt=settings.STEPWISE_AL_MAX_ATTEMPTS)
-        .filter(
-            Q(status=ActiveLearningRun.Status.QUEUED)
-            | Q(status=ActiveLearningRun.Status.RUNNING, heartbeat_at__lt=stale)
-        )
-        .update(
-            status=ActiveLearningRun.Status.RUNNING,
-            started_at=now,
-            heartbeat_at=now,
-            attempts=F("attempts") + 1,
-            error="",
-        )
-    )
-    if not taken:
-        return None
-    return ActiveLearningRun.objects.values_list("attempts", flat=True).get(pk=run.pk)
+    return job_claim(AL_RUNS, run.pk)
 
 
-def _heartbeat(run_id: int, every: float) -> JobBeat:
+def _heartbeat(run_id: int, attempt: int) -> JobBeat:
     """Beats ``heartbeat_at`` from a thread while the run works, so the sweep knows it is alive.
 
     A thread, because training is one long call into the PRM; torch releases the GIL often
     enough for a beat every few seconds.
     """
-
-    def beat() -> None:
-        ActiveLearningRun.objects.filter(pk=run_id, status=ActiveLearningRun.Status.RUNNING).update(
-            heartbeat_at=timezone.now()
-        )
-
-    return JobBeat(beat, every=max(0.5, float(every)), name=f"al-heartbeat-{run_id}")
+    return job_heartbeat(AL_RUNS, run_id, attempt)
 
 
 class _Stages:
@@ -158,7 +136,7 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
     stages = _Stages(run, attempt)
     media = Path(settings.MEDIA_ROOT)
     workdir = media / "prm" / campaign.slug / f"run-{run.pk}"
-    model = run.model if run.model_id and _is_checkpoint(media / run.model.path) else None
+    model = run.model if run.model_id and _is_checkpoint(run.model.path) else None
 
     if model is None:
         # The operator's list decides (STEPWISE_PRM_BACKBONES): refused before any work.
@@ -168,26 +146,30 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
             data = _export(campaign=campaign, workdir=workdir)
         stages.save(training_labels=labels)
 
-        with stages("train"):
-            out = workdir / f"attempt-{attempt}"
-            overrides = json.loads(settings.STEPWISE_AL_TRAIN or "{}")
-            train_metrics = prm.train(
-                data["path"],
-                out,
-                backbone=spec,
-                progress=False,
-                **overrides,
-            )
+        # Trained into a scratch folder, published to the file storage (a rename on a
+        # filesystem) once evaluated: every process loads it by its storage name.
+        checkpoint = f"prm/{campaign.slug}/run-{run.pk}/attempt-{attempt}"
+        with storage_scratch_dir(checkpoint) as out:
+            with stages("train"):
+                overrides = json.loads(settings.STEPWISE_AL_TRAIN or "{}")
+                train_metrics = prm.train(
+                    data["path"],
+                    out,
+                    backbone=spec,
+                    progress=False,
+                    **overrides,
+                )
 
-        with stages("evaluate"):
-            scorer = prm.load(out)
-            metrics = _evaluate(scorer, data["path"], train_metrics)
-        stages.save(metrics=metrics)
+            with stages("evaluate"):
+                scorer = prm.load(out)
+                metrics = _evaluate(scorer, data["path"], train_metrics)
+            stages.save(metrics=metrics)
+            storage_publish_dir(out, checkpoint)
 
         with stages("register"):
             model = _model_register(
                 campaign=campaign,
-                checkpoint=out,
+                checkpoint=checkpoint,
                 metrics=metrics,
                 labels=labels,
                 solutions=data["solutions"],
@@ -195,7 +177,7 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
         stages.save(model=model)
     else:
         # An earlier attempt trained and registered the model, then died: score with it.
-        scorer = prm.load(media / model.path)
+        scorer = prm.load(storage_local_dir(model.path))
         stages.timings["reused_model"] = model.version
 
     with stages("score"):
@@ -217,8 +199,8 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
     ActiveLearningRun.objects.filter(pk=run.pk, attempts=attempt).update(timings=stages.timings)
 
 
-def _is_checkpoint(path: Path) -> bool:
-    return (path / "config.json").is_file()
+def _is_checkpoint(name: str) -> bool:
+    return default_storage.exists(f"{name}/config.json")
 
 
 def _export(*, campaign: Campaign, workdir: Path) -> dict:
@@ -275,10 +257,12 @@ def _finite(value) -> float | None:
 
 
 def _model_register(
-    *, campaign: Campaign, checkpoint: Path, metrics: dict, labels: int, solutions: int
+    *, campaign: Campaign, checkpoint: str, metrics: dict, labels: int, solutions: int
 ) -> PRMModel:
-    """The next version of the campaign's PRM, inactive until the run's last transaction."""
-    relative = Path(checkpoint).relative_to(settings.MEDIA_ROOT).as_posix()
+    """The next version of the campaign's PRM, inactive until the run's last transaction.
+
+    ``checkpoint`` is its name in the file storage (``common.storage``).
+    """
     for _ in range(5):
         try:
             with transaction.atomic():
@@ -287,7 +271,7 @@ def _model_register(
                     campaign=campaign,
                     version=latest + 1,
                     backbone=campaign.al_backbone or "bow",
-                    path=relative,
+                    path=checkpoint,
                     metrics=metrics,
                     training_labels=labels,
                     training_solutions=solutions,

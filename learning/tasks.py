@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 
+# Routed to the `learning` queue (settings.CELERY_TASK_ROUTES): a GPU worker takes it.
 @shared_task(
     name="learning.active_learning_run",
     ignore_result=True,
@@ -24,7 +25,11 @@ def active_learning_run_task(run_id: int) -> str:
 
 @shared_task(name="learning.active_learning_sweep", ignore_result=True)
 def active_learning_sweep_task() -> dict:
-    """Resend active-learning runs whose message or worker was lost (beat runs this)."""
+    """Resend active-learning runs whose message or worker was lost.
+
+    Beat runs ``common.jobs_sweep`` now, which sweeps these runs with every other kind of job;
+    this task stays for messages (and beat schedules) that still name it.
+    """
     from learning.active_learning import active_learning_sweep
 
     return active_learning_sweep()

@@ -12,6 +12,7 @@ import logging
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
+from common.jobs import JobKind
 from labeling.models import Assignment, Campaign, StepLabel
 from learning.models import ActiveLearningRun
 
@@ -62,6 +63,21 @@ def run_enqueue(run_id: int) -> None:
     from learning.tasks import active_learning_run_task
 
     transaction.on_commit(lambda: active_learning_run_task.delay(run_id))
+
+
+# Runs are durable jobs (common.jobs) under their own status names and settings; the jobs' sweep
+# sends again a run whose worker died, and fails it after STEPWISE_AL_MAX_ATTEMPTS.
+AL_RUNS = JobKind(
+    name="active_learning",
+    model=ActiveLearningRun,
+    send=run_enqueue,
+    queued=ActiveLearningRun.Status.QUEUED,
+    running=ActiveLearningRun.Status.RUNNING,
+    failed=ActiveLearningRun.Status.FAILED,
+    stale_setting="STEPWISE_AL_STALE_SECONDS",
+    attempts_setting="STEPWISE_AL_MAX_ATTEMPTS",
+    heartbeat_setting="STEPWISE_AL_HEARTBEAT_SECONDS",
+)
 
 
 def submitted_labels(*, campaign: Campaign, since=None) -> int:

@@ -6,6 +6,7 @@ kombu's filesystem broker under ``var/``, so a fresh checkout works at once.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from pathlib import Path
@@ -138,6 +139,21 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every requ
 MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
 MEDIA_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_URL = "/media/"
+# Files that web processes and workers share (uploads, exports, PRM checkpoints) go through
+# Django's storage API (common/storage.py). The default is a directory under MEDIA_ROOT: every
+# process must see the same one (one machine, or a shared mount). STEPWISE_STORAGE_BACKEND names
+# another backend, with STEPWISE_STORAGE_OPTIONS as JSON, e.g. django-storages' S3 backend
+# (`storages.backends.s3.S3Storage`, {"bucket_name": "...", "endpoint_url": "..."}), which must
+# then be installed: see docs/operations.md.
+STORAGES = {
+    "default": {
+        "BACKEND": envstr(
+            "STEPWISE_STORAGE_BACKEND", "django.core.files.storage.FileSystemStorage"
+        ),
+        "OPTIONS": json.loads(envstr("STEPWISE_STORAGE_OPTIONS", "{}")),
+    },
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -208,6 +224,14 @@ CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
 CELERY_WORKER_PREFETCH_MULTIPLIER = envint("CELERY_WORKER_PREFETCH_MULTIPLIER", "4")
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Queues: heavy tasks (training and scoring, exports) go to `learning`, so a dedicated worker (a
+# GPU box) takes them with `-Q learning`; everything else stays on the default `celery` queue. A
+# worker that serves both says `-Q celery,learning` (scripts/serve.sh). See docs/operations.md.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {
+    "learning.active_learning_run": {"queue": "learning"},
+    "exports.export_run": {"queue": "learning"},
+}
 # Periodic tasks; each app adds its own entries.
 CELERY_BEAT_SCHEDULE: dict = {}
 # Releases the slots of expired leases in every campaign (the queue also does it when serving).
@@ -216,10 +240,29 @@ CELERY_BEAT_SCHEDULE["labeling-leases-sweep"] = {
     "schedule": envint("STEPWISE_LEASE_SWEEP_SECONDS", "60"),
 }
 
+# Durable jobs (common/jobs.py): imports, exports and figure snapshots. A running job beats its
+# heartbeat every HEARTBEAT seconds; the sweep (every SWEEP seconds, on beat) sends again a job
+# silent for STALE seconds, and fails it with a reason after MAX_ATTEMPTS starts. A waiting job
+# nobody took within STALE seconds is sent again (the embedded broker never redelivers).
+STEPWISE_JOB_HEARTBEAT_SECONDS = envint("STEPWISE_JOB_HEARTBEAT_SECONDS", "10")
+STEPWISE_JOB_STALE_SECONDS = envint("STEPWISE_JOB_STALE_SECONDS", "120")
+STEPWISE_JOB_MAX_ATTEMPTS = envint("STEPWISE_JOB_MAX_ATTEMPTS", "3")
+STEPWISE_JOB_SWEEP_SECONDS = envint(
+    "STEPWISE_JOB_SWEEP_SECONDS", os.environ.get("STEPWISE_AL_SWEEP_SECONDS", "60")
+)
+# Tests only: hold a job at a named stage for some seconds, as JSON ({"exports.write": 30}).
+STEPWISE_JOB_PAUSE = json.loads(envstr("STEPWISE_JOB_PAUSE", "{}"))
+# One sweep for every kind of job, active-learning runs included.
+CELERY_BEAT_SCHEDULE["common-jobs-sweep"] = {
+    "task": "common.jobs_sweep",
+    "schedule": STEPWISE_JOB_SWEEP_SECONDS,
+}
+
 # Active learning (labeling/active_learning.py). A running run beats its heartbeat this often; one
 # whose heartbeat is older than the stale bound lost its worker: the sweep (every SWEEP seconds)
 # queues it again, and fails it after MAX_ATTEMPTS starts. A queued run nobody started within the
-# stale bound is sent again (the embedded broker never redelivers).
+# stale bound is sent again (the embedded broker never redelivers). The sweep is the jobs' one
+# (STEPWISE_JOB_SWEEP_SECONDS; STEPWISE_AL_SWEEP_SECONDS is still read as its default).
 STEPWISE_AL_HEARTBEAT_SECONDS = envint("STEPWISE_AL_HEARTBEAT_SECONDS", "10")
 STEPWISE_AL_STALE_SECONDS = envint("STEPWISE_AL_STALE_SECONDS", "120")
 STEPWISE_AL_MAX_ATTEMPTS = envint("STEPWISE_AL_MAX_ATTEMPTS", "3")
@@ -234,10 +277,6 @@ STEPWISE_AL_TRAIN = envstr("STEPWISE_AL_TRAIN", "{}")
 # chooses models; nothing is ever fetched from a model hub.
 STEPWISE_PRM_BACKBONES = envstr("STEPWISE_PRM_BACKBONES", "bow,minilm")
 STEPWISE_MODEL_ROOT = Path(envstr("STEPWISE_MODEL_ROOT", str(VAR_DIR / "models")))
-CELERY_BEAT_SCHEDULE["learning-active-learning-sweep"] = {
-    "task": "learning.active_learning_sweep",
-    "schedule": envint("STEPWISE_AL_SWEEP_SECONDS", "60"),
-}
 
 # Campaign management (annotators/). Who may create campaigns: "users" (anyone logged in, who
 # becomes the campaign's manager) or "staff" (Django staff and superusers only).

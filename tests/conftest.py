@@ -96,7 +96,9 @@ def _database_url(db: dict) -> str:
 def celery_workers(transactional_db, settings, tmp_path):
     """Starts real ``celery -A stepwise worker --pool=solo`` processes on the test database.
 
-    ``start(**env)`` launches one, with extra environment variables; each uses this process's
+    ``start(**env)`` launches one, with extra environment variables; ``queues`` says which
+    queues it consumes (both by default, as ``make run``'s worker), ``beat=True`` runs beat in
+    it too (its schedule file in the test's own folder). Each uses this process's
     broker (Redis when CELERY_BROKER_URL says so, else the filesystem transport under
     STEPWISE_VAR_DIR) and media root, and logs to ``proc.log_path``. The test must commit what a
     worker should see, hence the transactional database. Whatever is still running at the end is
@@ -110,7 +112,7 @@ def celery_workers(transactional_db, settings, tmp_path):
 
     started: list[subprocess.Popen] = []
 
-    def start(**env_extra: str) -> subprocess.Popen:
+    def start(*, queues: str = "celery,learning", beat: bool = False, **env_extra: str):
         env = {
             **os.environ,
             "DATABASE_URL": _database_url(connection.settings_dict),
@@ -136,6 +138,12 @@ def celery_workers(transactional_db, settings, tmp_path):
                     "--without-gossip",
                     "--without-heartbeat",
                     f"--hostname=test-{uuid.uuid4().hex[:8]}@%h",
+                    f"--queues={queues}",
+                    *(
+                        ["--beat", f"--schedule={tmp_path / f'beat-{len(started)}'}"]
+                        if beat
+                        else []
+                    ),
                 ],
                 cwd=Path(__file__).resolve().parents[1],
                 env=env,

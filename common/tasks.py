@@ -1,0 +1,13 @@
+"""Celery tasks of the shared mechanisms: the sweep that recovers jobs whose worker died."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="common.jobs_sweep", ignore_result=True)
+def jobs_sweep_task() -> dict:
+    """Send again (or fail) every registered kind of job whose worker went silent (beat)."""
+    from common.jobs import jobs_sweep
+
+    return jobs_sweep()
