@@ -13,6 +13,7 @@ from exports.formats.registry import format_options, get_format
 from exports.models import Export
 from exports.policy import LabelPolicy
 from exports.writer import write_export
+from labeling.filters import SolutionFilter
 from labeling.models import Campaign
 
 # How often a running export writes its progress: often enough for a page polling every second,
@@ -27,11 +28,12 @@ def export_create(
     policy: LabelPolicy | None = None,
     options: dict[str, Any] | None = None,
     created_by=None,
+    selection: SolutionFilter | None = None,
 ) -> Export:
     """Record an export job and have a Celery worker run it once the row is committed.
 
     The format and its options are checked here, so a bad request fails at once instead of in
-    the worker.
+    the worker. ``selection`` (the data browser's filters) exports only the solutions it matches.
     """
     from exports.tasks import export_run_task
 
@@ -43,6 +45,7 @@ def export_create(
         policy=policy.to_dict(),
         options=format_options(spec, options),
         created_by=created_by,
+        selection=selection.to_params(with_sort=False) if selection else {},
     )
     transaction.on_commit(lambda: export_run_task.delay(export.pk))
     return export
@@ -82,6 +85,7 @@ def export_run(*, export: Export) -> Export:
             policy=LabelPolicy.from_dict(export.policy),
             options=export.options,
             progress=progress,
+            selection=SolutionFilter.from_params(export.selection) if export.selection else None,
         )
     except Exception as exc:
         export.status = Export.Status.FAILED

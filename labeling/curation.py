@@ -70,6 +70,11 @@ def _events(ids: list[int], action: str, actor, detail: dict | None = None) -> N
     )
 
 
+def solution_event_add(*, solution: Solution, action: str, actor=None, detail=None) -> None:
+    """Record something a manager did to one solution elsewhere (made it gold) for its history."""
+    _events([solution.pk], action, actor, detail)
+
+
 def _chunks(ids: list[int]):
     for start in range(0, len(ids), CHUNK):
         yield ids[start : start + CHUNK]

@@ -241,6 +241,11 @@ class SolutionFilter:
             query.setlist(name, items)
         return query.urlencode()
 
+    def describe(self) -> str:
+        """The filters as people read them: ``answer=wrong, negative=true``."""
+        params = self.to_params(with_sort=False)
+        return ", ".join(f"{name}={','.join(items)}" for name, items in params.items())
+
     def __bool__(self) -> bool:
         return bool(self.values)
 

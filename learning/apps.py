@@ -20,3 +20,7 @@ class LearningConfig(AppConfig):
         events.solutions_imported.connect(
             active_learning_after_import, dispatch_uid="learning.after_import"
         )
+        # The data browser's item page asks for the active PRM's step scores.
+        from learning.step_scores import step_scores_answer
+
+        events.step_scores_wanted.connect(step_scores_answer, dispatch_uid="learning.step_scores")
