@@ -53,6 +53,7 @@ def import_file(
     fmt: str,
     grade: bool = True,
     progress: bool | Callable[[str, float], None] = False,
+    import_job_id: int | None = None,
     **options: Any,
 ) -> ImportResult:
     """Import a file of one of ``FORMATS`` into ``campaign``: all of it, or nothing.
@@ -62,13 +63,15 @@ def import_file(
     the trajectories' labels). Raises ImportValidationError on bad input. ``progress``: True
     shows bars on a terminal; a callable is called with the phase (``validating``, ``writing``,
     ``grading``) and the share of the file read in it (the web upload's job records them).
+    ``import_job_id``: the upload's job, recorded on the solutions created (the data browser
+    filters by it).
     """
     started = time.monotonic()
     path = Path(path)
     parse = _parser(path, fmt, options)
     labelers = validate(path, parse, options, progress)
     with transaction.atomic(), _constraints_checked_per_statement():
-        writer = Writer(campaign=campaign, source=fmt, file=path.name)
+        writer = Writer(campaign=campaign, source=fmt, file=path.name, import_job_id=import_job_id)
         writer.add_labelers(labelers)
         for items in read_ahead(
             batches(path, parse, options, progress), depth=2, name="import-parse"

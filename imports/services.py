@@ -154,6 +154,7 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
                 fmt=job.format,
                 grade=job.grade,
                 progress=writer.report,
+                import_job_id=job.pk,
                 **job.options,
             )
     except ImportValidationError as error:
