@@ -1,6 +1,6 @@
-"""The data browser's filter spec (labeling/filters.py) and curation services (labeling/curation.py):
-each filter on a Solution queryset, sorts and keyset pages, and what requeue, archive and restore
-do to the queue."""
+"""The data browser's filter spec (labeling/filters.py) and curation services
+(labeling/curation.py): each filter on a Solution queryset, sorts and keyset pages, and what
+requeue, archive and restore do to the queue."""
 
 from __future__ import annotations
 
