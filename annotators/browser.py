@@ -346,6 +346,11 @@ def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpRespon
     )
     action = request.POST.get("action", "")
     item_url = reverse("annotators:browser-item", kwargs={"slug": campaign.slug, "pk": pk})
+    if back := request.POST.get("back", ""):
+        # The browser's filters, so "Back to the browser" still returns to the same view.
+        query = QueryDict(mutable=True)
+        query["back"] = back
+        item_url += "?" + query.urlencode()
     if action not in ITEM_ACTIONS:
         return HttpResponse("Unknown action.", status=400)
     one = Solution.objects.filter(pk=solution.pk)
