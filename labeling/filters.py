@@ -12,7 +12,8 @@ from submitted assignments only: drafts of a live lease are nobody's final word 
 
 Search is PostgreSQL full-text search (English stemming, ``websearch_to_tsquery``: words, a
 "quoted phrase", ``-excluded``) over the problem's text and each step's text, read through the
-GIN indexes of migration ``labeling.0006``; the whole query must match the problem or one step.
+GIN-indexed stored ``search_vector`` columns of migration ``labeling.0006``; the whole query
+must match the problem or one step.
 On SQLite every word or quoted phrase must appear (case-insensitively) in the problem or in a
 step: the same results for plain words and phrases, without stemming.
 """
@@ -24,9 +25,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery, SearchVectorField
 from django.db import connection
-from django.db.models import Count, Exists, F, Func, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import BooleanField, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.http import QueryDict
 from django.utils import timezone
@@ -327,25 +328,26 @@ def _raw_values_plain(params: Mapping, name: str) -> list[str]:
 # --- Search ----------------------------------------------------------------------------------
 
 
-class _EnglishVector(Func):
-    """``to_tsvector('english', text)``: exactly the GIN indexes' expression (migration 0006)."""
-
-    template = "to_tsvector('english'::regconfig, %(expressions)s)"
-    output_field = SearchVectorField()
+# The stored tsvector column of problems and steps (PostgreSQL only: migration labeling.0006).
+_MATCHES = "search_vector @@ websearch_to_tsquery('english'::regconfig, %s)"
 
 
 def search_q(text: str) -> Q:
     """Solutions whose problem or one of whose steps matches the search ``text``."""
     if connection.vendor == "postgresql":
-        query = SearchQuery(text, config="english", search_type="websearch")
-        problems = Problem.objects.alias(v=_EnglishVector("text")).filter(v=query).values("pk")
-        steps = Step.objects.alias(v=_EnglishVector("text")).filter(v=query).values("solution_id")
+        problems = Problem.objects.filter(_matches(text)).values("pk")
+        steps = Step.objects.filter(_matches(text)).values("solution_id")
         return Q(problem_id__in=problems) | Q(pk__in=steps)
     matched = Q()
     for term in _terms(text):
         steps = Step.objects.filter(text__icontains=term).values("solution_id")
         matched &= Q(problem__text__icontains=term) | Q(pk__in=steps)
     return matched
+
+
+def _matches(text: str) -> RawSQL:
+    # Unqualified: in each subquery only the searched table has the column.
+    return RawSQL(_MATCHES, (text,), output_field=BooleanField())
 
 
 def _terms(text: str) -> list[str]:

@@ -403,6 +403,11 @@ class Solution(models.Model):
                 name="solution_queue",
                 condition=Q(is_open=True, archived=False),
             ),
+            # The data browser's default order (queue order over every solution, not only the
+            # open ones): a page walks it and stops, instead of sorting the campaign.
+            models.Index(
+                "campaign", models.F("priority").desc(), "id", name="solution_browse_queue"
+            ),
             models.Index(fields=["campaign", "import_job_id"], name="solution_by_import_job"),
         ]
 
