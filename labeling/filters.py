@@ -328,13 +328,33 @@ def _raw_values_plain(params: Mapping, name: str) -> list[str]:
 # --- Search ----------------------------------------------------------------------------------
 
 
-# The stored tsvector column of problems and steps (PostgreSQL only: migration labeling.0006).
-_MATCHES = "search_vector @@ websearch_to_tsquery('english'::regconfig, %s)"
+# Ids of the solutions whose problem or one of whose steps matches, from the stored tsvector
+# columns (PostgreSQL only: migration labeling.0006).
+_SEARCH_SQL = """
+    SELECT s.id FROM labeling_solution s
+    WHERE s.problem_id = ANY(ARRAY(
+        SELECT p.id FROM labeling_problem p
+        WHERE p.search_vector @@ websearch_to_tsquery('english'::regconfig, %s)))
+    UNION ALL
+    SELECT st.solution_id FROM labeling_step st
+    WHERE st.search_vector @@ websearch_to_tsquery('english'::regconfig, %s)
+"""
+# Up to this many matches a search becomes a list of ids (read first, with the index); more
+# stay a subquery. The planner cannot estimate a phrase's matches (it guesses thousands where
+# there are a few hundred) and would scan every solution of the campaign to test each one.
+SEARCH_IDS_MAX = 5000
 
 
 def search_q(text: str) -> Q:
     """Solutions whose problem or one of whose steps matches the search ``text``."""
     if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_SEARCH_SQL + " LIMIT %s", (text, text, SEARCH_IDS_MAX + 1))
+            rows = cursor.fetchall()
+        if len(rows) <= SEARCH_IDS_MAX:
+            return Q(pk__in=sorted({pk for (pk,) in rows}))
+        # Many matches: each solution is tested against the matches, hashed, while the page
+        # walks its order (it stops once it has a page).
         problems = Problem.objects.filter(_matches(text)).values("pk")
         steps = Step.objects.filter(_matches(text)).values("solution_id")
         return Q(problem_id__in=problems) | Q(pk__in=steps)
@@ -347,7 +367,11 @@ def search_q(text: str) -> Q:
 
 def _matches(text: str) -> RawSQL:
     # Unqualified: in each subquery only the searched table has the column.
-    return RawSQL(_MATCHES, (text,), output_field=BooleanField())
+    return RawSQL(
+        "search_vector @@ websearch_to_tsquery('english'::regconfig, %s)",
+        (text,),
+        output_field=BooleanField(),
+    )
 
 
 def _terms(text: str) -> list[str]:

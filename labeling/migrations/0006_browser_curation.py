@@ -130,5 +130,13 @@ class Migration(migrations.Migration):
             model_name='solution',
             index=models.Index(models.F('campaign'), models.OrderBy(models.F('priority'), descending=True), models.F('id'), name='solution_browse_queue'),
         ),
+        migrations.AddIndex(
+            model_name='steplabel',
+            index=models.Index(condition=models.Q(('rating', -1)), fields=['assignment'], name='steplabel_negative'),
+        ),
+        migrations.AddIndex(
+            model_name='steplabel',
+            index=models.Index(condition=models.Q(('flagged', True)), fields=['assignment'], name='steplabel_flagged'),
+        ),
         migrations.RunPython(search_columns_create, search_columns_drop),
     ]
