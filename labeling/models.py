@@ -547,7 +547,9 @@ class StepLabel(models.Model):
         # partial indexes, so a count over the campaign reads the few rows that qualify.
         indexes = [
             models.Index(fields=["assignment"], name="steplabel_negative", condition=Q(rating=-1)),
-            models.Index(fields=["assignment"], name="steplabel_flagged", condition=Q(flagged=True)),
+            models.Index(
+                fields=["assignment"], name="steplabel_flagged", condition=Q(flagged=True)
+            ),
         ]
 
     def __str__(self) -> str:
