@@ -143,6 +143,7 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
             "count": count,
             "more": more,
             "query": solution_filter.querystring(with_sort=False),
+            "view_query": query,
             "next_url": next_url,
             "specs": filters.FILTERS_BY_NAME,
             "choice_filters": [

@@ -51,11 +51,12 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int, in
     from django.db import connection
     from django.db.models import Count
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
+    from django.test.utils import CaptureQueriesContext, setup_test_environment
     from django.urls import reverse
 
     from labeling.models import Assignment, Solution
 
+    setup_test_environment()  # response.context, for the page's cursor and row count
     manager = get_user_model().objects.get(username="bench-manager")
     client = Client(HTTP_HOST="localhost")
     client.force_login(manager)
@@ -181,7 +182,10 @@ def main(argv: list[str] | None = None) -> None:
                 "UPDATE labeling_solution SET prm_score = random() WHERE campaign_id = %s",
                 [campaign.pk],
             )
-            cur.execute("ANALYZE labeling_solution")
+            # What autovacuum does soon after a bulk load: statistics, and the visibility map
+            # that lets counts read indexes only.
+            for table in ("solution", "problem", "step", "assignment", "steplabel", "review"):
+                cur.execute(f"VACUUM ANALYZE labeling_{table}")
         print(counts(campaign), flush=True)
         print(f"built in {time.monotonic() - started:.0f} s; {load()}", flush=True)
 
