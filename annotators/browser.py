@@ -2,9 +2,9 @@
 
 Managers and reviewers browse; managers act. The filters are ``labeling.filters``' (declared once,
 shared with the API's solution list and exports); they live in the query string, so a view can be
-bookmarked and shared. Bulk actions (requeue, archive, restore) go through ``labeling.curation``:
-a few solutions at once in the request, more as a background job the page follows. "Export this
-selection" hands the same filters to the export page. The item page shows every annotator's
+bookmarked and shared. Bulk actions (requeue, archive, restore, make gold from the consensus) go
+through ``labeling.curation``: a few solutions at once in the request, more as a background job
+the page follows. "Export this selection" hands the same filters to the export page. The item page shows every annotator's
 ratings side by side, gold, reviews, the active PRM's step scores (asked through
 ``labeling.events.step_scores``: the PRM lives in ``learning``, above this app), the queue state
 and the solution's history; managers make it gold or change its ground truth from there.
@@ -12,7 +12,6 @@ and the solution's history; managers make it gold or change its ground truth fro
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from django import forms
@@ -63,6 +62,8 @@ BULK_ACTIONS = (
     ("requeue", "Requeue for more labels"),
     ("archive", "Archive"),
     ("restore", "Restore"),
+    ("gold_qc", "Make QC gold from the consensus"),
+    ("gold_screening", "Make screening gold from the consensus"),
     ("export", "Export"),
 )
 
@@ -280,16 +281,6 @@ class StepRow:
     consensus: int | None
 
 
-def consensus(ratings: list[int | None]) -> int | None:
-    """The majority rating of a step (ties: the more negative); None when nobody rated it."""
-    rated = [r for r in ratings if r is not None]
-    if not rated:
-        return None
-    counts = Counter(rated)
-    best = max(counts.values())
-    return min(r for r, n in counts.items() if n == best)
-
-
 class GoldFromLabelsForm(forms.Form):
     kind = forms.ChoiceField(choices=[c for c in Solution.Kind.choices if c[0] != "regular"])
     source = forms.CharField(
@@ -326,7 +317,7 @@ def _item_context(campaign, solution: Solution) -> dict:
                 step=step,
                 labels=cells,
                 prm=scores[step.index] if scores and step.index < len(scores) else None,
-                consensus=consensus([c.rating if c else None for c in cells]),
+                consensus=curation.consensus([c.rating if c else None for c in cells]),
             )
         )
     leases = list(
@@ -448,7 +439,7 @@ def _gold_from(solution: Solution, source: str) -> list[int | None]:
             "step_id", "rating"
         ):
             by_step.setdefault(step_id, []).append(rating)
-        return [consensus(by_step.get(step_id, [])) for step_id, _ in steps]
+        return [curation.consensus(by_step.get(step_id, [])) for step_id, _ in steps]
     if not source.isdigit() or not submitted.filter(pk=int(source)).exists():
         raise services.ManageError("Choose a submitted assignment of this solution.")
     ratings = dict(

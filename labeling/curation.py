@@ -1,4 +1,5 @@
-"""Curating a campaign's solutions from the data browser: requeue, archive, restore, ground truth.
+"""Curating a campaign's solutions from the data browser: requeue, archive, restore, make gold
+from the consensus, ground truth.
 
 One solution or many: the bulk functions take a queryset (a selection, or everything a
 ``labeling.filters.SolutionFilter`` matches). Many at once run as a ``SolutionBulkAction`` job in
@@ -15,7 +16,9 @@ locked in id order, as every writer of the queue does (``labeling.queue``). Ever
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,6 +37,8 @@ from labeling.models import (
     Solution,
     SolutionBulkAction,
     SolutionEvent,
+    Step,
+    StepLabel,
     _open_expression,
 )
 
@@ -151,6 +156,53 @@ def problem_ground_truth_set(*, problem: Problem, answer: str, actor=None) -> in
     return solutions_grade(solutions=solutions, regrade=True).graded
 
 
+def consensus(ratings: list[int | None]) -> int | None:
+    """The majority rating of a step (ties: the more negative); None when nobody rated it."""
+    rated = [r for r in ratings if r is not None]
+    if not rated:
+        return None
+    counts = Counter(rated)
+    best = max(counts.values())
+    return min(r for r, n in counts.items() if n == best)
+
+
+def solutions_make_gold(
+    *, campaign: Campaign, solutions: QuerySet, kind: str, actor=None, progress=None
+) -> int:
+    """Make solutions quality-control or screening questions whose gold is the consensus of
+    their submitted ratings (majority per step, ties to the more negative; a step nobody rated
+    has no gold). A solution nobody rated is left as it is. Returns how many became gold.
+    """
+    if kind not in (Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING):
+        raise ValueError(f"Gold is qc or screening, not {kind!r}.")
+    made: list[int] = []
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign))
+        for chunk in _chunks(ids):
+            ratings: dict[int, list[int | None]] = {}
+            for step_id, rating in StepLabel.objects.filter(
+                assignment__solution_id__in=chunk, assignment__status=Assignment.Status.SUBMITTED
+            ).values_list("step_id", "rating"):
+                ratings.setdefault(step_id, []).append(rating)
+            steps = list(Step.objects.filter(solution_id__in=chunk))
+            gold = {}
+            for step in steps:
+                step.gold_rating = consensus(ratings.get(step.pk, []))
+                if step.gold_rating is not None:
+                    gold[step.solution_id] = True
+            Step.objects.bulk_update(
+                [s for s in steps if s.solution_id in gold], ["gold_rating"], batch_size=1000
+            )
+            rows = Solution.objects.filter(pk__in=list(gold))
+            rows.update(kind=kind)
+            rows.refresh_queue_state()
+            made += list(gold)
+            if progress:
+                progress(len(chunk))
+        _events(made, SolutionEvent.Action.MADE_GOLD, actor, {"kind": kind, "from": "consensus"})
+    return len(made)
+
+
 # --- Many at once: a background job ------------------------------------------------------------
 
 
@@ -182,6 +234,8 @@ _RUNNERS = {
     Action.REQUEUE: solutions_requeue,
     Action.ARCHIVE: solutions_archive,
     Action.RESTORE: solutions_restore,
+    Action.GOLD_QC: functools.partial(solutions_make_gold, kind=Solution.Kind.QUALITY_CONTROL),
+    Action.GOLD_SCREENING: functools.partial(solutions_make_gold, kind=Solution.Kind.SCREENING),
 }
 
 

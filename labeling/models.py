@@ -618,7 +618,8 @@ class SolutionEvent(models.Model):
 
 
 class SolutionBulkAction(BackgroundJob):
-    """One action applied to many solutions at once (requeue, archive, restore), as a job.
+    """One action applied to many solutions at once (requeue, archive, restore, make gold from
+    the consensus), as a job.
 
     ``selection`` is what was chosen in the data browser: the filter's query parameters
     (``labeling.filters``), which may name ids. The solutions it matched are resolved when the job
@@ -630,9 +631,11 @@ class SolutionBulkAction(BackgroundJob):
         REQUEUE = "requeue", "requeue for more labels"
         ARCHIVE = "archive", "archive"
         RESTORE = "restore", "restore"
+        GOLD_QC = "gold_qc", "make QC gold from the consensus"
+        GOLD_SCREENING = "gold_screening", "make screening gold from the consensus"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="bulk_actions")
-    action = models.CharField(max_length=10, choices=Action.choices)
+    action = models.CharField(max_length=20, choices=Action.choices)
     selection = models.JSONField(default=dict, blank=True, help_text="Filter query parameters.")
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)

@@ -249,3 +249,23 @@ def test_a_new_ground_truth_grades_the_problems_solutions_again(campaign):
     assert (graded, four.answer_is_correct, five.answer_is_correct) == (2, True, False)
     history = curation.solution_history(solution=four)
     assert [e.what for e in history] == ["ground truth edited"]
+
+
+def test_bulk_make_gold_from_the_consensus(campaign):
+    disputed = make_solution(campaign=campaign)
+    make_labelled(solution=disputed, ratings=[1, 1, -1])
+    make_labelled(solution=disputed, ratings=[1, 0])
+    make_labelled(solution=disputed, ratings=[1, 0, 1])
+    unlabelled = make_solution(campaign=campaign)
+    job = curation.bulk_action_create(
+        campaign=campaign,
+        action="gold_qc",
+        solution_filter=SolutionFilter.from_params({"id": [disputed.pk, unlabelled.pk]}),
+    )
+    assert (job.status, job.total, job.changed) == ("done", 2, 1)
+    disputed.refresh_from_db()
+    unlabelled.refresh_from_db()
+    gold = list(disputed.steps.order_by("index").values_list("gold_rating", flat=True))
+    assert (disputed.kind, gold) == ("qc", [1, 0, -1])  # step 3: a tie, the more negative
+    assert unlabelled.kind == "regular"
+    assert disputed.is_open  # gold questions are served to every annotator

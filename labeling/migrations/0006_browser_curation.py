@@ -50,7 +50,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('started_at', models.DateTimeField(blank=True, null=True)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('action', models.CharField(choices=[('requeue', 'requeue for more labels'), ('archive', 'archive'), ('restore', 'restore')], max_length=10)),
+                ('action', models.CharField(choices=[('requeue', 'requeue for more labels'), ('archive', 'archive'), ('restore', 'restore'), ('gold_qc', 'make QC gold from the consensus'), ('gold_screening', 'make screening gold from the consensus')], max_length=20)),
                 ('selection', models.JSONField(blank=True, default=dict, help_text='Filter query parameters.')),
                 ('total', models.PositiveIntegerField(default=0)),
                 ('done', models.PositiveIntegerField(default=0)),
