@@ -4,10 +4,11 @@ Managers and reviewers browse; managers act. The filters are ``labeling.filters`
 shared with the API's solution list and exports); they live in the query string, so a view can be
 bookmarked and shared. Bulk actions (requeue, archive, restore, make gold from the consensus) go
 through ``labeling.curation``: a few solutions at once in the request, more as a background job
-the page follows. "Export this selection" hands the same filters to the export page. The item page shows every annotator's
-ratings side by side, gold, reviews, the active PRM's step scores (asked through
-``labeling.events.step_scores``: the PRM lives in ``learning``, above this app), the queue state
-and the solution's history; managers make it gold or change its ground truth from there.
+the page follows. "Export this selection" hands the same filters to the export page. The item
+page shows every annotator's ratings side by side, gold, reviews, the active PRM's step scores
+(asked through ``labeling.events.step_scores``: the PRM lives in ``learning``, above this app),
+the queue state and the solution's history; managers make it gold or change its ground truth
+from there.
 """
 
 from __future__ import annotations
