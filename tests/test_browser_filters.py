@@ -269,3 +269,23 @@ def test_bulk_make_gold_from_the_consensus(campaign):
     assert (disputed.kind, gold) == ("qc", [1, 0, -1])  # step 3: a tie, the more negative
     assert unlabelled.kind == "regular"
     assert disputed.is_open  # gold questions are served to every annotator
+
+
+def test_the_disagreement_sort_counts_the_steps_annotators_disagree_on(campaign):
+    two, one, none, alone = (make_solution(campaign=campaign) for _ in range(4))
+    for solution, first, second in [
+        (two, [1, 1, -1], [1, -1, 1]),
+        (one, [1, 0], [1, 1]),
+        (none, [1, 1], [1, 1]),
+    ]:
+        make_labelled(solution=solution, ratings=first)
+        make_labelled(solution=solution, ratings=second)
+    make_labelled(solution=alone, ratings=[-1])
+    make_labelled(solution=alone, ratings=[1], status="leased")  # a draft disagrees with nobody
+    ordered = SolutionFilter(sort="disagreement").ordered(Solution.objects.all())
+    assert [(s.pk, s.sort_key) for s in ordered] == [
+        (two.pk, 2),
+        (one.pk, 1),
+        (none.pk, 0),
+        (alone.pk, 0),
+    ]
