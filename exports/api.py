@@ -21,6 +21,7 @@ from exports.formats.registry import FORMATS
 from exports.models import Export
 from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
 from exports.services import export_create
+from labeling.filters import FilterError, SolutionFilter
 from labeling.permissions import MANAGE, campaign_for
 
 
@@ -48,6 +49,7 @@ class ExportSerializer(serializers.ModelSerializer):
             "format",
             "policy",
             "options",
+            "selection",
             "status",
             "progress",
             "counts",
@@ -91,6 +93,12 @@ class ExportCreateSerializer(serializers.Serializer):
     """A format and the label policy (every option defaults as on the export page)."""
 
     format = serializers.ChoiceField(choices=list(FORMATS))
+    selection = serializers.DictField(
+        required=False,
+        help_text="Export only the solutions these filters match: the solution list's query "
+        "parameters (`/api/campaigns/{slug}/solutions/`), each a string or a list of strings, "
+        'e.g. {"answer": "wrong", "negative": "true", "id": ["12", "15"]}.',
+    )
     step_tag = serializers.CharField(
         max_length=20, required=False, trim_whitespace=False, help_text="math-shepherd only."
     )
@@ -98,9 +106,17 @@ class ExportCreateSerializer(serializers.Serializer):
     def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
         step_tag = fields.pop("step_tag")
+        selection = fields.pop("selection")
         fields.update({option.name: policy_field(option) for option in POLICY_OPTIONS})
         fields["step_tag"] = step_tag
+        fields["selection"] = selection
         return fields
+
+    def validate_selection(self, value: dict) -> SolutionFilter | None:
+        try:
+            return SolutionFilter.from_params(value) or None
+        except FilterError as error:
+            raise serializers.ValidationError(f"{error.field}: {error.message}") from None
 
 
 class ExportList(generics.ListAPIView):
@@ -131,6 +147,7 @@ class ExportList(generics.ListAPIView):
         values = dict(data.validated_data)
         fmt = values.pop("format")
         step_tag = values.pop("step_tag", None)
+        selection = values.pop("selection", None)
         if step_tag is not None and fmt != "math-shepherd":
             raise exceptions.ValidationError({"step_tag": ["Only math-shepherd has a step tag."]})
         try:
@@ -140,6 +157,7 @@ class ExportList(generics.ListAPIView):
                 policy=LabelPolicy(**values),
                 options={"step_tag": step_tag} if step_tag is not None else None,
                 created_by=request.user,
+                selection=selection,
             )
         except ExportError as error:
             raise exceptions.ValidationError({"non_field_errors": [str(error)]}) from error

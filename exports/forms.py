@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.http import QueryDict
 
 from exports.formats.math_shepherd import DEFAULT_STEP_TAG
 from exports.formats.registry import FORMATS
 from exports.policy import POLICY_OPTIONS, LabelPolicy, Option
+from labeling.filters import FilterError, SolutionFilter
 
 
 def policy_field(option: Option) -> forms.Field:
@@ -35,12 +37,22 @@ class ExportForm(forms.Form):
         required=False,
         help_text="math-shepherd only",
     )
+    # The data browser's filters, as its query string: export only what they match.
+    selection = forms.CharField(required=False, widget=forms.HiddenInput, max_length=200_000)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for option in POLICY_OPTIONS:
             self.fields[option.name] = policy_field(option)
         self.order_fields(["format", *(o.name for o in POLICY_OPTIONS), "step_tag"])
+
+    def clean_selection(self) -> SolutionFilter | None:
+        raw = self.cleaned_data.get("selection") or ""
+        try:
+            selection = SolutionFilter.from_params(QueryDict(raw))
+        except FilterError as error:
+            raise forms.ValidationError(f"The selection is broken: {error.message}") from None
+        return selection or None
 
     def policy(self) -> LabelPolicy:
         return LabelPolicy(**{o.name: self.cleaned_data[o.name] for o in POLICY_OPTIONS})

@@ -28,6 +28,11 @@ class Export(BackgroundJob):
         default=list, blank=True, help_text="[{name, split, bytes, sha256, records}]"
     )
     manifest = models.JSONField(default=dict, blank=True)
+    selection = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The data browser's filters (labeling.filters): only the solutions they match.",
+    )
 
     def __str__(self) -> str:
         return f"export {self.pk} of {self.campaign} as {self.format} ({self.status})"
@@ -67,7 +72,17 @@ class Export(BackgroundJob):
 
         defaults = LabelPolicy().to_dict()
         changes = [f"{k}={v}" for k, v in self.policy.items() if defaults.get(k) != v]
-        return changes + [f"{k}={v}" for k, v in self.options.items()]
+        changes += [f"{k}={v}" for k, v in self.options.items()]
+        if self.selection:
+            changes.append("selection: " + self.selection_text)
+        return changes
+
+    @property
+    def selection_text(self) -> str:
+        """The selection as people read it: ``answer=wrong, negative=true``."""
+        return ", ".join(
+            f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in self.selection.items()
+        )
 
     @property
     def manifest_name(self) -> str:

@@ -19,6 +19,7 @@ from django.db.models import Q
 
 from common.readahead import read_ahead
 from exports.policy import LabelPolicy, is_math500
+from labeling.filters import SolutionFilter
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -125,8 +126,11 @@ def iter_solutions(
     batch_size: int = 2000,
     progress: Progress | None = None,
     stats: StreamStats | None = None,
+    selection: SolutionFilter | None = None,
 ) -> Iterator[SolutionData]:
     """Yield the campaign's solutions that have exportable labels, ordered by problem.
+
+    ``selection``: only the solutions these data-browser filters match (``labeling.filters``).
 
     Exportable: a submitted assignment on a solution of an included kind, not rejected by a
     reviewer (and accepted, with ``reviewed_only``), on a problem the policy keeps; with
@@ -136,7 +140,7 @@ def iter_solutions(
     fifth for adjudications under ``annotators="adjudicated"``); nothing outlives its batch but
     the next one, which a thread reads while this one is written (see ``common.readahead``).
     """
-    batches = _batches(campaign, policy, batch_size, stats or StreamStats())
+    batches = _batches(campaign, policy, batch_size, stats or StreamStats(), selection)
     if not connections[DEFAULT_DB_ALIAS].in_atomic_block:
         # Inside a transaction another thread's connection would not see its writes.
         batches = read_ahead(batches, name="export-reader")
@@ -147,10 +151,16 @@ def iter_solutions(
 
 
 def _batches(
-    campaign: Campaign, policy: LabelPolicy, batch_size: int, stats: StreamStats
+    campaign: Campaign,
+    policy: LabelPolicy,
+    batch_size: int,
+    stats: StreamStats,
+    selection: SolutionFilter | None = None,
 ) -> Iterator[tuple[list[SolutionData], int, int]]:
     """(solutions with labels, solutions read so far, solutions in all), batch by batch."""
     solutions = Solution.objects.filter(campaign=campaign, kind__in=policy.kinds)
+    if selection:
+        solutions = selection.apply(solutions)
     total = solutions.count()
     yield [], 0, total
     done = 0

@@ -26,6 +26,7 @@ from exports.formats.registry import format_options, get_format
 from exports.models import Export
 from exports.policy import LabelPolicy
 from exports.writer import write_export
+from labeling.filters import SolutionFilter
 from labeling.models import Campaign
 
 # How often a running export writes its progress: often enough for a page polling every second,
@@ -51,11 +52,12 @@ def export_create(
     policy: LabelPolicy | None = None,
     options: dict[str, Any] | None = None,
     created_by=None,
+    selection: SolutionFilter | None = None,
 ) -> Export:
     """Record an export job and have a Celery worker run it once the row is committed.
 
     The format and its options are checked here, so a bad request fails at once instead of in
-    the worker.
+    the worker. ``selection`` (the data browser's filters) exports only the solutions it matches.
     """
     policy = policy or LabelPolicy()
     spec = get_format(fmt)
@@ -65,6 +67,7 @@ def export_create(
         policy=policy.to_dict(),
         options=format_options(spec, options),
         created_by=created_by,
+        selection=selection.to_params(with_sort=False) if selection else {},
     )
     EXPORT_JOBS.send(export.pk)
     return export
@@ -106,6 +109,9 @@ def export_run(*, export: Export) -> Export:
                 policy=LabelPolicy.from_dict(export.policy),
                 options=export.options,
                 progress=progress,
+                selection=(
+                    SolutionFilter.from_params(export.selection) if export.selection else None
+                ),
             )
             stage_pause("exports.write")
             with transaction.atomic():

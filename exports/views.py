@@ -12,7 +12,8 @@ from exports.forms import ExportForm
 from exports.models import Export
 from exports.policy import ExportError
 from exports.services import export_create
-from labeling.models import Campaign
+from labeling.filters import FilterError, SolutionFilter, count_capped
+from labeling.models import Campaign, Solution
 from labeling.permissions import MANAGE, campaign_for, campaign_page
 
 
@@ -26,7 +27,9 @@ def _get_campaign_for_manager(request: HttpRequest, slug: str) -> Campaign:
 @require_http_methods(["GET", "POST"])
 def export_list(request: HttpRequest, slug: str) -> HttpResponse:
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    form = ExportForm(request.POST or None)
+    selection = _selection_from_query(request)
+    initial = {"selection": selection.querystring(with_sort=False)} if selection else {}
+    form = ExportForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             export_create(
@@ -35,6 +38,7 @@ def export_list(request: HttpRequest, slug: str) -> HttpResponse:
                 policy=form.policy(),
                 options=form.options(),
                 created_by=request.user,
+                selection=form.cleaned_data["selection"],
             )
         except ExportError as exc:
             form.add_error(None, str(exc))
@@ -46,9 +50,28 @@ def export_list(request: HttpRequest, slug: str) -> HttpResponse:
         "exports/export_list.html",
         campaign,
         membership,
-        {"form": form, "exports": exports},
+        {
+            "form": form,
+            "exports": exports,
+            "selection": selection,
+            "selection_count": _selection_count(campaign, selection),
+        },
         status=400 if form.errors else 200,
     )
+
+
+def _selection_from_query(request: HttpRequest) -> SolutionFilter | None:
+    """The data browser's filters when it sent the manager here to export a selection."""
+    try:
+        return SolutionFilter.from_params(request.GET) or None
+    except FilterError:
+        return None
+
+
+def _selection_count(campaign: Campaign, selection: SolutionFilter | None) -> tuple[int, bool]:
+    if selection is None:
+        return (0, False)
+    return count_capped(selection.apply(Solution.objects.filter(campaign=campaign)))
 
 
 @login_required

@@ -14,6 +14,7 @@ from exports.formats.registry import format_options, get_format
 from exports.manifest import Tally, manifest_write
 from exports.policy import LabelPolicy
 from exports.reader import Progress, StreamStats, iter_solutions
+from labeling.filters import SolutionFilter
 from labeling.models import Campaign
 
 
@@ -43,12 +44,14 @@ def write_export(
     options: dict[str, Any] | None = None,
     progress: Progress | None = None,
     batch_size: int = 2000,
+    selection: SolutionFilter | None = None,
 ) -> dict[str, Any]:
     """Write the campaign's labels as ``fmt`` to ``out`` (one file per split) and a manifest.
 
     Returns the manifest, which is also written beside the files. Counts are of what was
     written: records (lines or rows), distinct problems and solutions, steps (labels in the
     records, a prefix counted again in each alternative example) and labels by value.
+    ``selection``: only the solutions these data-browser filters match.
     """
     policy = policy or LabelPolicy()
     spec = get_format(fmt)
@@ -62,7 +65,12 @@ def write_export(
     writers = {split: spec.writer(path, spec) for split, path in files.items()}
     try:
         for solution in iter_solutions(
-            campaign=campaign, policy=policy, batch_size=batch_size, progress=progress, stats=stats
+            campaign=campaign,
+            policy=policy,
+            batch_size=batch_size,
+            progress=progress,
+            stats=stats,
+            selection=selection,
         ):
             writer = writers[solution.split]
             tally = tallies[solution.split]

@@ -56,6 +56,7 @@ def import_file(
     grade: bool = True,
     progress: bool | Callable[[str, float], None] = False,
     before_commit: Callable[[ImportResult], None] | None = None,
+    import_job_id: int | None = None,
     **options: Any,
 ) -> ImportResult:
     """Import a file of one of ``FORMATS`` into ``campaign``: all of it, or nothing.
@@ -67,13 +68,15 @@ def import_file(
     ``grading``) and the share of the file read in it (the web upload's job records them).
     ``before_commit`` is called with the counts inside the transaction, after the last write:
     the upload's job records them there, and an exception it raises writes nothing at all.
+    ``import_job_id``: the upload's job, recorded on the solutions created (the data browser
+    filters by it).
     """
     started = time.monotonic()
     path = Path(path)
     parse = _parser(path, fmt, options)
     labelers = validate(path, parse, options, progress)
     with transaction.atomic(), _constraints_checked_per_statement():
-        writer = Writer(campaign=campaign, source=fmt, file=path.name)
+        writer = Writer(campaign=campaign, source=fmt, file=path.name, import_job_id=import_job_id)
         writer.add_labelers(labelers)
         for items in read_ahead(
             batches(path, parse, options, progress), depth=2, name="import-parse"

@@ -298,6 +298,7 @@ def _import(job: ImportJob, attempt: int) -> dict[str, Any]:
             grade=job.grade,
             progress=writer.report,
             before_commit=record,
+            import_job_id=job.pk,
             **job.options,
         )
     return {

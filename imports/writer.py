@@ -41,9 +41,12 @@ class _Known:
 class Writer:
     """Writes parsed solutions batch by batch, remembering what exists (by content hash)."""
 
-    def __init__(self, *, campaign: Campaign, source: str, file: str) -> None:
+    def __init__(
+        self, *, campaign: Campaign, source: str, file: str, import_job_id: int | None = None
+    ) -> None:
         self.campaign = campaign
         self.source = source
+        self.import_job_id = import_job_id  # recorded on the solutions it creates
         self.file = file
         self.result = ImportResult()
         self.problems: dict[str, _Known] = {}
@@ -90,6 +93,7 @@ class Writer:
                 "content_hash",
                 "assignment_count",
                 "is_open",
+                "import_job_id",
             ],
         )
         self.step_rows = TableRows(
@@ -280,6 +284,7 @@ class Writer:
                     h,
                     labels[h],
                     self._is_open(labels[h]),
+                    self.import_job_id,
                 )
             )
             ids = new_steps[pk] = [next(step_ids) for _ in s.steps]

@@ -24,15 +24,14 @@ from common.api import (
     CursorListView,
     CursorPagination,
     ErrorSerializer,
-    bool_param,
+    bad_request,
     choice_param,
     int_param,
-    query_bool,
     query_choice,
     query_int,
     query_text,
 )
-from labeling import queue, selectors, services
+from labeling import filters, queue, selectors, services
 from labeling.backbones import backbone_choices
 from labeling.forms import CampaignForm
 from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
@@ -198,35 +197,63 @@ class ProblemDetail(generics.RetrieveAPIView):
         return Problem.objects.filter(campaign=campaign).prefetch_related("solutions")
 
 
-@extend_schema(
-    tags=["solutions"],
-    parameters=[
-        choice_param("kind", Solution.Kind.values, "regular, qc (quality control) or screening."),
-        bool_param("is_open", "Still wanted by the queue."),
-        bool_param("answer_is_correct", "The graded final answer (ungraded ones never match)."),
-        int_param("problem", "Solutions of this problem."),
-        OpenApiParameter("generator", str, description="Exact generator name."),
-    ],
-)
+def _filter_parameters() -> list[OpenApiParameter]:
+    """The solution list's query parameters, from the filter spec (``labeling.filters``)."""
+    kinds = {"int": int, "float": float, "bool": bool}
+    params = []
+    for spec in filters.FILTERS:
+        params.append(
+            OpenApiParameter(
+                spec.name,
+                kinds.get(spec.type, str),
+                enum=list(spec.values) or None,
+                many=spec.many or None,
+                explode=True if spec.many else None,
+                description=spec.help
+                + (
+                    " Repeat the parameter (or separate by commas) for any of several."
+                    if spec.many
+                    else ""
+                ),
+            )
+        )
+    params.append(
+        OpenApiParameter(
+            "sort",
+            str,
+            enum=list(filters.SORT_NAMES),
+            description="; ".join(f"{name}: {text}" for name, text in filters.SORTS)
+            + ". Default: id (oldest first).",
+        )
+    )
+    return params
+
+
+class SolutionPagination(CursorPagination):
+    """Cursor pages in the order the request's ``sort`` asks for (``SolutionFilter.ordering``)."""
+
+    def get_ordering(self, request, queryset, view):
+        return view.solution_filter.ordering
+
+
+@extend_schema(tags=["solutions"], parameters=_filter_parameters())
 class SolutionList(CursorListView):
-    """The campaign's solutions, oldest first, with their queue state (managers, reviewers)."""
+    """The campaign's solutions with their queue state (managers, reviewers), filtered and sorted
+    as in the data browser: the same filters, declared once in ``labeling.filters``."""
 
     serializer_class = SolutionListSerializer
+    pagination_class = SolutionPagination
 
     def get_queryset(self):
-        request = self.request
-        campaign = _reviewable_campaign(request, self.kwargs["slug"])
-        solutions = Solution.objects.filter(campaign=campaign)
-        if (kind := query_choice(request, "kind", Solution.Kind.values)) is not None:
-            solutions = solutions.filter(kind=kind)
-        for name in ("is_open", "answer_is_correct"):
-            if (value := query_bool(request, name)) is not None:
-                solutions = solutions.filter(**{name: value})
-        if (problem := query_int(request, "problem")) is not None:
-            solutions = solutions.filter(problem_id=problem)
-        if generator := query_text(request, "generator"):
-            solutions = solutions.filter(generator=generator)
-        return solutions
+        campaign = _reviewable_campaign(self.request, self.kwargs["slug"])
+        try:
+            self.solution_filter = filters.SolutionFilter.from_params(
+                self.request.query_params, default_sort="id"
+            )
+        except filters.FilterError as error:
+            raise bad_request(error.field, error.message) from None
+        solutions = self.solution_filter.apply(Solution.objects.filter(campaign=campaign))
+        return self.solution_filter.ordered(solutions)
 
 
 @extend_schema(tags=["solutions"])

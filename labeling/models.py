@@ -27,6 +27,8 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from common.models import BackgroundJob
+
 
 class Rating(models.IntegerChoices):
     NEGATIVE = -1, "negative"
@@ -296,7 +298,7 @@ class SolutionQuerySet(models.QuerySet):
         """
         # In an UPDATE every right-hand side reads the old row, hence the shifted bounds.
         not_bad = Q(bad_problem_reports__lt=campaign.bad_problem_limit - reports)
-        room = Q(assignment_count__lt=campaign.overlap - slots)
+        room = Q(assignment_count__lt=models.F("extra_labels") + (campaign.overlap - slots))
         return self.update(
             assignment_count=models.F("assignment_count") + slots,
             bad_problem_reports=models.F("bad_problem_reports") + reports,
@@ -340,7 +342,10 @@ class SolutionQuerySet(models.QuerySet):
                 .values("n")
             )
             campaign = Campaign.objects.filter(pk=models.OuterRef("campaign_id"))
-            room = Q(assignment_count__lt=models.Subquery(campaign.values("overlap")[:1]))
+            room = Q(
+                assignment_count__lt=models.Subquery(campaign.values("overlap")[:1])
+                + models.F("extra_labels")
+            )
             not_bad = Q(
                 bad_problem_reports__lt=models.Subquery(campaign.values("bad_problem_limit")[:1])
             )
@@ -357,8 +362,10 @@ class SolutionQuerySet(models.QuerySet):
 
 
 def _open_expression(room: Q, not_bad: Q) -> models.Expression:
-    """``is_open`` as SQL: regular solutions need a free slot; gold ones serve every annotator."""
+    """``is_open`` as SQL: regular solutions need a free slot; gold ones serve every annotator;
+    an archived solution is never open."""
     return models.Case(
+        models.When(archived=True, then=models.Value(False)),
         models.When(
             kind="regular",
             then=models.ExpressionWrapper(room & not_bad, output_field=models.BooleanField()),
@@ -403,6 +410,15 @@ class Solution(models.Model):
     prm_score = models.FloatField(null=True, blank=True)
     priority = models.FloatField(default=0.0)
     is_open = models.BooleanField(default=True)
+    archived = models.BooleanField(
+        default=False, help_text="Out of the queue for good (labels kept) until restored."
+    )
+    extra_labels = models.PositiveIntegerField(
+        default=0, help_text="Labels wanted beyond the campaign's overlap (requeues)."
+    )
+    import_job_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The import job (imports.ImportJob) that created it."
+    )
     assignment_count = models.PositiveIntegerField(
         default=0, help_text="Assignments holding a slot: submitted, or leased and unexpired."
     )
@@ -427,8 +443,14 @@ class Solution(models.Model):
                 models.F("priority").desc(),
                 "id",
                 name="solution_queue",
-                condition=Q(is_open=True),
+                condition=Q(is_open=True, archived=False),
             ),
+            # The data browser's default order (queue order over every solution, not only the
+            # open ones): a page walks it and stops, instead of sorting the campaign.
+            models.Index(
+                "campaign", models.F("priority").desc(), "id", name="solution_browse_queue"
+            ),
+            models.Index(fields=["campaign", "import_job_id"], name="solution_by_import_job"),
         ]
 
     def __str__(self) -> str:
@@ -596,6 +618,14 @@ class StepLabel(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["assignment", "step"], name="steplabel_unique_step")
         ]
+        # The data browser's "has a negative / flagged step" filters (labeling.filters): small
+        # partial indexes, so a count over the campaign reads the few rows that qualify.
+        indexes = [
+            models.Index(fields=["assignment"], name="steplabel_negative", condition=Q(rating=-1)),
+            models.Index(
+                fields=["assignment"], name="steplabel_flagged", condition=Q(flagged=True)
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.rating} on step {self.step_id}"
@@ -659,3 +689,65 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rating} decided on step {self.step_id}"
+
+
+class SolutionEvent(models.Model):
+    """Something a manager did to a solution from the data browser, for its history.
+
+    What the queue and the annotators did (served, skipped, submitted) is already in
+    ``Assignment`` and ``Review`` rows; these rows record the curation that leaves no other
+    trace: requeued, archived, restored, made gold, ground truth edited.
+    """
+
+    class Action(models.TextChoices):
+        REQUEUED = "requeued", "requeued"
+        ARCHIVED = "archived", "archived"
+        RESTORED = "restored", "restored"
+        MADE_GOLD = "made_gold", "made gold"
+        GROUND_TRUTH = "ground_truth", "ground truth edited"
+
+    solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="events")
+    action = models.CharField(max_length=20, choices=Action.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["solution", "created_at", "id"]
+        indexes = [
+            models.Index(fields=["solution", "created_at"], name="solutionevent_by_solution")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} solution {self.solution_id}"
+
+
+class SolutionBulkAction(BackgroundJob):
+    """One action applied to many solutions at once (requeue, archive, restore, make gold from
+    the consensus), as a job.
+
+    ``selection`` is what was chosen in the data browser: the filter's query parameters
+    (``labeling.filters``), which may name ids. The solutions it matched are resolved when the job
+    runs, and the action is applied to all of them in one transaction: all or nothing.
+    ``progress`` (0..1) is written from a separate connection while the transaction is open.
+    """
+
+    class Action(models.TextChoices):
+        REQUEUE = "requeue", "requeue for more labels"
+        ARCHIVE = "archive", "archive"
+        RESTORE = "restore", "restore"
+        GOLD_QC = "gold_qc", "make QC gold from the consensus"
+        GOLD_SCREENING = "gold_screening", "make screening gold from the consensus"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="bulk_actions")
+    action = models.CharField(max_length=20, choices=Action.choices)
+    selection = models.JSONField(default=dict, blank=True, help_text="Filter query parameters.")
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    changed = models.PositiveIntegerField(default=0)
+    progress = models.FloatField(default=0.0)
+
+    def __str__(self) -> str:
+        return f"bulk {self.action} in {self.campaign} ({self.status})"

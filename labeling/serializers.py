@@ -151,10 +151,13 @@ class SolutionListSerializer(serializers.ModelSerializer):
             "prm_score",
             "priority",
             "is_open",
+            "archived",
+            "extra_labels",
             "assignment_count",
             "bad_problem_reports",
             "source",
             "source_ref",
+            "import_job_id",
             "created_at",
         ]
 

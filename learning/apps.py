@@ -24,3 +24,8 @@ class LearningConfig(AppConfig):
         from learning.triggers import AL_RUNS
 
         job_kind_register(AL_RUNS)
+
+        # The data browser's item page asks for the active PRM's step scores.
+        from learning.step_scores import step_scores_answer
+
+        events.step_scores_wanted.connect(step_scores_answer, dispatch_uid="learning.step_scores")

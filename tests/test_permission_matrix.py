@@ -25,7 +25,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from annotators.services import api_token_create, invitation_create
 from exports.models import Export
 from imports.models import GenerationJob, ImportJob
-from labeling.models import Membership
+from labeling.models import Membership, SolutionBulkAction
 from labeling.queue import assignment_next
 from learning.models import ActiveLearningRun
 from tests.factories import (
@@ -112,6 +112,13 @@ ROUTES: dict[str, Route] = {
     "annotators:gold": Route("manage", {"GET": 200}, ("slug",)),
     "annotators:gold-edit": Route("manage", {"GET": 200, "POST": 400}, ("slug", "solution")),
     "annotators:dashboard": Route("manage", {"GET": 200}, ("slug",)),
+    # The data browser: reviewers and managers browse (annotators never: it shows everyone's
+    # labels); only managers act (an empty form: refused, past the permission check).
+    "annotators:browser": Route("review", {"GET": 200}, ("slug",)),
+    "annotators:browser-item": Route("review", {"GET": 200}, ("slug", "solution")),
+    "annotators:browser-action": Route("manage", {"POST": 400}, ("slug",)),
+    "annotators:browser-item-action": Route("manage", {"POST": 400}, ("slug", "solution")),
+    "annotators:browser-job": Route("manage", {"GET": 302}, ("slug", "bulk_job")),
     "annotators:snapshot-refresh": Route("review", {"POST": 302}, ("slug",)),
     "annotators:snapshot-status": Route("review", {"GET": 200}, ("slug",)),
     "annotators:agreement": Route("review", {"GET": 200}, ("slug",)),
@@ -261,6 +268,9 @@ def world(settings, tmp_path):
                 "disputed_step": disputed.pk,
                 "my_work": my_work.pk,
                 "export": export.pk,
+                "bulk_job": SolutionBulkAction.objects.create(
+                    campaign=campaign, action="requeue"
+                ).pk,
                 "file": "labels.csv",
                 "uidb64": "MQ",
                 "reset_token": "set-password",

@@ -212,7 +212,7 @@ def _claim(
     # the database's write lock from its start (BEGIN IMMEDIATE).
     mine = Assignment.objects.filter(solution=OuterRef("pk"), annotator=annotator)
     row = (
-        Solution.objects.filter(campaign=campaign, kind=kind, is_open=True)
+        Solution.objects.filter(campaign=campaign, kind=kind, is_open=True, archived=False)
         .filter(~Exists(mine.exclude(status__in=_may_serve_again(campaign))))
         .annotate(
             expired_id=Subquery(mine.filter(status=Assignment.Status.EXPIRED).values("pk")[:1])
@@ -259,7 +259,7 @@ WITH cand AS (
             WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
               AND a.status = 'expired' LIMIT 1) AS expired_id
     FROM labeling_solution s
-    WHERE s.campaign_id = %(campaign)s AND s.kind = %(kind)s AND s.is_open
+    WHERE s.campaign_id = %(campaign)s AND s.kind = %(kind)s AND s.is_open AND NOT s.archived
       AND NOT EXISTS (SELECT 1 FROM labeling_assignment a
                       WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
                         AND a.status <> ALL(%(serve_again)s))
@@ -269,8 +269,8 @@ WITH cand AS (
 ), taken AS (
     UPDATE labeling_solution s
     SET assignment_count = s.assignment_count + 1,
-        is_open = (s.kind <> 'regular' OR s.assignment_count + 1 < %(overlap)s)
-                  AND s.bad_problem_reports < %(bad_problem_limit)s
+        is_open = (s.kind <> 'regular' OR s.assignment_count + 1 < %(overlap)s + s.extra_labels)
+                  AND s.bad_problem_reports < %(bad_problem_limit)s AND NOT s.archived
     FROM cand WHERE s.id = cand.id
 ), renewed AS (
     UPDATE labeling_assignment a

@@ -1,0 +1,331 @@
+"""Curating a campaign's solutions from the data browser: requeue, archive, restore, make gold
+from the consensus, ground truth.
+
+One solution or many: the bulk functions take a queryset (a selection, or everything a
+``labeling.filters.SolutionFilter`` matches). Many at once run as a ``SolutionBulkAction`` job in
+a Celery worker (``bulk_action_create`` / ``bulk_action_run``), all or nothing: one transaction,
+its progress written from a separate connection (``common.jobs.JobBeat``) while it is open.
+
+Queue state follows the queue's rules (``Solution.is_open``): a requeue wants more labels than the
+campaign's overlap (``extra_labels``) and reopens the solution; an archived solution is never open
+and never claimed, and keeps its labels; a restore reopens it if it still wants labels. Rows are
+locked in id order, as every writer of the queue does (``labeling.queue``). Every change leaves a
+``SolutionEvent`` for the solution's history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from common.jobs import JobBeat
+from labeling.filters import SolutionFilter
+from labeling.grading import solutions_grade
+from labeling.models import (
+    Assignment,
+    Campaign,
+    Problem,
+    Review,
+    Solution,
+    SolutionBulkAction,
+    SolutionEvent,
+    Step,
+    StepLabel,
+    _open_expression,
+)
+
+log = logging.getLogger(__name__)
+
+# Up to this many solutions an action runs in the request; more go to a worker as a job.
+INLINE_MAX = 200
+CHUNK = 500  # rows per UPDATE (SQLite's limit on query parameters)
+
+Action = SolutionBulkAction.Action
+
+
+def _locked_ids(solutions: QuerySet) -> list[int]:
+    return list(
+        solutions.order_by("pk").select_for_update(no_key=True).values_list("pk", flat=True)
+    )
+
+
+def _events(ids: list[int], action: str, actor, detail: dict | None = None) -> None:
+    now = timezone.now()
+    actor_id = getattr(actor, "pk", None)
+    SolutionEvent.objects.bulk_create(
+        [
+            SolutionEvent(
+                solution_id=pk,
+                action=action,
+                actor_id=actor_id,
+                detail=detail or {},
+                created_at=now,
+            )
+            for pk in ids
+        ],
+        batch_size=2000,
+    )
+
+
+def solution_event_add(*, solution: Solution, action: str, actor=None, detail=None) -> None:
+    """Record something a manager did to one solution elsewhere (made it gold) for its history."""
+    _events([solution.pk], action, actor, detail)
+
+
+def _chunks(ids: list[int]):
+    for start in range(0, len(ids), CHUNK):
+        yield ids[start : start + CHUNK]
+
+
+def solutions_requeue(
+    *, campaign: Campaign, solutions: QuerySet, actor=None, labels: int = 1, progress=None
+) -> int:
+    """Ask for ``labels`` more labels of each solution than it has wanted so far, and reopen it.
+
+    Archived solutions are left alone (restore them first). Returns how many were requeued.
+    """
+    if labels < 1:
+        raise ValueError("A requeue asks for at least one more label.")
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign, archived=False))
+        not_bad = Q(bad_problem_reports__lt=campaign.bad_problem_limit)
+        # Every right-hand side of an UPDATE reads the old row: the bound counts the new labels.
+        room = Q(assignment_count__lt=F("extra_labels") + (campaign.overlap + labels))
+        for chunk in _chunks(ids):
+            Solution.objects.filter(pk__in=chunk).update(
+                extra_labels=F("extra_labels") + labels, is_open=_open_expression(room, not_bad)
+            )
+            if progress:
+                progress(len(chunk))
+        _events(ids, SolutionEvent.Action.REQUEUED, actor, {"labels": labels})
+    return len(ids)
+
+
+def solutions_archive(*, campaign: Campaign, solutions: QuerySet, actor=None, progress=None) -> int:
+    """Take solutions out of the queue for good, keeping their labels; returns how many."""
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign, archived=False))
+        for chunk in _chunks(ids):
+            Solution.objects.filter(pk__in=chunk).update(archived=True, is_open=False)
+            if progress:
+                progress(len(chunk))
+        _events(ids, SolutionEvent.Action.ARCHIVED, actor)
+    return len(ids)
+
+
+def solutions_restore(*, campaign: Campaign, solutions: QuerySet, actor=None, progress=None) -> int:
+    """Bring archived solutions back; each is open again if it still wants labels."""
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign, archived=True))
+        room = Q(assignment_count__lt=F("extra_labels") + campaign.overlap)
+        not_bad = Q(bad_problem_reports__lt=campaign.bad_problem_limit)
+        for chunk in _chunks(ids):
+            rows = Solution.objects.filter(pk__in=chunk)
+            rows.update(archived=False)
+            rows.update(is_open=_open_expression(room, not_bad))
+            if progress:
+                progress(len(chunk))
+        _events(ids, SolutionEvent.Action.RESTORED, actor)
+    return len(ids)
+
+
+def problem_ground_truth_set(*, problem: Problem, answer: str, actor=None) -> int:
+    """Change a problem's ground-truth answer and grade its solutions again against it.
+
+    Returns how many solutions were graded right or wrong. With no ground truth left, every
+    solution of the problem is ungraded.
+    """
+    answer = (answer or "").strip()
+    with transaction.atomic():
+        before = problem.ground_truth_answer
+        Problem.objects.filter(pk=problem.pk).update(ground_truth_answer=answer)
+        problem.ground_truth_answer = answer
+        solutions = Solution.objects.filter(problem=problem)
+        ids = list(solutions.values_list("pk", flat=True))
+        _events(ids, SolutionEvent.Action.GROUND_TRUTH, actor, {"from": before, "to": answer})
+        # Solutions with no answer, or all of them when the truth is gone, are ungraded.
+        solutions.update(answer_is_correct=None)
+    return solutions_grade(solutions=solutions, regrade=True).graded
+
+
+def consensus(ratings: list[int | None]) -> int | None:
+    """The majority rating of a step (ties: the more negative); None when nobody rated it."""
+    rated = [r for r in ratings if r is not None]
+    if not rated:
+        return None
+    counts = Counter(rated)
+    best = max(counts.values())
+    return min(r for r, n in counts.items() if n == best)
+
+
+def solutions_make_gold(
+    *, campaign: Campaign, solutions: QuerySet, kind: str, actor=None, progress=None
+) -> int:
+    """Make solutions quality-control or screening questions whose gold is the consensus of
+    their submitted ratings (majority per step, ties to the more negative; a step nobody rated
+    has no gold). A solution nobody rated is left as it is. Returns how many became gold.
+    """
+    if kind not in (Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING):
+        raise ValueError(f"Gold is qc or screening, not {kind!r}.")
+    made: list[int] = []
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign))
+        for chunk in _chunks(ids):
+            ratings: dict[int, list[int | None]] = {}
+            for step_id, rating in StepLabel.objects.filter(
+                assignment__solution_id__in=chunk, assignment__status=Assignment.Status.SUBMITTED
+            ).values_list("step_id", "rating"):
+                ratings.setdefault(step_id, []).append(rating)
+            steps = list(Step.objects.filter(solution_id__in=chunk))
+            gold = {}
+            for step in steps:
+                step.gold_rating = consensus(ratings.get(step.pk, []))
+                if step.gold_rating is not None:
+                    gold[step.solution_id] = True
+            Step.objects.bulk_update(
+                [s for s in steps if s.solution_id in gold], ["gold_rating"], batch_size=1000
+            )
+            rows = Solution.objects.filter(pk__in=list(gold))
+            rows.update(kind=kind)
+            rows.refresh_queue_state()
+            made += list(gold)
+            if progress:
+                progress(len(chunk))
+        _events(made, SolutionEvent.Action.MADE_GOLD, actor, {"kind": kind, "from": "consensus"})
+    return len(made)
+
+
+# --- Many at once: a background job ------------------------------------------------------------
+
+
+def bulk_action_create(
+    *, campaign: Campaign, action: str, solution_filter: SolutionFilter, created_by=None
+) -> SolutionBulkAction:
+    """Record a bulk action over what the filter matches; run it now when it is small, else have
+    a Celery worker run it once the row is committed."""
+    from labeling.tasks import bulk_action_run_task
+
+    if action not in Action.values:
+        raise ValueError(f"Unknown action {action!r}.")
+    matching = solution_filter.apply(Solution.objects.filter(campaign=campaign))
+    total = matching.count()
+    job = SolutionBulkAction.objects.create(
+        campaign=campaign,
+        action=action,
+        selection=solution_filter.to_params(with_sort=False),
+        total=total,
+        created_by=created_by,
+    )
+    if total <= INLINE_MAX:
+        return bulk_action_run(job=job)
+    transaction.on_commit(lambda: bulk_action_run_task.delay(job.pk))
+    return job
+
+
+_RUNNERS = {
+    Action.REQUEUE: solutions_requeue,
+    Action.ARCHIVE: solutions_archive,
+    Action.RESTORE: solutions_restore,
+    Action.GOLD_QC: functools.partial(solutions_make_gold, kind=Solution.Kind.QUALITY_CONTROL),
+    Action.GOLD_SCREENING: functools.partial(solutions_make_gold, kind=Solution.Kind.SCREENING),
+}
+
+
+def bulk_action_run(*, job: SolutionBulkAction) -> SolutionBulkAction:
+    """Run a bulk action: claim it, apply it to every solution its selection matches in one
+    transaction, record the outcome. A job runs once; a failure changes nothing and is recorded."""
+    claimed = SolutionBulkAction.objects.filter(
+        pk=job.pk, status=SolutionBulkAction.Status.PENDING
+    ).update(status=SolutionBulkAction.Status.RUNNING, started_at=timezone.now())
+    if not claimed:
+        job.refresh_from_db()
+        return job
+    campaign = job.campaign
+    seen = {"done": 0}
+
+    def tick() -> None:
+        done = seen["done"]
+        SolutionBulkAction.objects.filter(pk=job.pk).update(
+            done=done, progress=min(1.0, done / job.total) if job.total else 0.0
+        )
+
+    def progress(n: int) -> None:
+        seen["done"] += n
+
+    try:
+        selection = SolutionFilter.from_params(job.selection)
+        solutions = selection.apply(Solution.objects.filter(campaign=campaign))
+        # A small job runs in the request: nobody polls it, and no thread is worth starting.
+        beat = (
+            JobBeat(tick, every=0.5, name=f"bulk-action-{job.pk}")
+            if job.total > INLINE_MAX
+            else contextlib.nullcontext()
+        )
+        with beat:
+            changed = _RUNNERS[job.action](
+                campaign=campaign, solutions=solutions, actor=job.created_by, progress=progress
+            )
+    except Exception as error:
+        log.exception("bulk action %s failed", job.pk)
+        fields = {
+            "status": SolutionBulkAction.Status.FAILED,
+            "error": f"{type(error).__name__}: {error}; nothing was changed",
+        }
+    else:
+        fields = {
+            "status": SolutionBulkAction.Status.DONE,
+            "changed": changed,
+            "done": job.total,
+            "progress": 1.0,
+        }
+    SolutionBulkAction.objects.filter(pk=job.pk).update(finished_at=timezone.now(), **fields)
+    job.refresh_from_db()
+    return job
+
+
+# --- History -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    at: datetime
+    what: str  # served, skipped, submitted, expired, reviewed, requeued, archived, ...
+    who: str
+    detail: str = ""
+
+
+def solution_history(*, solution: Solution) -> list[HistoryEntry]:
+    """What happened to a solution, oldest first: the queue's work (served, skipped, submitted,
+    a lease that expired), reviews, and what managers did (``SolutionEvent``)."""
+    entries: list[HistoryEntry] = []
+    assignments = Assignment.objects.filter(solution=solution).select_related("annotator")
+    for a in assignments:
+        who = a.annotator.get_username()
+        entries.append(HistoryEntry(a.leased_at, "served", who))
+        if a.status == Assignment.Status.SKIPPED:
+            entries.append(HistoryEntry(a.submitted_at or a.leased_at, "skipped", who))
+        elif a.status == Assignment.Status.EXPIRED:
+            entries.append(HistoryEntry(a.lease_expires_at or a.leased_at, "lease expired", who))
+        elif a.status == Assignment.Status.SUBMITTED:
+            when = a.submitted_at or a.leased_at
+            entries.append(HistoryEntry(when, "submitted", who, a.finish_reason))
+    reviews = Review.objects.filter(assignment__solution=solution).select_related(
+        "reviewer", "assignment__annotator"
+    )
+    for r in reviews:
+        detail = f"{r.decision} the work of {r.assignment.annotator.get_username()}"
+        entries.append(HistoryEntry(r.created_at, "reviewed", r.reviewer.get_username(), detail))
+    for e in SolutionEvent.objects.filter(solution=solution).select_related("actor"):
+        who = e.actor.get_username() if e.actor else "system"
+        detail = ", ".join(f"{k}: {v}" for k, v in e.detail.items())
+        entries.append(HistoryEntry(e.created_at, e.get_action_display(), who, detail))
+    entries.sort(key=lambda e: e.at)
+    return entries

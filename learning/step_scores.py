@@ -1,0 +1,48 @@
+"""The active PRM's per-step scores of one solution, for pages below this app (the data browser's
+item page in ``annotators``), answered through ``labeling.events.step_scores_wanted``.
+
+Scoring one solution is cheap once the checkpoint is loaded; the loaded scorer is kept per process
+(one per model version) and the answer is cached per (model, solution), so a page that shows the
+scores pays for torch only the first time.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from django.conf import settings
+from django.core.cache import cache
+
+from labeling.models import Solution, Step
+from learning.models import PRMModel
+
+CACHE_SECONDS = 3600
+
+
+@functools.lru_cache(maxsize=2)
+def _scorer(path: str):
+    import prm
+
+    return prm.load(Path(settings.MEDIA_ROOT) / path)
+
+
+def step_scores_answer(sender=None, *, campaign_id: int, solution_id: int, **_) -> list | None:
+    """Subscriber of ``step_scores_wanted``: the active model's P(correct) of each step."""
+    model = PRMModel.objects.filter(campaign_id=campaign_id, is_active=True).first()
+    if model is None:
+        return None
+    key = f"prm-step-scores:{model.pk}:{solution_id}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    solution = Solution.objects.select_related("problem").filter(pk=solution_id).first()
+    if solution is None:
+        return None
+    steps = list(
+        Step.objects.filter(solution=solution).order_by("index").values_list("text", flat=True)
+    )
+    scores = _scorer(model.path).score([(solution.problem.text, steps)])[0]
+    scores = [round(float(s), 4) for s in scores]
+    cache.set(key, scores, CACHE_SECONDS)
+    return scores
