@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotators import browser, views
+from annotators import browser, review_views, views
 
 app_name = "annotators"
 
@@ -33,11 +33,13 @@ urlpatterns = [
     path(campaign + "figures/refresh/", views.snapshot_refresh, name="snapshot-refresh"),
     path(campaign + "figures/status/", views.snapshot_status, name="snapshot-status"),
     path(campaign + "agreement/", views.agreement, name="agreement"),
-    path(campaign + "reviews/", views.review_list, name="reviews"),
-    path(campaign + "reviews/<int:pk>/", views.review_detail, name="review"),
-    path(campaign + "my-reviews/", views.my_reviews, name="my-reviews"),
-    path(campaign + "adjudication/", views.adjudication_list, name="adjudications"),
-    path(campaign + "adjudication/<int:pk>/", views.adjudication_detail, name="adjudication"),
+    path(campaign + "reviews/", review_views.review_list, name="reviews"),
+    path(campaign + "reviews/<int:pk>/", review_views.review_detail, name="review"),
+    path(campaign + "my-reviews/", review_views.my_reviews, name="my-reviews"),
+    path(campaign + "adjudication/", review_views.adjudication_list, name="adjudications"),
+    path(
+        campaign + "adjudication/<int:pk>/", review_views.adjudication_detail, name="adjudication"
+    ),
     path("join/<str:token>/", views.join, name="join"),
     path("profile/", views.profile, name="profile"),
     path("profile/tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),

@@ -39,7 +39,7 @@ from labeling.models import (
     SolutionEvent,
     Step,
     StepLabel,
-    _open_expression,
+    open_expression,
 )
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def solutions_requeue(
         room = Q(assignment_count__lt=F("extra_labels") + (campaign.overlap + labels))
         for chunk in _chunks(ids):
             Solution.objects.filter(pk__in=chunk).update(
-                extra_labels=F("extra_labels") + labels, is_open=_open_expression(room, not_bad)
+                extra_labels=F("extra_labels") + labels, is_open=open_expression(room, not_bad)
             )
             if progress:
                 progress(len(chunk))
@@ -130,7 +130,7 @@ def solutions_restore(*, campaign: Campaign, solutions: QuerySet, actor=None, pr
         for chunk in _chunks(ids):
             rows = Solution.objects.filter(pk__in=chunk)
             rows.update(archived=False)
-            rows.update(is_open=_open_expression(room, not_bad))
+            rows.update(is_open=open_expression(room, not_bad))
             if progress:
                 progress(len(chunk))
         _events(ids, SolutionEvent.Action.RESTORED, actor)

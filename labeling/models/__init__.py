@@ -1,0 +1,57 @@
+"""The labelling domain: campaigns, problems, solutions split into steps, and the labels on them.
+
+Names follow PRM800K where it has them. A PRM800K label line maps onto these tables as follows:
+
+- ``question.problem`` / ``ground_truth_answer`` / ``ground_truth_solution`` -> ``Problem``;
+- ``question.pre_generated_steps`` / ``pre_generated_answer`` / ``pre_generated_verifier_score``
+  and the line's ``generation`` -> ``Solution`` with its ``Step`` rows (phase 2). Phase 1 lines
+  have no pre-generated steps: the steps of their solution are the path the labeler built (at each
+  position the chosen completion, else the human completion, else the first candidate);
+- ``labeler``, ``timestamp``, ``label.total_time``, ``label.finish_reason`` -> ``Assignment``;
+- each ``label.steps[i]`` -> one ``StepLabel``: the rating and flag of the completion that is the
+  solution's step ``i``, the other candidates (``alternatives``) and where the step's own completion
+  sits among them (``completion_index``), ``human_completion`` and ``chosen_completion``.
+
+That mapping is lossless: ``exports`` rebuilds every line field for field.
+
+The models live in four modules of this package (campaigns, solutions, labels, curation); every
+name is importable from ``labeling.models``.
+"""
+
+from labeling.models.campaigns import (
+    AL_BACKBONES,
+    Campaign,
+    FinishReason,
+    Invitation,
+    Membership,
+    Rating,
+)
+from labeling.models.curation import SolutionBulkAction, SolutionEvent
+from labeling.models.labels import Adjudication, Assignment, Review, StepLabel
+from labeling.models.solutions import (
+    Problem,
+    Solution,
+    SolutionQuerySet,
+    Step,
+    open_expression,
+)
+
+__all__ = [
+    "AL_BACKBONES",
+    "Adjudication",
+    "Assignment",
+    "Campaign",
+    "FinishReason",
+    "Invitation",
+    "Membership",
+    "Problem",
+    "Rating",
+    "Review",
+    "Solution",
+    "SolutionBulkAction",
+    "SolutionEvent",
+    "SolutionQuerySet",
+    "Step",
+    "StepLabel",
+    "open_expression",
+]

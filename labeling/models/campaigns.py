@@ -1,0 +1,236 @@
+"""Campaigns, who is in them and how they got in (Membership, Invitation); ratings, finishes."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Rating(models.IntegerChoices):
+    NEGATIVE = -1, "negative"
+    NEUTRAL = 0, "neutral"
+    POSITIVE = 1, "positive"
+
+
+class FinishReason(models.TextChoices):
+    """PRM800K's ``label.finish_reason`` values."""
+
+    FOUND_ERROR = "found_error", "found an error"
+    SOLUTION = "solution", "reached the end of the solution"
+    BAD_PROBLEM = "bad_problem", "bad problem"
+    GIVE_UP = "give_up", "gave up"
+
+
+# The PRM backbones active learning trains (names ``prm.build_backbone`` knows), as the settings
+# form offers them. A campaign may hold another name set elsewhere (``hf:PATH`` for a local
+# Hugging Face model on a GPU worker): the form keeps offering it, it does not invent it.
+AL_BACKBONES = [
+    ("bow", "bow: hashed n-grams with exact sympy checks (fast, CPU)"),
+    ("minilm", "minilm: the pretrained MiniLM sentence encoder (slower, CPU or GPU)"),
+]
+
+
+class Campaign(models.Model):
+    """A labelling project: its solutions, who labels them, and how.
+
+    Settings here drive the queue (overlap, lease, screening, quality control), the labelling page
+    (stop at first error) and active learning.
+    """
+
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    instructions = models.TextField(blank=True, help_text="Markdown, shown to annotators.")
+    overlap = models.PositiveSmallIntegerField(
+        default=1, help_text="How many annotators label each solution."
+    )
+    lease_seconds = models.PositiveIntegerField(
+        default=1800, help_text="How long a served solution stays reserved for its annotator."
+    )
+    stop_at_first_error = models.BooleanField(
+        default=True, help_text="A negative rating ends the solution (PRM800K phase 2)."
+    )
+    qc_rate = models.FloatField(
+        default=0.0, help_text="Share of served solutions that are quality-control questions."
+    )
+    requires_screening = models.BooleanField(
+        default=False, help_text="New annotators label the screening solutions first."
+    )
+    screening_threshold = models.FloatField(
+        default=0.75, help_text="Step agreement with gold ratings needed to pass screening."
+    )
+    bad_problem_limit = models.PositiveSmallIntegerField(
+        default=2,
+        help_text="Reports of a bad problem that take a solution out of the queue.",
+    )
+    active_learning = models.BooleanField(default=False)
+    al_wrong_answer_share = models.FloatField(
+        default=0.8, help_text="Share of the queue head given to convincing wrong-answer solutions."
+    )
+    al_retrain_every = models.PositiveIntegerField(
+        default=500, help_text="Retrain the PRM after this many new submitted step labels."
+    )
+    al_backbone = models.CharField(max_length=100, default="bow")
+    relabel_by_same_annotator = models.BooleanField(
+        default=False,
+        help_text="A rejected solution may be served again to the annotator whose work was "
+        "rejected (by default someone else relabels it).",
+    )
+    is_paused = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def lease_duration(self) -> timedelta:
+        return timedelta(seconds=self.lease_seconds)
+
+    @property
+    def al_backbone_label(self) -> str:
+        return dict(AL_BACKBONES).get(self.al_backbone, self.al_backbone)
+
+
+class Membership(models.Model):
+    """A person's role in one campaign. The same person may hold different roles elsewhere.
+
+    ``screening`` records where an annotator stands with the campaign's screening gate.
+    ``is_imported`` marks the accounts an import made for the labelers its file names (PRM800K's
+    labeler ids): nobody logs in with them, so they are not active annotators, are never waiting
+    for screening, and pages leave them out unless asked (``?show_imported=1``).
+    """
+
+    # How many characters of an imported account's name the pages show (PRM800K's labeler ids
+    # are UUIDs: eight characters tell them apart).
+    SHORT_ID = 8
+
+    class Role(models.TextChoices):
+        MANAGER = "manager", "manager"
+        REVIEWER = "reviewer", "reviewer"
+        ANNOTATOR = "annotator", "annotator"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        PAUSED = "paused", "paused"
+        REMOVED = "removed", "removed"
+
+    class Screening(models.TextChoices):
+        PENDING = "pending", "pending"
+        PASSED = "passed", "passed"
+        FAILED = "failed", "failed"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.ANNOTATOR)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    screening = models.CharField(
+        max_length=10, choices=Screening.choices, default=Screening.PENDING
+    )
+    screening_score = models.FloatField(null=True, blank=True)
+    joined_at = models.DateTimeField(default=timezone.now)
+    invitation = models.ForeignKey(
+        "Invitation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="memberships",
+        help_text="The link they joined with, if any.",
+    )
+    is_imported = models.BooleanField(
+        default=False, help_text="Made by an import for a labeler in its file; nobody logs in."
+    )
+
+    class Meta:
+        db_table = "annotators_membership"
+        constraints = [
+            models.UniqueConstraint(fields=["user", "campaign"], name="membership_unique_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.role} in {self.campaign}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+    @property
+    def screening_shown(self) -> str:
+        """The screening state as pages show it: imported accounts are never screened."""
+        return "not screened (imported)" if self.is_imported else self.screening
+
+    @classmethod
+    def short_name(cls, username: str, *, imported: bool) -> str:
+        """An imported account by a short id (``imported 340d89bc``); anyone else by name."""
+        return f"imported {username[: cls.SHORT_ID]}" if imported else username
+
+    @property
+    def display_name(self) -> str:
+        return self.short_name(self.user.get_username(), imported=self.is_imported)
+
+
+class Invitation(models.Model):
+    """A link that lets whoever holds it join ``campaign`` as ``role``, up to ``max_uses`` times.
+
+    Only a hash of the token is stored, like a password: the link is shown once, when it is
+    created, so a leaked database or a manager's screen later on does not hand out access.
+    ``token_hint`` (the token's first characters) tells links apart in the list.
+    """
+
+    class State(models.TextChoices):
+        ACTIVE = "active", "active"
+        EXPIRED = "expired", "expired"
+        USED_UP = "used_up", "used up"
+        REVOKED = "revoked", "revoked"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(
+        max_length=10, choices=Membership.Role.choices, default=Membership.Role.ANNOTATOR
+    )
+    token_hash = models.CharField(max_length=64, unique=True)
+    token_hint = models.CharField(max_length=8)
+    note = models.CharField(max_length=200, blank=True, help_text="Who it is for, for the list.")
+    max_uses = models.PositiveIntegerField(default=1, help_text="1: single use.")
+    uses = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "annotators_invitation"
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"invitation {self.token_hint}… to {self.campaign} as {self.role}"
+
+    @staticmethod
+    def hash_token(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def state(self, now=None) -> str:
+        """Why the link works or not; a revoked link says so even once it has expired."""
+        now = now or timezone.now()
+        if self.revoked_at is not None:
+            return self.State.REVOKED
+        if self.uses >= self.max_uses:
+            return self.State.USED_UP
+        if self.expires_at <= now:
+            return self.State.EXPIRED
+        return self.State.ACTIVE
+
+    @property
+    def is_usable(self) -> bool:
+        return self.state() == self.State.ACTIVE

@@ -1,0 +1,73 @@
+"""What managers do to solutions from the data browser: events for its history, bulk actions."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from common.models import BackgroundJob
+from labeling.models.campaigns import Campaign
+from labeling.models.solutions import Solution
+
+
+class SolutionEvent(models.Model):
+    """Something a manager did to a solution from the data browser, for its history.
+
+    What the queue and the annotators did (served, skipped, submitted) is already in
+    ``Assignment`` and ``Review`` rows; these rows record the curation that leaves no other
+    trace: requeued, archived, restored, made gold, ground truth edited.
+    """
+
+    class Action(models.TextChoices):
+        REQUEUED = "requeued", "requeued"
+        ARCHIVED = "archived", "archived"
+        RESTORED = "restored", "restored"
+        MADE_GOLD = "made_gold", "made gold"
+        GROUND_TRUTH = "ground_truth", "ground truth edited"
+
+    solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="events")
+    action = models.CharField(max_length=20, choices=Action.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["solution", "created_at", "id"]
+        indexes = [
+            models.Index(fields=["solution", "created_at"], name="solutionevent_by_solution")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} solution {self.solution_id}"
+
+
+class SolutionBulkAction(BackgroundJob):
+    """One action applied to many solutions at once (requeue, archive, restore, make gold from
+    the consensus), as a job.
+
+    ``selection`` is what was chosen in the data browser: the filter's query parameters
+    (``labeling.filters``), which may name ids. The solutions it matched are resolved when the job
+    runs, and the action is applied to all of them in one transaction: all or nothing.
+    ``progress`` (0..1) is written from a separate connection while the transaction is open.
+    """
+
+    class Action(models.TextChoices):
+        REQUEUE = "requeue", "requeue for more labels"
+        ARCHIVE = "archive", "archive"
+        RESTORE = "restore", "restore"
+        GOLD_QC = "gold_qc", "make QC gold from the consensus"
+        GOLD_SCREENING = "gold_screening", "make screening gold from the consensus"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="bulk_actions")
+    action = models.CharField(max_length=20, choices=Action.choices)
+    selection = models.JSONField(default=dict, blank=True, help_text="Filter query parameters.")
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    changed = models.PositiveIntegerField(default=0)
+    progress = models.FloatField(default=0.0)
+
+    def __str__(self) -> str:
+        return f"bulk {self.action} in {self.campaign} ({self.status})"

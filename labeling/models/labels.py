@@ -1,0 +1,210 @@
+"""The work on solutions: assignments, their step labels, reviews and adjudications."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from labeling.models.campaigns import Campaign, FinishReason, Rating
+from labeling.models.solutions import Solution, Step
+
+
+class Assignment(models.Model):
+    """One annotator labelling one solution (a PRM800K label line once submitted).
+
+    Life cycle (see ``labeling.queue``): ``leased`` holds a slot of the solution; the lease is
+    live until ``lease_expires_at``, and an expired lease keeps its slot until the queue reclaims
+    it (status ``expired``, slot released, drafts kept). ``skipped`` holds no slot and the solution
+    is never served to that annotator again. ``submitted`` holds its slot for good, except with
+    finish reason ``give_up`` or ``bad_problem``: those keep the labels but release the slot, so
+    another annotator labels the solution in full.
+
+    Nothing a person did is deleted. ``rejected``: submitted work a reviewer rejected; its labels
+    and the review's comment stay, it holds no slot, so the solution is labelled again
+    (``labeling.queue.assignment_review_outcome``). ``superseded``: an earlier version of work its
+    annotator amended before review; the new version is another row whose ``supersedes`` points
+    here, and this one keeps its labels and holds no slot (``labeling.queue.assignment_amend``).
+    Exports take ``submitted`` rows (the latest version) and, by policy options, the others.
+    """
+
+    RELEASING_REASONS = ("give_up", "bad_problem")
+
+    class Status(models.TextChoices):
+        LEASED = "leased", "leased"
+        SUBMITTED = "submitted", "submitted"
+        SKIPPED = "skipped", "skipped"
+        EXPIRED = "expired", "expired"
+        REJECTED = "rejected", "rejected"
+        SUPERSEDED = "superseded", "superseded"
+
+    # Work its annotator finished, latest version: what the figures (work, QC and inter-annotator
+    # agreement, screening) count. Rejected work was done; only the exports and the
+    # disagreements a reviewer decides leave it out.
+    DONE_STATUSES = (Status.SUBMITTED, Status.REJECTED)
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
+    solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEASED)
+    leased_at = models.DateTimeField(default=timezone.now)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True, help_text="PRM800K timestamp")
+    finish_reason = models.CharField(max_length=12, choices=FinishReason.choices, blank=True)
+    total_time_ms = models.PositiveIntegerField(null=True, blank=True)
+    submission_key = models.CharField(max_length=64, null=True, blank=True)
+    source = models.CharField(max_length=40, blank=True, help_text="Import format, if imported")
+    supersedes = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="superseded_by",
+        help_text="The earlier version this amendment replaces (kept, status superseded).",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["annotator", "submission_key"], name="assignment_unique_submission_key"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["campaign", "annotator", "status"], name="assignment_by_annotator"
+            ),
+            models.Index(fields=["solution", "status"], name="assignment_by_solution"),
+            models.Index(fields=["campaign", "submitted_at"], name="assignment_by_time"),
+            # The queue's reclaim of expired leases reads only leased rows, oldest lease first.
+            models.Index(
+                fields=["campaign", "lease_expires_at"],
+                name="assignment_leases",
+                condition=Q(status="leased"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.status})"
+
+    @classmethod
+    def holds_slot_q(cls) -> Q:
+        """Assignments that hold a slot of their solution (what ``assignment_count`` counts)."""
+        return Q(status=cls.Status.LEASED) | (
+            Q(status=cls.Status.SUBMITTED) & ~Q(finish_reason__in=cls.RELEASING_REASONS)
+        )
+
+    @property
+    def holds_slot(self) -> bool:
+        return self.status == self.Status.LEASED or (
+            self.status == self.Status.SUBMITTED
+            and self.finish_reason not in self.RELEASING_REASONS
+        )
+
+    def lease_is_live(self, now=None) -> bool:
+        now = now or timezone.now()
+        return self.status == self.Status.LEASED and (
+            self.lease_expires_at is None or self.lease_expires_at > now
+        )
+
+
+class StepLabel(models.Model):
+    """An annotator's judgement of one step of the solution (one ``label.steps[i]`` of PRM800K).
+
+    ``rating`` and ``flagged`` belong to the solution's own step. PRM800K also records other
+    candidate completions rated at the same position (phase 1 always, phase 2 after the first
+    error): they are kept in order in ``alternatives`` with the step's own completion at
+    ``completion_index`` among them (null when the step is the labeler's own text). A negative step
+    may carry a human-written correction in ``human_completion`` (PRM800K's object: text, rating,
+    source, flagged).
+    """
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="labels")
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="labels")
+    rating = models.SmallIntegerField(choices=Rating.choices, null=True, blank=True)
+    flagged = models.BooleanField(null=True, blank=True)
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    completion_index = models.PositiveSmallIntegerField(null=True, blank=True, default=0)
+    alternatives = models.JSONField(default=list, blank=True)
+    human_completion = models.JSONField(null=True, blank=True)
+    chosen_completion = models.SmallIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["assignment", "step__index"]
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "step"], name="steplabel_unique_step")
+        ]
+        # The data browser's "has a negative / flagged step" filters (labeling.filters): small
+        # partial indexes, so a count over the campaign reads the few rows that qualify.
+        indexes = [
+            models.Index(fields=["assignment"], name="steplabel_negative", condition=Q(rating=-1)),
+            models.Index(
+                fields=["assignment"], name="steplabel_flagged", condition=Q(flagged=True)
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rating} on step {self.step_id}"
+
+    def completions(self, step_text: str) -> list[dict]:
+        """PRM800K's ``completions`` list: the alternatives with the step's own one in place."""
+        out = list(self.alternatives)
+        if self.completion_index is not None:
+            own = {"text": step_text, "rating": self.rating, "flagged": self.flagged}
+            out.insert(self.completion_index, own)
+        return out
+
+
+class Review(models.Model):
+    """A reviewer's decision on a submitted assignment; ``corrections``: step index -> rating."""
+
+    class Decision(models.TextChoices):
+        ACCEPTED = "accepted", "accepted"
+        REJECTED = "rejected", "rejected"
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="review")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="reviews"
+    )
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    comment = models.TextField(blank=True)
+    corrections = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.decision} assignment {self.assignment_id}"
+
+
+class Adjudication(models.Model):
+    """A reviewer's final rating of a step on which annotators disagree.
+
+    One current decision per step; a later decision replaces it (``replaced_at`` set on the old
+    row, which is kept for audit). The annotators' own labels are never changed: agreement is
+    computed on them, and exports use the decision only with the ``adjudicated`` policy.
+    """
+
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="adjudications")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="adjudications")
+    rating = models.SmallIntegerField(choices=Rating.choices)
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="adjudications"
+    )
+    decided_at = models.DateTimeField(default=timezone.now)
+    replaced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["step", "-decided_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["step"],
+                condition=Q(replaced_at__isnull=True),
+                name="adjudication_unique_current",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rating} decided on step {self.step_id}"

@@ -1,0 +1,251 @@
+"""Problems and the model solutions to them, split into steps; the queue state of a solution."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import models, transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from labeling.models.campaigns import Campaign, Rating
+
+
+class Problem(models.Model):
+    """A math problem with its ground truth. Problems belong to one campaign."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="problems")
+    text = models.TextField(help_text="Markdown with LaTeX (PRM800K question.problem).")
+    ground_truth_answer = models.TextField(blank=True)
+    ground_truth_solution = models.TextField(null=True, blank=True)
+    subject = models.CharField(max_length=100, blank=True)
+    level = models.CharField(max_length=20, blank=True)
+    unique_id = models.CharField(max_length=200, blank=True, help_text="e.g. MATH unique_id")
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "content_hash"], name="problem_unique_text")
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+    @staticmethod
+    def hash_text(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+class SolutionQuerySet(models.QuerySet):
+    def regular(self) -> SolutionQuerySet:
+        return self.filter(kind=Solution.Kind.REGULAR)
+
+    def gold(self) -> SolutionQuerySet:
+        return self.exclude(kind=Solution.Kind.REGULAR)
+
+    def slots_change(self, *, campaign: Campaign, slots: int = 0, reports: int = 0) -> int:
+        """Add held slots and bad problem reports, and reopen or close, in one UPDATE.
+
+        The queue keeps ``assignment_count`` and ``is_open`` current with these relative updates
+        (never read-modify-write in Python), so concurrent requests cannot lose one another's
+        changes. Callers hold the rows' locks in id order (see ``labeling.queue``).
+        """
+        # In an UPDATE every right-hand side reads the old row, hence the shifted bounds.
+        not_bad = Q(bad_problem_reports__lt=campaign.bad_problem_limit - reports)
+        room = Q(assignment_count__lt=models.F("extra_labels") + (campaign.overlap - slots))
+        return self.update(
+            assignment_count=models.F("assignment_count") + slots,
+            bad_problem_reports=models.F("bad_problem_reports") + reports,
+            is_open=open_expression(room, not_bad),
+        )
+
+    def refresh_queue_state(self) -> int:
+        """Recount held slots and bad problem reports, and reopen or close; for imports, repairs.
+
+        First releases the slots of leases that have expired (status ``expired``, the same as the
+        queue's own reclaim), then recounts under row locks taken in id order, so it is exact even
+        while annotators are being served. What holds a slot is ``Assignment.holds_slot``; what
+        is open is ``Solution.is_open``. Returns the number of solutions updated.
+        """
+        from labeling.models.labels import Assignment  # labels.py imports this module
+
+        with transaction.atomic():
+            Assignment.objects.filter(
+                solution__in=self.values("pk"),
+                status=Assignment.Status.LEASED,
+                lease_expires_at__lte=timezone.now(),
+            ).update(status=Assignment.Status.EXPIRED)
+            ids = list(
+                self.order_by("pk").select_for_update(no_key=True).values_list("pk", flat=True)
+            )
+            held = (
+                Assignment.objects.filter(solution=models.OuterRef("pk"))
+                .filter(Assignment.holds_slot_q())
+                .order_by()
+                .values("solution")
+                .annotate(n=models.Count("pk"))
+                .values("n")
+            )
+            reports = (
+                Assignment.objects.filter(
+                    solution=models.OuterRef("pk"),
+                    status=Assignment.Status.SUBMITTED,
+                    finish_reason="bad_problem",
+                )
+                .order_by()
+                .values("solution")
+                .annotate(n=models.Count("pk"))
+                .values("n")
+            )
+            campaign = Campaign.objects.filter(pk=models.OuterRef("campaign_id"))
+            room = Q(
+                assignment_count__lt=models.Subquery(campaign.values("overlap")[:1])
+                + models.F("extra_labels")
+            )
+            not_bad = Q(
+                bad_problem_reports__lt=models.Subquery(campaign.values("bad_problem_limit")[:1])
+            )
+            # By id chunks: a snapshot of the rows (``self`` may filter on what changes here) that
+            # stays under SQLite's limit on query parameters.
+            for start in range(0, len(ids), 500):
+                rows = Solution.objects.filter(pk__in=ids[start : start + 500])
+                rows.update(
+                    assignment_count=Coalesce(models.Subquery(held), 0),
+                    bad_problem_reports=Coalesce(models.Subquery(reports), 0),
+                )
+                rows.update(is_open=open_expression(room, not_bad))
+        return len(ids)
+
+
+def open_expression(room: Q, not_bad: Q) -> models.Expression:
+    """``is_open`` as SQL: regular solutions need a free slot; gold ones serve every annotator;
+    an archived solution is never open."""
+    return models.Case(
+        models.When(archived=True, then=models.Value(False)),
+        models.When(
+            kind="regular",
+            then=models.ExpressionWrapper(room & not_bad, output_field=models.BooleanField()),
+        ),
+        default=models.ExpressionWrapper(not_bad, output_field=models.BooleanField()),
+        output_field=models.BooleanField(),
+    )
+
+
+class Solution(models.Model):
+    """One model-generated solution to a problem, split into ordered steps.
+
+    ``priority`` is the queue order (highest first, ties oldest first); active learning rewrites it
+    in bulk. ``assignment_count`` is the number of slots held (``Assignment.holds_slot``).
+    ``is_open`` says whether the queue may still serve it: a regular solution while it has fewer
+    slots held than the campaign's overlap, any solution while it has fewer bad problem reports
+    than the campaign's limit (quality-control and screening solutions are served to every
+    annotator, so overlap does not close them). The claim query reads a partial index on it, so its
+    cost does not grow with the number of finished solutions.
+    """
+
+    class Kind(models.TextChoices):
+        REGULAR = "regular", "regular"
+        QUALITY_CONTROL = "qc", "quality control"
+        SCREENING = "screening", "screening"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="solutions")
+    problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="solutions")
+    generator = models.CharField(max_length=200, blank=True)
+    generation = models.IntegerField(null=True, blank=True, help_text="PRM800K generation")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.REGULAR)
+    pre_generated = models.BooleanField(
+        default=True,
+        help_text="Steps were generated before labelling (PRM800K phase 2); "
+        "false for phase 1 paths built by the labeler.",
+    )
+    answer = models.TextField(null=True, blank=True, help_text="Final answer")
+    answer_is_correct = models.BooleanField(
+        null=True, help_text="Graded against the ground truth; null when it could not be graded."
+    )
+    verifier_score = models.FloatField(null=True, blank=True)
+    prm_score = models.FloatField(null=True, blank=True)
+    priority = models.FloatField(default=0.0)
+    is_open = models.BooleanField(default=True)
+    archived = models.BooleanField(
+        default=False, help_text="Out of the queue for good (labels kept) until restored."
+    )
+    extra_labels = models.PositiveIntegerField(
+        default=0, help_text="Labels wanted beyond the campaign's overlap (requeues)."
+    )
+    import_job_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The import job (imports.ImportJob) that created it."
+    )
+    assignment_count = models.PositiveIntegerField(
+        default=0, help_text="Assignments holding a slot: submitted, or leased and unexpired."
+    )
+    bad_problem_reports = models.PositiveIntegerField(default=0)
+    source = models.CharField(max_length=40, blank=True, help_text="Import format")
+    source_ref = models.CharField(max_length=200, blank=True, help_text="Id in the source file")
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = SolutionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "content_hash"], name="solution_unique_content"
+            )
+        ]
+        indexes = [
+            models.Index(
+                "campaign",
+                "kind",
+                models.F("priority").desc(),
+                "id",
+                name="solution_queue",
+                condition=Q(is_open=True, archived=False),
+            ),
+            # The data browser's default order (queue order over every solution, not only the
+            # open ones): a page walks it and stops, instead of sorting the campaign.
+            models.Index(
+                "campaign", models.F("priority").desc(), "id", name="solution_browse_queue"
+            ),
+            models.Index(fields=["campaign", "import_job_id"], name="solution_by_import_job"),
+        ]
+
+    def __str__(self) -> str:
+        return f"solution {self.pk} of problem {self.problem_id}"
+
+    @staticmethod
+    def hash_content(problem_text: str, steps: list[str], answer: str | None = None) -> str:
+        """Identity of a solution within a campaign: same problem, steps and answer."""
+        blob = json.dumps([problem_text, steps, answer], ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class Step(models.Model):
+    """One step of a solution. ``gold_rating`` is set on quality-control and screening solutions.
+
+    ``text`` is what annotators see and what exports write; ``raw_text`` keeps what the splitter
+    removed from it (GSM8K's ``<<60-20=40>>``), so nothing the model wrote is lost.
+    """
+
+    solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    text = models.TextField()
+    raw_text = models.TextField(
+        blank=True,
+        default="",
+        db_default="",  # raw inserts (benchmarks, COPY) that do not name it stay valid
+        help_text="The step as the model wrote it, when the displayed text differs "
+        "(GSM8K calculator annotations removed); empty when they are the same.",
+    )
+    gold_rating = models.SmallIntegerField(choices=Rating.choices, null=True, blank=True)
+
+    class Meta:
+        ordering = ["solution", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["solution", "index"], name="step_unique_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"step {self.index} of solution {self.solution_id}"
