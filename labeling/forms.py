@@ -110,12 +110,14 @@ class CampaignForm(forms.ModelForm):
             "al_wrong_answer_share",
             "al_retrain_every",
             "al_backbone",
+            "al_strategy",
         ]
         labels = {
             "qc_rate": "Quality-control rate",
             "al_wrong_answer_share": "Active learning: share of convincing wrong answers",
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
+            "al_strategy": "Active learning: selection strategy",
             "lease_seconds": "Lease (seconds)",
         }
         widgets = {"instructions": forms.Textarea(attrs={"rows": 8})}

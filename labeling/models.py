@@ -83,6 +83,23 @@ class Campaign(models.Model):
         default=500, help_text="Retrain the PRM after this many new submitted step labels."
     )
     al_backbone = models.CharField(max_length=100, default="bow")
+
+    class Strategy(models.TextChoices):
+        """How active learning orders the queue (``learning.strategies``; measured against
+        uniform sampling in docs/active-learning.md, whose best is the default)."""
+
+        CONVINCING_WRONG = "convincing-wrong", "convincing wrong answers (PRM800K)"
+        UNCERTAINTY = "uncertainty", "uncertainty (where the PRM is least sure)"
+        VERIFIER = "verifier", "imported verifier score"
+        UNIFORM = "uniform", "uniform (random order, the control)"
+        MIXED = "mixed", "half uncertainty, half convincing wrong answers"
+
+    al_strategy = models.CharField(
+        max_length=20,
+        choices=Strategy.choices,
+        default=Strategy.CONVINCING_WRONG,
+        help_text="How active learning orders the queue.",
+    )
     is_paused = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
