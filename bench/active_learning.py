@@ -368,6 +368,7 @@ def experiment(rows, what: str, args, *, verifier: dict, bon_rows, source: str) 
         "source": source,
         "budgets": budgets,
         "uniform_budgets": uniform_budgets,
+        "seeds": list(args.seeds),
         "uniform": uniform_runs,
         "strategies": runs,
         "skipped": skipped,
@@ -383,15 +384,17 @@ def _sd(values):
 
 
 def report(uniform_runs, runs, uniform_budgets, budgets, args, *, skipped) -> None:
+    """Print the tables for one pool: every measure with its ratios, ratios in step labels, what
+    the selections hold, and which strategies reach 1.5x with their interval above 1."""
     names = list(runs)
     if skipped:
         print(f"not run: {', '.join(skipped)} (no verifier score in this pool)")
     best: list[tuple] = []
     for m in MEASURES:
         print(
-            f"\n{MEASURE_NAMES[m]} (mean of {len(args.seeds)} seeds ± sd) and the data-efficiency "
-            "ratio against uniform, counting solutions (95% bootstrap interval over seeds; bold: "
-            "interval above 1)\n"
+            f"\n{MEASURE_NAMES[m]} (mean of {len(uniform_runs)} seeds ± sd) and the "
+            "data-efficiency ratio against uniform, counting solutions (95% bootstrap interval "
+            "over seeds; bold: interval above 1)\n"
         )
         print("| budget | uniform | " + " | ".join(names) + " |")
         print("| ---: | ---: | " + " | ".join("---:" for _ in names) + " |")
@@ -454,6 +457,46 @@ def report(uniform_runs, runs, uniform_budgets, budgets, args, *, skipped) -> No
     )
 
 
+def merge(paths: list[Path], args) -> None:
+    """The report of several ``--json`` files: the seeds of each pool put together."""
+
+    def ints(runs):  # JSON keys are strings
+        return [{int(b): v for b, v in r.items()} for r in runs]
+
+    pools: dict[str, dict] = {}
+    for path in paths:
+        for part in json.loads(path.read_text()):
+            pool = pools.setdefault(
+                part["source"],
+                {
+                    "budgets": part["budgets"],
+                    "uniform_budgets": part["uniform_budgets"],
+                    "uniform": [],
+                    "strategies": {name: [] for name in part["strategies"]},
+                    "skipped": part["skipped"],
+                    "seeds": [],
+                },
+            )
+            if part["budgets"] != pool["budgets"] or set(part["strategies"]) != set(
+                pool["strategies"]
+            ):
+                sys.exit(f"{path}: other budgets or strategies than the first file of its pool")
+            pool["uniform"] += ints(part["uniform"])
+            pool["seeds"] += part.get("seeds", [])
+            for name, runs in part["strategies"].items():
+                pool["strategies"][name] += ints(runs)
+    for source, pool in pools.items():
+        print(f"\n## {source} (seeds {', '.join(map(str, pool['seeds']))})")
+        report(
+            pool["uniform"],
+            pool["strategies"],
+            pool["uniform_budgets"],
+            pool["budgets"],
+            args,
+            skipped=pool["skipped"],
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
     import django
@@ -468,7 +511,7 @@ def main(argv: list[str] | None = None) -> None:
         "--uniform-extra",
         type=int,
         nargs="*",
-        default=[6400, 12800],
+        default=[3200, 6400],
         help="larger budgets for uniform only, so the budget it needs can be read off",
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -481,9 +524,19 @@ def main(argv: list[str] | None = None) -> None:
         help="who labels: the real phase 1 ratings, a reference PRM on model solutions, or both",
     )
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="print the tables of --json files of the same pools run with other seeds (several "
+        "processes, one per group of seeds), without running anything",
+    )
     parser.add_argument("--limit-gsm8k", type=int, default=None, help="fewer GSM8K problems")
     args = parser.parse_args(argv)
 
+    if args.merge:
+        merge(args.merge, args)
+        return
     path = args.data / TRAJECTORIES
     if not path.is_file():
         sys.exit(
