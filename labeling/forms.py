@@ -128,6 +128,9 @@ class CampaignForm(forms.ModelForm):
         self.fields["slug"].help_text = "Part of the campaign's URLs; from the name if empty."
         if self.instance.pk:
             del self.fields["slug"]
+        # Optional: a client that predates the setting (a saved form, a script) keeps the
+        # campaign's strategy, or a new campaign's default.
+        self.fields["al_strategy"].required = False
 
     def clean_overlap(self) -> int:
         value = self.cleaned_data["overlap"]
@@ -155,6 +158,9 @@ class CampaignForm(forms.ModelForm):
 
     def clean_al_wrong_answer_share(self) -> float:
         return _share(self.cleaned_data["al_wrong_answer_share"], "The share")
+
+    def clean_al_strategy(self) -> str:
+        return self.cleaned_data.get("al_strategy") or self.instance.al_strategy
 
     def clean_al_retrain_every(self) -> int:
         value = self.cleaned_data["al_retrain_every"]

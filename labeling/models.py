@@ -97,7 +97,9 @@ class Campaign(models.Model):
     al_strategy = models.CharField(
         max_length=20,
         choices=Strategy.choices,
-        default=Strategy.CONVINCING_WRONG,
+        # New campaigns: what measured best on real labels (docs/active-learning.md); campaigns
+        # that existed before the setting keep PRM800K's rule (migration 0006).
+        default=Strategy.UNIFORM,
         help_text="How active learning orders the queue.",
     )
     is_paused = models.BooleanField(default=False)

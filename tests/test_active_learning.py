@@ -199,7 +199,7 @@ def _new_run(campaign, **fields):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_run_trains_registers_scores_and_reorders_the_queue(media):
-    campaign = demo_campaign(active_learning=True)
+    campaign = demo_campaign(active_learning=True, al_strategy="convincing-wrong")
     run = active_learning_run(run=_new_run(campaign))
 
     assert run.status == "succeeded", run.error

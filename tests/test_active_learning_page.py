@@ -241,3 +241,21 @@ def test_the_api_says_which_strategy_ordered_the_queue(client, campaign, manager
     data = client.get(url).json()
     assert data["strategy"] == "uniform"
     assert data["best_of_n"]["accuracy"]["oracle"] == CURVE["accuracy"]["oracle"]
+
+
+def test_the_settings_form_keeps_the_strategy_when_a_client_does_not_send_it(campaign):
+    from django.forms.models import model_to_dict
+
+    from labeling.forms import CampaignForm
+
+    campaign.al_strategy = "mixed"
+    campaign.save()
+    data = {k: v for k, v in model_to_dict(campaign).items() if v is not None}
+    data.pop("al_strategy")
+    form = CampaignForm(data, instance=campaign)
+    assert form.is_valid(), form.errors
+    assert form.cleaned_data["al_strategy"] == "mixed"
+    data["al_strategy"] = "verifier"
+    form = CampaignForm(data, instance=campaign)
+    assert form.is_valid(), form.errors
+    assert form.cleaned_data["al_strategy"] == "verifier"
