@@ -259,3 +259,10 @@ def test_the_settings_form_keeps_the_strategy_when_a_client_does_not_send_it(cam
     form = CampaignForm(data, instance=campaign)
     assert form.is_valid(), form.errors
     assert form.cleaned_data["al_strategy"] == "verifier"
+
+
+def test_the_campaign_api_says_which_strategy_orders_the_queue(client, campaign, manager):
+    campaign.al_strategy = "verifier"
+    campaign.save()
+    client.force_login(manager)
+    assert client.get(f"/api/campaigns/{campaign.slug}/").json()["al_strategy"] == "verifier"
