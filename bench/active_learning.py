@@ -1,37 +1,37 @@
-"""The paper's active-learning ablation at small scale, with simulated annotators on real labels.
+"""The active-learning ablation: every selection strategy against uniform sampling, on real labels.
 
 "Let's Verify Step by Step" (section 4) found that labelling *convincing wrong-answer* solutions
-(80% the most convincing wrong-answer ones by the current PRM, 20% the most convincing of the rest)
-made labels about 2.6x more data-efficient than labelling uniformly chosen solutions. This script
-replays that on the real PRM800K phase 1 human labels in ``../shared/data/`` (read directly; the
-repository has only a small extract):
+made labels about 2.6x more data-efficient than labelling uniformly chosen ones. This script
+replays that with simulated annotators for every strategy the app offers (``learning.strategies``:
+the same functions order the queue), reading ``../shared/data/`` directly:
 
-- the pool: every labelled path of the phase 1 trajectories (the chosen path cut at its first
-  negative step, and each rated alternative candidate as its own path, PRM800K's default label
-  policy via ``prm.read_dataset``); a path that ends in a final answer is graded against the
-  ground truth (``answer_correct``); ungraded paths count as "the rest", as in the app;
-- simulated annotators: labelling a path reveals its real human step ratings (neutral counts as
-  positive);
-- held out: the test problems (a hash of the problem text, ``prm.split_of``), never selected; the
-  metric is the step-level AUROC on them (each distinct step once);
-- uniform: a random sample of ``budget`` paths; active: a uniform seed of half the smallest
-  budget, then rounds up to each budget, each selecting the next paths with the app's own order
-  (``learning.active_learning.queue_order``, 80/20) by the PRM trained on what was selected so far;
-- a second source (``--source reference``; both run by default) follows the paper more closely:
-  a pool of model-generated solutions (800 Qwen2.5-Math MATH and 5,276 GPT-3 GSM8K solutions,
-  graded), whose steps a reference PRM trained on every phase 1 label rates (the paper's PRM_large
-  labelling for PRM_small);
-- at each budget: the held-out AUROC of a ``bow`` PRM trained on what was selected, the share of
-  wrong-answer paths among them, and the data-efficiency ratio: the budget uniform selection needs
-  to reach active's AUROC (interpolated on log(budget) between uniform's points) over active's.
+- pools: ``phase1``: every labelled path of the PRM800K phase 1 trajectories (the chosen path cut
+  at its first negative step, each rated alternative as its own path; labelling a path reveals its
+  real human step ratings, neutral counting as positive); ``reference``: 800 Qwen2.5-Math MATH and
+  5,276 GPT-3 GSM8K solutions, graded, whose steps a reference ``bow`` PRM trained on every phase 1
+  label rates (the paper's PRM_large labelling for PRM_small);
+- held out: the test problems (a hash of the problem text, ``prm.split_of``), never selected;
+- a strategy starts from a uniform seed of half the smallest budget, then at each budget orders the
+  rest of the pool by the PRM trained on what it selected so far and takes the head (``verifier``
+  orders by the imported reward score, which only the Qwen solutions have: not run on phase 1);
+  uniform takes a random prefix of the same shuffled pool; budgets go up to the pool's size;
+- at each budget a fresh ``bow`` PRM is trained on the selection (train/validation split by
+  problem as ``prm train``) and measured three ways: held-out step AUROC (each distinct step once);
+  first-error F1 (ProcessBench's, at the threshold fitted on the selection's validation problems)
+  on the held-out paths; best-of-N accuracy (product of step scores; all 4 or 8 solutions) on the
+  held-out problems of the Qwen and GSM8K sets, the same problems for both pools;
+- the data-efficiency ratio: the budget uniform needs to reach the strategy's mean measure
+  (interpolated on log(budget) along uniform's mean curve) over the strategy's budget, with a 95%
+  bootstrap interval over seeds (seeds resampled, strategy and uniform together).
 
-    python -m bench.active_learning                      # a few minutes on 2 cores
-    python -m bench.active_learning --seeds 0 1 2 --budgets 200 400 800 --uniform-extra 1600 3200
+    python -m bench.active_learning                                 # about 15-20 min on 2 cores
+    python -m bench.active_learning --seeds 0 1 --source reference  # a quicker look
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import random
@@ -46,6 +46,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+TRAJECTORIES = "phase1_train.trajectories.jsonl"
+MEASURES = ("auroc", "fe_f1", "bon")
+MEASURE_NAMES = {
+    "auroc": "held-out step AUROC",
+    "fe_f1": "first-error F1",
+    "bon": "best-of-N accuracy",
+}
+
 
 def _default_data() -> Path:
     """``../shared/data`` beside the checkout, or ``$STEPWISE_SHARED_DATA`` (as bench/prm_*)."""
@@ -53,21 +61,23 @@ def _default_data() -> Path:
     return Path(shared) / "prm800k_phase1_human_labels"
 
 
-TRAJECTORIES = "phase1_train.trajectories.jsonl"
-
-
 class Pool:
-    """The paths with their prepared features (computed once: features do not depend on weights)."""
+    """Solutions with their prepared features (computed once: features do not depend on weights).
 
-    def __init__(self, solutions, *, backbone) -> None:
+    ``cache`` maps ``(problem, steps)`` to the prepared items, for ``prm.train(prepare_cache=)``.
+    """
+
+    def __init__(self, solutions, *, backbone, cache: dict) -> None:
         self.solutions = solutions
-        self.backbone = backbone
         self.unique: dict = {}
         self.items: list = []
-        self.refs: list[np.ndarray] = []  # per path: indexes of its steps' unique items
+        self.refs: list[np.ndarray] = []  # per solution: indexes of its steps' unique items
         for s in solutions:
+            prepared = cache.get((s.problem, tuple(s.steps)))
+            if prepared is None:
+                prepared = cache[(s.problem, tuple(s.steps))] = backbone.prepare(s.problem, s.steps)
             idx = []
-            for item in backbone.prepare(s.problem, s.steps):
+            for item in prepared:
                 k = self.unique.get(item.key)
                 if k is None:
                     k = self.unique[item.key] = len(self.items)
@@ -75,31 +85,28 @@ class Pool:
                 idx.append(k)
             self.refs.append(np.asarray(idx, dtype=np.int64))
 
-    def logits(self, backbone) -> np.ndarray:
-        from prm.scoring import item_logits
+    def probs(self, scorer) -> np.ndarray:
+        """Calibrated P(correct) of every unique item."""
+        import torch
 
-        flat, _ = item_logits(backbone, self.items, device=_cpu(), batch_size=4096)
-        return flat
+        from prm.scoring import calibrate, item_logits
 
-    def scores(self, scorer) -> np.ndarray:
-        """Each path's PRM score: the product of its steps' calibrated P(correct)."""
-        from prm.scoring import calibrate
+        flat, _ = item_logits(
+            scorer.backbone, self.items, device=torch.device("cpu"), batch_size=4096
+        )
+        return calibrate(flat, scorer.calibration)
 
-        probs = calibrate(self.logits(scorer.backbone), scorer.calibration)
-        logp = np.log(np.maximum(probs, 1e-300))
-        return np.array([math.exp(logp[r].sum()) for r in self.refs])
-
-
-def _cpu():
-    import torch
-
-    return torch.device("cpu")
+    def per_solution(self, scorer) -> list[np.ndarray]:
+        p = self.probs(scorer)
+        return [p[r] for r in self.refs]
 
 
-def step_auroc(scorer, test: Pool) -> float:
-    """AUROC of the steps of the held-out paths, each distinct step once (first label wins)."""
-    from prm.metrics import auroc
+def measure(scorer, test: Pool, bon: Pool, bon_groups) -> dict:
+    """The three measures of one trained PRM."""
+    from prm.bestofn import Candidate, curve
+    from prm.metrics import aggregate, auroc, first_error_scores
 
+    probs = test.probs(scorer)
     labels = np.zeros(len(test.items), dtype=bool)
     seen = np.zeros(len(test.items), dtype=bool)
     for s, refs in zip(test.solutions, test.refs, strict=True):
@@ -107,64 +114,91 @@ def step_auroc(scorer, test: Pool) -> float:
             if not seen[k]:
                 seen[k] = True
                 labels[k] = lab
-    return float(auroc(labels, test.logits(scorer.backbone)))
+    threshold = scorer.config.get("thresholds", {}).get("first_error", 0.5)
+    first = first_error_scores(
+        [probs[r] for r in test.refs], [s.first_error for s in test.solutions], threshold
+    )
+    scores = [aggregate(p, "product") for p in bon.per_solution(scorer)]
+    groups, k = [], 0
+    for g in bon_groups:
+        groups.append([Candidate(a, ok, {"prm": scores[k + i]}) for i, (a, ok) in enumerate(g)])
+        k += len(g)
+    at_all = curve(groups, methods=["prm"], samples=1)["accuracy"]["prm"][-1]
+    return {"auroc": float(auroc(labels, probs)), "fe_f1": first["f1"], "bon": at_all}
 
 
-def train(solutions, *, seed: int, workdir: Path, name: str):
-    import prm
+class Trainer:
+    """Trains ``bow`` PRMs on selections of one pool, with the pool's prepared items."""
 
-    out = workdir / name
-    prm.train(list(solutions), out, backbone="bow", seed=seed, progress=False)
-    return prm.load(out)
+    def __init__(self, cache: dict, workdir: Path) -> None:
+        self.cache, self.workdir, self.n = cache, workdir, 0
+
+    def __call__(self, solutions, *, seed: int):
+        import prm
+
+        self.n += 1
+        out = self.workdir / f"m{self.n}"
+        prm.train(
+            list(solutions), out, backbone="bow", seed=seed, progress=False,
+            prepare_cache=self.cache,
+        )  # fmt: skip
+        scorer = prm.load(out)
+        return scorer
 
 
-def run_uniform(pool: Pool, test: Pool, budgets, *, seed: int, workdir: Path) -> dict:
+def run_uniform(pool, test, bon, bon_groups, budgets, *, seed, train) -> dict:
     order = list(range(len(pool.solutions)))
     random.Random(seed).shuffle(order)
     out = {}
     for b in budgets:
         chosen = order[:b]
-        scorer = train(
-            [pool.solutions[i] for i in chosen], seed=seed, workdir=workdir, name=f"u{b}"
-        )
-        out[b] = {"auroc": step_auroc(scorer, test), "wrong": _wrong_share(pool, chosen)}
+        scorer = train([pool.solutions[i] for i in chosen], seed=seed)
+        out[b] = measure(scorer, test, bon, bon_groups) | _composition(pool, chosen)
     return out
 
 
-def run_active(pool: Pool, test: Pool, budgets, *, seed: int, share: float, workdir: Path) -> dict:
-    from learning.active_learning import Scored, queue_order
+def run_strategy(name, pool, test, bon, bon_groups, budgets, *, seed, share, train) -> dict:
+    from learning.ordering import Scored
+    from learning.strategies import step_entropy, strategy_order
 
     order = list(range(len(pool.solutions)))
     random.Random(seed).shuffle(order)
     chosen = order[: max(1, budgets[0] // 2)]  # the uniform seed set
     taken = set(chosen)
+    scorer = train([pool.solutions[i] for i in chosen], seed=seed)
     out = {}
-    scorer = train([pool.solutions[i] for i in chosen], seed=seed, workdir=workdir, name="a0")
     for b in budgets:
-        scores = pool.scores(scorer)
+        probs = pool.per_solution(scorer)
         candidates = [
-            Scored(i, float(scores[i]), pool.solutions[i].answer_correct)
+            Scored(
+                i,
+                float(np.exp(np.log(np.maximum(probs[i], 1e-300)).sum())),
+                pool.solutions[i].answer_correct,
+                uncertainty=step_entropy(probs[i]),
+                verifier_score=pool.verifier[i],
+            )
             for i in range(len(pool.solutions))
             if i not in taken
         ]
-        for s in queue_order(candidates, wrong_share=share)[: b - len(chosen)]:
+        for s in strategy_order(name, candidates, wrong_share=share, seed=seed)[: b - len(chosen)]:
             chosen.append(s.solution_id)
             taken.add(s.solution_id)
-        scorer = train(
-            [pool.solutions[i] for i in chosen], seed=seed, workdir=workdir, name=f"a{b}"
-        )
-        out[b] = {"auroc": step_auroc(scorer, test), "wrong": _wrong_share(pool, chosen)}
+        scorer = train([pool.solutions[i] for i in chosen], seed=seed)
+        out[b] = measure(scorer, test, bon, bon_groups) | _composition(pool, chosen)
     return out
 
 
-def _wrong_share(pool: Pool, chosen) -> float:
-    return sum(1 for i in chosen if pool.solutions[i].answer_correct is False) / len(chosen)
+def _composition(pool: Pool, chosen) -> dict:
+    return {
+        "wrong": sum(1 for i in chosen if pool.solutions[i].answer_correct is False) / len(chosen),
+        "steps": sum(len(pool.solutions[i].steps) for i in chosen),
+    }
 
 
-def budget_to_match(target: float, uniform: dict[int, float]) -> tuple[str, float] | None:
-    """The budget at which uniform's AUROC first reaches ``target``, interpolated on log(budget)
-    from the last budget below it: ``("", b)``; ``("<=", smallest)`` when uniform's smallest
-    budget already reaches it; None when none does (the ratio is then above largest/budget)."""
+def budget_to_match(target: float, uniform: dict[int, float]) -> tuple[str, float]:
+    """The budget at which uniform's curve first reaches ``target``, interpolated on log(budget)
+    from the budget below it: ``("", b)``; ``("<=", smallest)`` when uniform's smallest budget
+    already reaches it; ``(">", largest)`` when no budget does."""
     points = sorted(uniform.items())
     for k, (b1, a1) in enumerate(points):
         if a1 >= target:
@@ -173,7 +207,34 @@ def budget_to_match(target: float, uniform: dict[int, float]) -> tuple[str, floa
             b0, a0 = points[k - 1]
             t = (target - a0) / (a1 - a0)
             return "", math.exp(math.log(b0) + t * (math.log(b1) - math.log(b0)))
-    return None
+    return ">", float(points[-1][0])
+
+
+def ratios(uniform_runs, strategy_runs, measure_name, budget, *, steps=False, boot=1000, seed=0):
+    """(mark, ratio, low, high): the data-efficiency ratio at ``budget`` from the mean curves of
+    the seeds, and its 95% bootstrap interval over seeds (resampled in pairs). With ``steps`` the
+    labels are counted in steps, not solutions: uniform's curve is read against the mean number of
+    step labels it held, and the ratio divides by the step labels the strategy held."""
+    n = len(uniform_runs)
+    budgets_u = sorted(uniform_runs[0])
+
+    def x(runs, idx, b):
+        return statistics.mean(runs[i][b]["steps"] for i in idx) if steps else b
+
+    def ratio(idx):
+        curve = {
+            x(uniform_runs, idx, b): statistics.mean(uniform_runs[i][b][measure_name] for i in idx)
+            for b in budgets_u
+        }
+        target = statistics.mean(strategy_runs[i][budget][measure_name] for i in idx)
+        mark, need = budget_to_match(target, curve)
+        return mark, need / x(strategy_runs, idx, budget)
+
+    mark, point = ratio(range(n))
+    rng = random.Random(seed)
+    values = [ratio([rng.randrange(n) for _ in range(n)])[1] for _ in range(boot)] if n > 1 else []
+    low, high = np.percentile(values, [2.5, 97.5]).tolist() if values else (point, point)
+    return mark, point, low, high
 
 
 def phase1_rows(path: Path) -> tuple[list, str]:
@@ -183,116 +244,278 @@ def phase1_rows(path: Path) -> tuple[list, str]:
     return rows, "real human ratings (PRM800K phase 1)"
 
 
-def reference_rows(phase1: Path, shared: Path, workdir: Path) -> tuple[list, str]:
-    """Model solutions labelled by a reference PRM trained on every phase 1 label (the paper's
-    PRM_large supervising PRM_small): 800 Qwen2.5-Math MATH and 5,276 GPT-3 GSM8K solutions, each
-    step labelled positive when the reference's calibrated P(correct) is at least 0.5."""
-    import prm
+def model_solutions(shared: Path, *, limit_gsm8k: int | None = None):
+    """``[(problem, steps, answer, correct, verifier score)]`` of the Qwen and GSM8K sets."""
     from bench.prm_best_of_n import gsm8k_groups, qwen_groups
-    from prm.data import Solution
 
     qwen = shared / "qwen25math_math_samples" / "math_cot_100.jsonl"
     gsm8k = shared / "gsm8k_model_solutions" / "example_model_solutions.jsonl"
     for needed in (qwen, gsm8k):
         if not needed.is_file():
-            sys.exit(f"error: {needed} is missing (the reference source reads ../shared/data)")
+            sys.exit(f"error: {needed} is missing (this benchmark reads ../shared/data)")
+    rewards = []
+    for line in qwen.open(encoding="utf-8"):
+        r = json.loads(line)
+        rewards.append([(s[0] if isinstance(s, list) else s) for s in r.get("pred_score") or []])
+    out = []
+    for k, g in enumerate(qwen_groups(qwen)):
+        for i, (steps, answer, ok) in enumerate(g["candidates"]):
+            if steps:
+                score = rewards[k][i] if i < len(rewards[k]) else None
+                out.append((g["problem"], steps, answer, ok, score))
+    for g in gsm8k_groups(gsm8k)[:limit_gsm8k]:
+        for steps, answer, ok in g["candidates"]:
+            if steps:
+                out.append((g["problem"], steps, answer, ok, None))
+    return out
+
+
+def reference_rows(phase1: Path, solutions, workdir: Path) -> tuple[list, dict, str]:
+    """Model solutions labelled by a reference PRM trained on every phase 1 label (the paper's
+    PRM_large supervising PRM_small): each step positive when its P(correct) is at least 0.5."""
+    import prm
+    from prm.data import Solution
+
     prm.train(phase1, workdir / "reference", backbone="bow", progress=False, holdout=False)
     reference = prm.load(workdir / "reference")
-    solutions = [
-        (g["problem"], steps, answer, ok)
-        for g in qwen_groups(qwen) + gsm8k_groups(gsm8k)
-        for steps, answer, ok in g["candidates"]
-        if steps
-    ]
-    probs = reference.score([(p, st) for p, st, _, _ in solutions])
-    rows = [
-        Solution(p, tuple(st), tuple(x >= 0.5 for x in pr), answer, ok)
-        for (p, st, answer, ok), pr in zip(solutions, probs, strict=True)
-    ]
-    return rows, "a reference bow PRM trained on all phase 1 labels, on GSM8K and MATH solutions"
+    probs = reference.score([(p, st) for p, st, *_ in solutions])
+    rows, verifier = [], {}
+    for (p, st, answer, ok, score), pr in zip(solutions, probs, strict=True):
+        row = Solution(p, tuple(st), tuple(x >= 0.5 for x in pr), answer, ok)
+        rows.append(row)
+        verifier[id(row)] = score
+    return rows, verifier, "a reference bow PRM trained on all phase 1 labels, on GSM8K and MATH"
 
 
-def experiment(rows, what: str, args) -> None:
+def experiment(rows, what: str, args, *, verifier: dict, bon_rows, source: str) -> dict:
     import prm
     from prm.backbones import build_backbone
+    from prm.bestofn import normalise_answer
+    from prm.data import Solution
 
     t0 = time.perf_counter()
+    cache: dict = {}
     test_rows = [s for s in rows if prm.split_of(s.problem) == "test"]
     pool_rows = [s for s in rows if prm.split_of(s.problem) != "test"]
     backbone = build_backbone("bow")
-    pool, test = Pool(pool_rows, backbone=backbone), Pool(test_rows, backbone=backbone)
+    pool = Pool(pool_rows, backbone=backbone, cache=cache)
+    pool.verifier = [verifier.get(id(s)) for s in pool_rows]
+    test = Pool(test_rows, backbone=backbone, cache=cache)
+    held = [r for r in bon_rows if prm.split_of(r[0]) == "test"]
+    by_problem: dict[str, list] = {}
+    for p, st, answer, ok, _ in held:
+        by_problem.setdefault(p, []).append(Solution(p, tuple(st), None, answer, ok))
+    bon_solutions = [s for g in by_problem.values() for s in g]
+    bon = Pool(bon_solutions, backbone=backbone, cache=cache)
+    bon_groups = [
+        [(normalise_answer(s.answer), bool(s.answer_correct)) for s in g]
+        for g in by_problem.values()
+    ]
     wrong = sum(1 for s in pool_rows if s.answer_correct is False)
     graded = sum(1 for s in pool_rows if s.answer_correct is not None)
     positive = statistics.mean(lab for s in pool_rows for lab in s.labels)
     print(f"\n## Labels from {what}\n")
     print(
-        f"pool: {len(pool_rows):,} labelled paths of {len({s.problem for s in pool_rows})} "
+        f"pool: {len(pool_rows):,} labelled solutions of {len({s.problem for s in pool_rows})} "
         f"problems ({graded:,} with a graded final answer, {wrong:,} of them wrong, "
         f"{wrong / len(pool_rows):.1%} of the pool; {positive:.0%} of steps positive); held out: "
-        f"{len(test_rows):,} paths of {len({s.problem for s in test_rows})} test problems, "
-        f"{len(test.items):,} distinct steps; prepared in {time.perf_counter() - t0:.0f} s"
+        f"{len(test_rows):,} solutions of {len({s.problem for s in test_rows})} test problems, "
+        f"{len(test.items):,} distinct steps; best-of-N: {len(bon_groups)} held-out problems, "
+        f"{len(bon_solutions)} solutions; prepared in {time.perf_counter() - t0:.0f} s",
+        flush=True,
     )
     cap = len(pool_rows)
-    budgets = sorted({min(b, cap) for b in args.budgets})
+    budgets = sorted({min(b, cap) for b in args.budgets} | {cap})
+    # uniform also at larger budgets, so the budget it needs can be read off its curve
     uniform_budgets = sorted(set(budgets) | {min(b, cap) for b in args.uniform_extra})
-    results = []
-    for seed in args.seeds:
-        with tempfile.TemporaryDirectory(prefix="stepwise-al-bench-") as tmp:
+    strategies = [
+        s
+        for s in args.strategies
+        if s != "uniform"
+        and not (s == "verifier" and not any(v is not None for v in pool.verifier))
+    ]
+    skipped = [s for s in args.strategies if s not in strategies and s != "uniform"]
+    uniform_runs: list[dict] = []
+    runs: dict[str, list[dict]] = {s: [] for s in strategies}
+    times: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="stepwise-al-bench-") as tmp:
+        train = Trainer(cache, Path(tmp))
+        for seed in args.seeds:
             t = time.perf_counter()
-            uni = run_uniform(pool, test, uniform_budgets, seed=seed, workdir=Path(tmp))
-            act = run_active(pool, test, budgets, seed=seed, share=args.share, workdir=Path(tmp))
-            results.append((uni, act))
-            print(f"seed {seed}: {time.perf_counter() - t:.0f} s", file=sys.stderr)
-
-    def mean(values):
-        values = [v for v in values if v is not None]
-        return statistics.mean(values) if values else None
-
-    def sd(values):
-        return statistics.stdev(values) if len(values) > 1 else 0.0
-
-    print()
-    print(
-        f"Held-out step AUROC (mean of {len(args.seeds)} seed(s) ± sd), share of wrong-answer "
-        f"paths labelled, and the data-efficiency ratio (uniform budget needed / active budget)"
-    )
-    print(
-        "| budget | uniform AUROC | active AUROC | wrong-answer share: uniform | active "
-        "| uniform budget to match active | ratio |"
-    )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for b in uniform_budgets:
-        u = [r[0][b]["auroc"] for r in results]
-        uw = mean([r[0][b]["wrong"] for r in results])
-        if b in budgets:
-            a = [r[1][b]["auroc"] for r in results]
-            aw = mean([r[1][b]["wrong"] for r in results])
-            curve = {bb: mean([r[0][bb]["auroc"] for r in results]) for bb in uniform_budgets}
-            match = budget_to_match(mean(a), curve)
-            if match is None:
-                need_s, ratio = f"> {max(uniform_budgets):,}", f"> {max(uniform_budgets) / b:.1f}x"
-            else:
-                need_s, ratio = f"{match[0]}{match[1]:,.0f}", f"{match[0]}{match[1] / b:.2f}x"
+            uni = run_uniform(pool, test, bon, bon_groups, uniform_budgets, seed=seed, train=train)
+            uniform_runs.append(uni)
+            times["uniform"] = times.get("uniform", 0) + time.perf_counter() - t
+            for name in strategies:
+                t = time.perf_counter()
+                # at the whole pool every strategy has selected everything: uniform's model
+                res = run_strategy(
+                    name, pool, test, bon, bon_groups, budgets[:-1],
+                    seed=seed, share=args.share, train=train,
+                )  # fmt: skip
+                res[cap] = uni[cap]
+                runs[name].append(res)
+                times[name] = times.get(name, 0) + time.perf_counter() - t
             print(
-                f"| {b:,} | {mean(u):.3f} ± {sd(u):.3f} | {mean(a):.3f} ± {sd(a):.3f} "
-                f"| {uw:.1%} | {aw:.1%} | {need_s} | {ratio} |"
+                f"seed {seed} done at {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True
             )
-        else:
-            print(f"| {b:,} | {mean(u):.3f} ± {sd(u):.3f} | | {uw:.1%} | | | |")
+    report(uniform_runs, runs, uniform_budgets, budgets, args, skipped=skipped)
+    print(
+        "\nseconds per strategy (all seeds): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in times.items())
+        + f"; this source {time.perf_counter() - t0:.0f} s"
+    )
+    return {
+        "source": source,
+        "budgets": budgets,
+        "uniform_budgets": uniform_budgets,
+        "seeds": list(args.seeds),
+        "uniform": uniform_runs,
+        "strategies": runs,
+        "skipped": skipped,
+    }
+
+
+def _mean(values):
+    return statistics.mean(values)
+
+
+def _sd(values):
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def report(uniform_runs, runs, uniform_budgets, budgets, args, *, skipped) -> None:
+    """Print the tables for one pool: every measure with its ratios, ratios in step labels, what
+    the selections hold, and which strategies reach 1.5x with their interval above 1."""
+    names = list(runs)
+    if skipped:
+        print(f"not run: {', '.join(skipped)} (no verifier score in this pool)")
+    best: list[tuple] = []
+    for m in MEASURES:
+        print(
+            f"\n{MEASURE_NAMES[m]} (mean of {len(uniform_runs)} seeds ± sd) and the "
+            "data-efficiency ratio against uniform, counting solutions (95% bootstrap interval "
+            "over seeds; bold: interval above 1)\n"
+        )
+        print("| budget | uniform | " + " | ".join(names) + " |")
+        print("| ---: | ---: | " + " | ".join("---:" for _ in names) + " |")
+        for b in uniform_budgets:
+            u = [r[b][m] for r in uniform_runs]
+            cells = []
+            for name in names:
+                if b not in budgets:
+                    cells.append("")
+                    continue
+                values = [r[b][m] for r in runs[name]]
+                if b == budgets[-1]:
+                    cells.append(f"{_mean(values):.3f} (the whole pool)")
+                    continue
+                mark, point, low, high = ratios(uniform_runs, runs[name], m, b)
+                star = "**" if low > 1.0 else ""
+                best.append((point, low, high, name, m, b, "solutions", mark))
+                cells.append(
+                    f"{_mean(values):.3f} ± {_sd(values):.3f}: {star}{mark}{point:.2f}x{star} "
+                    f"({low:.2f}-{high:.2f})"
+                )
+            print(f"| {b:,} | {_mean(u):.3f} ± {_sd(u):.3f} | " + " | ".join(cells) + " |")
+    print(
+        "\nthe same ratios counting step labels (uniform's step labels to match / the strategy's "
+        "step labels; 95% interval)\n"
+    )
+    print("| measure | budget | " + " | ".join(names) + " |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in names) + " |")
+    for m in MEASURES:
+        for b in budgets[:-1]:
+            cells = []
+            for name in names:
+                mark, point, low, high = ratios(uniform_runs, runs[name], m, b, steps=True)
+                star = "**" if low > 1.0 else ""
+                best.append((point, low, high, name, m, b, "step labels", mark))
+                cells.append(f"{star}{mark}{point:.2f}x{star} ({low:.2f}-{high:.2f})")
+            print(f"| {MEASURE_NAMES[m]} | {b:,} | " + " | ".join(cells) + " |")
+    print("\nwhat each selection holds: wrong-answer share / step labels (mean over seeds)\n")
+    print("| budget | uniform | " + " | ".join(names) + " |")
+    print("| ---: | ---: | " + " | ".join("---:" for _ in names) + " |")
+    for b in uniform_budgets:
+        cells = [
+            f"{_mean([r[b]['wrong'] for r in rs]):.0%} / {_mean([r[b]['steps'] for r in rs]):,.0f}"
+            if b in rs[0]
+            else ""
+            for rs in [uniform_runs, *runs.values()]
+        ]
+        print(f"| {b:,} | " + " | ".join(cells) + " |")
+    # Censored ratios ("<=", ">": outside uniform's curve) are bounds, not measurements.
+    hits = sorted((h for h in best if h[7] == "" and h[1] > 1.0 and h[0] >= 1.5), reverse=True)
+    print(
+        "\n1.5x or more with the interval above 1 (interpolated ratios only): "
+        + (
+            "; ".join(
+                f"{name} {MEASURE_NAMES[m]} at {b:,} ({unit}): {p:.2f}x ({lo:.2f}-{hi:.2f})"
+                for p, lo, hi, name, m, b, unit, _ in hits
+            )
+            or "none"
+        )
+    )
+
+
+def merge(paths: list[Path], args) -> None:
+    """The report of several ``--json`` files: the seeds of each pool put together."""
+
+    def ints(runs):  # JSON keys are strings
+        return [{int(b): v for b, v in r.items()} for r in runs]
+
+    pools: dict[str, dict] = {}
+    for path in paths:
+        for part in json.loads(path.read_text()):
+            pool = pools.setdefault(
+                part["source"],
+                {
+                    "budgets": part["budgets"],
+                    "uniform_budgets": part["uniform_budgets"],
+                    "uniform": [],
+                    "strategies": {name: [] for name in part["strategies"]},
+                    "skipped": part["skipped"],
+                    "seeds": [],
+                },
+            )
+            if part["budgets"] != pool["budgets"] or set(part["strategies"]) != set(
+                pool["strategies"]
+            ):
+                sys.exit(f"{path}: other budgets or strategies than the first file of its pool")
+            pool["uniform"] += ints(part["uniform"])
+            pool["seeds"] += part.get("seeds", [])
+            for name, runs in part["strategies"].items():
+                pool["strategies"][name] += ints(runs)
+    for source, pool in pools.items():
+        print(f"\n## {source} (seeds {', '.join(map(str, pool['seeds']))})")
+        report(
+            pool["uniform"],
+            pool["strategies"],
+            pool["uniform_budgets"],
+            pool["budgets"],
+            args,
+            skipped=pool["skipped"],
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
+    import django
+
+    django.setup()  # learning.strategies: the app's own selection rules
+    from learning.strategies import NAMES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=_default_data(), help="the phase 1 folder")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[200, 400, 800, 1600])
+    parser.add_argument("--budgets", type=int, nargs="+", default=[200, 400, 800, 1600, 3200])
     parser.add_argument(
         "--uniform-extra",
         type=int,
         nargs="*",
         default=[3200, 6400],
-        help="larger uniform budgets, so the budget uniform needs can be read off",
+        help="larger budgets for uniform only, so the budget it needs can be read off",
     )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--strategies", nargs="+", default=NAMES, choices=NAMES)
     parser.add_argument("--share", type=float, default=0.8, help="wrong-answer share (0.8)")
     parser.add_argument(
         "--source",
@@ -300,8 +523,20 @@ def main(argv: list[str] | None = None) -> None:
         default="both",
         help="who labels: the real phase 1 ratings, a reference PRM on model solutions, or both",
     )
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="print the tables of --json files of the same pools run with other seeds (several "
+        "processes, one per group of seeds), without running anything",
+    )
+    parser.add_argument("--limit-gsm8k", type=int, default=None, help="fewer GSM8K problems")
     args = parser.parse_args(argv)
 
+    if args.merge:
+        merge(args.merge, args)
+        return
     path = args.data / TRAJECTORIES
     if not path.is_file():
         sys.exit(
@@ -309,17 +544,27 @@ def main(argv: list[str] | None = None) -> None:
             "../shared/data/prm800k_phase1_human_labels/ beside the checkout; set "
             "STEPWISE_SHARED_DATA to the shared data folder or pass --data."
         )
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
-    import django
+    import torch
 
-    django.setup()  # for learning.active_learning.queue_order (the app's own selection rule)
-    shared = args.data.parent
+    torch.set_num_threads(1)
     started = time.perf_counter()
+    solutions = model_solutions(args.data.parent, limit_gsm8k=args.limit_gsm8k)
+    results = []
     with tempfile.TemporaryDirectory(prefix="stepwise-al-reference-") as tmp:
         if args.source in ("phase1", "both"):
-            experiment(*phase1_rows(path), args)
+            rows, what = phase1_rows(path)
+            results.append(
+                experiment(rows, what, args, verifier={}, bon_rows=solutions, source="phase1")
+            )
         if args.source in ("reference", "both"):
-            experiment(*reference_rows(path, shared, Path(tmp)), args)
+            rows, verifier, what = reference_rows(path, solutions, Path(tmp))
+            results.append(
+                experiment(
+                    rows, what, args, verifier=verifier, bon_rows=solutions, source="reference"
+                )
+            )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
 
 

@@ -112,12 +112,14 @@ class CampaignForm(forms.ModelForm):
             "al_wrong_answer_share",
             "al_retrain_every",
             "al_backbone",
+            "al_strategy",
         ]
         labels = {
             "qc_rate": "Quality-control rate",
             "al_wrong_answer_share": "Active learning: share of convincing wrong answers",
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
+            "al_strategy": "Active learning: selection strategy",
             "lease_seconds": "Lease (seconds)",
             "relabel_by_same_annotator": "Rejected work may go back to the same annotator",
         }
@@ -135,6 +137,9 @@ class CampaignForm(forms.ModelForm):
             label=self.Meta.labels["al_backbone"],
             help_text="The backbones this site offers (STEPWISE_PRM_BACKBONES).",
         )
+        # Optional: a client that predates the setting (a saved form, a script) keeps the
+        # campaign's strategy, or a new campaign's default.
+        self.fields["al_strategy"].required = False
 
     def clean_overlap(self) -> int:
         value = self.cleaned_data["overlap"]
@@ -162,6 +167,9 @@ class CampaignForm(forms.ModelForm):
 
     def clean_al_wrong_answer_share(self) -> float:
         return _share(self.cleaned_data["al_wrong_answer_share"], "The share")
+
+    def clean_al_strategy(self) -> str:
+        return self.cleaned_data.get("al_strategy") or self.instance.al_strategy
 
     def clean_al_retrain_every(self) -> int:
         value = self.cleaned_data["al_retrain_every"]

@@ -14,6 +14,8 @@ This module gathers the public names; each concept has its own module:
 - ``learning.triggers``: ``active_learning_trigger``, the triggers after a submit and after an
   import, ``submitted_labels`` (what a run trains on);
 - ``learning.ordering``: ``Scored``, ``queue_order``, ``head_summary``, ``solutions_rewrite``;
+- ``learning.strategies``: the selection strategies (``Campaign.al_strategy``), ``strategy_order``;
+- ``learning.bestofn``: the best-of-N curve a run stores (PRM, ORM, majority vote, oracle);
 - ``learning.run``: ``active_learning_run`` and its stages;
 - ``learning.rescoring``: the PRM scores of the open solutions, featurised in ``score_workers``;
 - ``learning.sweep``: ``active_learning_sweep``, the recovery of lost runs.
@@ -29,6 +31,7 @@ from __future__ import annotations
 from learning.ordering import HEAD_SIZE, Scored, head_summary, queue_order, solutions_rewrite
 from learning.rescoring import score_workers
 from learning.run import RunSuperseded, active_learning_run
+from learning.strategies import strategy_order
 from learning.sweep import active_learning_sweep
 from learning.triggers import (
     active_learning_after_import,
@@ -50,5 +53,6 @@ __all__ = [
     "queue_order",
     "score_workers",
     "solutions_rewrite",
+    "strategy_order",
     "submitted_labels",
 ]

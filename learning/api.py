@@ -37,7 +37,10 @@ class PRMModelSerializer(serializers.ModelSerializer):
 
 
 class ActiveLearningRunSerializer(serializers.ModelSerializer):
-    """A run: queued → running → succeeded (``model``, ``metrics``, ``queue_head``) or failed."""
+    """A run: queued → running → succeeded (``model``, ``metrics``, ``queue_head``) or failed.
+
+    ``strategy`` is the selection strategy that ordered the queue; ``best_of_n`` the best-of-N
+    accuracy against N on held-out problems (PRM, ORM, majority vote, random, oracle)."""
 
     requested_by = serializers.CharField(
         source="requested_by.username", allow_null=True, default=None
@@ -55,6 +58,8 @@ class ActiveLearningRunSerializer(serializers.ModelSerializer):
             "metrics",
             "timings",
             "queue_head",
+            "strategy",
+            "best_of_n",
             "error",
             "attempts",
             "created_at",

@@ -104,6 +104,16 @@ class ActiveLearningRun(RecoverableJob):
     queue_head = models.JSONField(
         default=dict, blank=True, help_text="Composition of the new queue head."
     )
+    strategy = models.CharField(
+        max_length=20,
+        blank=True,
+        help_text="The selection strategy that ordered the queue (the campaign's at the time).",
+    )
+    best_of_n = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Best-of-N accuracy against N on held-out problems (learning.bestofn).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -21,6 +21,9 @@ class Scored:
     solution_id: int
     score: float
     answer_is_correct: bool | None
+    # what the other selection strategies order by (``learning.strategies``)
+    uncertainty: float | None = None  # mean step entropy of the PRM's P(correct)
+    verifier_score: float | None = None  # imported with the solution
 
     @property
     def wrong(self) -> bool:

@@ -38,10 +38,10 @@ def _score_open(
         yield from _score_open_plain(campaign=campaign, scorer=scorer, beat=beat)
         return
     rows = {
-        pk: (correct, digest)
-        for pk, correct, digest in _open_solutions(campaign)
+        pk: (correct, digest, verifier)
+        for pk, correct, digest, verifier in _open_solutions(campaign)
         .order_by("pk")
-        .values_list("pk", "answer_is_correct", "content_hash")
+        .values_list("pk", "answer_is_correct", "content_hash", "verifier_score")
     }
     path = (
         Path(settings.MEDIA_ROOT)
@@ -52,16 +52,41 @@ def _score_open(
     features, counts = feature_cache.features_for(
         path=path,
         backbone=scorer.backbone,
-        wanted=[(pk, digest) for pk, (_, digest) in rows.items()],
+        wanted=[(pk, digest) for pk, (_, digest, _) in rows.items()],
         texts=lambda ids: _solution_texts(campaign=campaign, ids=ids),
         build=lambda texts, n: _featurise(scorer.backbone, texts, n),
     )
     if stats is not None:
         stats.update(counts)
     beat()
-    scores = features.solution_scores(scorer)
-    for sid, score in zip(features.ids.tolist(), scores.tolist(), strict=True):
-        yield Scored(sid, score, rows[sid][0])
+    scores, uncertainty = _product_and_entropy(features, scorer)
+    for sid, score, unsure in zip(
+        features.ids.tolist(), scores.tolist(), uncertainty.tolist(), strict=True
+    ):
+        correct, _, verifier = rows[sid]
+        yield Scored(sid, score, correct, uncertainty=unsure, verifier_score=verifier)
+
+
+def _product_and_entropy(features, scorer):
+    """Each solution's score (the product of its steps' calibrated P(correct), as
+    ``Features.solution_scores``; 0 without steps) and its steps' mean entropy in bits (0 without
+    steps), from one forward pass."""
+    import numpy as np
+
+    from prm.scoring import calibrate
+
+    probs = calibrate(features.logits(scorer.backbone), scorer.calibration)
+    p = np.clip(probs, 1e-12, 1 - 1e-12)
+    entropy = -(p * np.log2(p) + (1 - p) * np.log2(1 - p))
+    logp = np.log(np.maximum(probs, 1e-300))
+    n = len(features.ids)
+    sums, ents = np.zeros(n), np.zeros(n)
+    counts = np.diff(features.starts)
+    has = counts > 0
+    if features.items:
+        sums[has] = np.add.reduceat(logp, features.starts[:-1][has])
+        ents[has] = np.add.reduceat(entropy, features.starts[:-1][has]) / counts[has]
+    return np.where(has, np.exp(sums), 0.0), ents
 
 
 def _solution_texts(*, campaign: Campaign, ids: set[int]) -> Iterator[tuple[int, str, list[str]]]:
@@ -138,14 +163,15 @@ def _score_open_plain(*, campaign: Campaign, scorer, beat: Callable[[], None]) -
     it goes last of its kind. Featurising steps is pure Python and the bulk of the time, so with
     ``STEPWISE_AL_SCORE_WORKERS`` above 1 each batch is scored by that many forked processes.
     """
+    from learning.strategies import step_entropy
     from prm.metrics import aggregate
 
     workers = score_workers()
     batch_size = SCORE_BATCH * workers
     rows = {
-        pk: (problem_id, correct)
-        for pk, problem_id, correct in _open_solutions(campaign).values_list(
-            "pk", "problem_id", "answer_is_correct"
+        pk: (problem_id, correct, verifier)
+        for pk, problem_id, correct, verifier in _open_solutions(campaign).values_list(
+            "pk", "problem_id", "answer_is_correct", "verifier_score"
         )
     }
     problems = dict(Problem.objects.filter(campaign=campaign).values_list("pk", "text"))
@@ -166,7 +192,14 @@ def _score_open_plain(*, campaign: Campaign, scorer, beat: Callable[[], None]) -
     def flush() -> Iterator[Scored]:
         probs = scorer.score(batch, workers=workers)
         for sid, p in zip(batch_ids, probs, strict=True):
-            yield Scored(sid, aggregate(p, "product"), rows[sid][1])
+            _, correct, verifier = rows[sid]
+            yield Scored(
+                sid,
+                aggregate(p, "product"),
+                correct,
+                uncertainty=step_entropy(p),
+                verifier_score=verifier,
+            )
         batch_ids.clear()
         batch.clear()
         beat()
@@ -184,6 +217,6 @@ def _score_open_plain(*, campaign: Campaign, scorer, beat: Callable[[], None]) -
         add(current, steps)
     if batch:
         yield from flush()
-    for sid, (_, correct) in rows.items():
+    for sid, (_, correct, verifier) in rows.items():
         if sid not in seen:
-            yield Scored(sid, 0.0, correct)
+            yield Scored(sid, 0.0, correct, uncertainty=0.0, verifier_score=verifier)

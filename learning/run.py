@@ -1,4 +1,4 @@
-"""An active-learning run: export, train, evaluate, register, rescore and reorder.
+"""An active-learning run: export, train, evaluate, best-of-N, register, rescore and reorder.
 
 ``active_learning_run`` is the body of the Celery task ``learning.tasks.active_learning_run_task``.
 It claims the run (one UPDATE, so two workers never both take it), beats its heartbeat from a
@@ -27,8 +27,9 @@ from common.storage import storage_local_dir, storage_publish_dir, storage_scrat
 from labeling.backbones import backbone_spec
 from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
-from learning.ordering import Scored, head_summary, queue_order, solutions_rewrite
+from learning.ordering import Scored, head_summary, solutions_rewrite
 from learning.rescoring import _score_open
+from learning.strategies import strategy_order
 from learning.triggers import AL_RUNS, submitted_labels
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,10 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
             stages.save(metrics=metrics)
             storage_publish_dir(out, checkpoint)
 
+        with stages("bestofn"):
+            curve = _best_of_n(campaign=campaign, scorer=scorer, workdir=workdir)
+        stages.save(best_of_n=curve)
+
         with stages("register"):
             model = _model_register(
                 campaign=campaign,
@@ -188,15 +193,32 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
     stages.timings.update({f"solutions_{k}": v for k, v in counts.items()})
 
     with stages("order"):
-        order = queue_order(scored, wrong_share=campaign.al_wrong_answer_share)
-        head = head_summary(order)
+        strategy = campaign.al_strategy
+        order = strategy_order(
+            strategy, scored, wrong_share=campaign.al_wrong_answer_share, seed=run.pk
+        )
+        head = head_summary(order) | {"strategy": strategy}
 
     with stages("write"):
-        _activate_and_rewrite(run=run, attempt=attempt, model=model, order=order, head=head)
+        _activate_and_rewrite(
+            run=run, attempt=attempt, model=model, order=order, head=head, strategy=strategy
+        )
 
     stages.timings.pop("stage", None)
     stages.timings["total"] = round(time.perf_counter() - stages.started, 3)
     ActiveLearningRun.objects.filter(pk=run.pk, attempts=attempt).update(timings=stages.timings)
+
+
+def _best_of_n(*, campaign: Campaign, scorer, workdir: Path) -> dict:
+    """The best-of-N curve on the held-out problems (``learning.bestofn``); a failure there is
+    recorded on the run, never fails it: the queue does not depend on it."""
+    from learning.bestofn import best_of_n_curve
+
+    try:
+        return best_of_n_curve(campaign=campaign, scorer=scorer, workdir=workdir)
+    except Exception as exc:  # reported on the page instead
+        log.exception("best-of-N of campaign %s failed", campaign.pk)
+        return {"error": f"{type(exc).__name__}: {exc}"[:500]}
 
 
 def _is_checkpoint(name: str) -> bool:
@@ -288,6 +310,7 @@ def _activate_and_rewrite(
     model: PRMModel,
     order: Sequence[Scored],
     head: dict,
+    strategy: str,
 ) -> None:
     """The run's one visible effect, atomically: the new model active, the queue reordered.
 
@@ -318,6 +341,7 @@ def _activate_and_rewrite(
                     status=ActiveLearningRun.Status.SUCCEEDED,
                     model=model,
                     queue_head=head,
+                    strategy=strategy,
                     finished_at=timezone.now(),
                     error="",
                 )

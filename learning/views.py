@@ -13,8 +13,9 @@ from labeling.permissions import (
     campaign_for,
     campaign_nav,
 )
-from learning import selectors
+from learning import selectors, strategies
 from learning.active_learning import active_learning_trigger
+from learning.charts import best_of_n_chart
 
 
 @login_required
@@ -26,6 +27,8 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
     head = selectors.queue_head(campaign=campaign)
     runs = selectors.active_learning_runs(campaign=campaign)
     versions = [(f"v{m.version}", m.metrics.get("auroc")) for m in models]
+    measured = next((run for run in runs if run.best_of_n), None)
+    curve = measured.best_of_n if measured else {}
     context = campaign_nav(request.user, campaign, membership) | {
         "runs": runs,
         "run_in_progress": next((run for run in runs if run.is_active), None),
@@ -43,7 +46,25 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             title=f"PRM scores of the first {head.size} solutions in the queue",
             points=head.histogram,
         ),
-        "stages": ("export", "train", "evaluate", "register", "score", "order", "write", "total"),
+        "strategy_reason": strategies.DEFAULT_REASON,
+        "best_of_n_run": measured,
+        "best_of_n": curve,
+        "best_of_n_rows": [
+            (name, list(zip(curve["n"], values, strict=True)))
+            for name, values in curve.get("accuracy", {}).items()
+        ],
+        "best_of_n_chart": best_of_n_chart(curve) if curve.get("accuracy") else None,
+        "stages": (
+            "export",
+            "train",
+            "evaluate",
+            "bestofn",
+            "register",
+            "score",
+            "order",
+            "write",
+            "total",
+        ),
     }
     return render(request, "learning/active_learning.html", context)
 

@@ -5,6 +5,10 @@
     python -m prm eval  --model DIR --data EXPORT [--split test|validation|train|all] [--json]
     python -m prm score --model DIR --data FILE --out SCORES.jsonl [--aggregate product|min|last]
     python -m prm ensemble --model DIR1 --model DIR2 --data EXPORT --out DIR
+    python -m prm bestofn --model DIR [--orm DIR] --data FILE [--split test|...|all] [--json]
+
+``train --objective outcome`` trains an outcome reward model (every step labelled with the final
+answer's correctness; rows need ``answer_correct``) with the same backbones.
 
 EXPORT is a `trl` export (JSONL or Parquet rows of prompt/completions/labels) or PRM800K JSONL.
 """
@@ -55,6 +59,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     }
     config = TrainConfig(
         backbone=args.backbone,
+        objective=args.objective,
         options=_options(args.set),
         seed=args.seed,
         holdout=not args.no_holdout,
@@ -110,6 +115,23 @@ def cmd_score(args: argparse.Namespace) -> None:
     print(f"scored {len(probs)} solutions, {n} steps in {seconds:.1f} s -> {args.out}")
 
 
+def cmd_bestofn(args: argparse.Namespace) -> None:
+    if not args.data.exists():
+        raise FileNotFoundError(f"no such data file: {args.data}")
+    from prm.bestofn import evaluate_models, format_curve
+    from prm.scoring import load
+
+    scorer = load(args.model, device=args.device)
+    models: dict = {"PRM (product)": (scorer, "product"), "PRM (min)": (scorer, "min")}
+    if args.orm:
+        models["ORM"] = (load(args.orm, device=args.device), "last")
+    result = evaluate_models(models, args.data, split=args.split, samples=args.samples)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(format_curve(result))
+
+
 def cmd_ensemble(args: argparse.Namespace) -> None:
     from prm.ensemble import build_ensemble
 
@@ -146,7 +168,25 @@ def main(argv: list[str] | None = None) -> None:
         help="backbone option, e.g. --set finetune_layers=2 --set context=previous",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--objective",
+        default="process",
+        choices=["process", "outcome"],
+        help="process: each step's label (a PRM); outcome: the final answer's correctness (ORM)",
+    )
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "bestofn", help="best-of-N accuracy against N: PRM, ORM, majority, random, oracle"
+    )
+    p.add_argument("--model", type=Path, required=True, help="the PRM checkpoint")
+    p.add_argument("--orm", type=Path, help="an outcome model (train --objective outcome)")
+    p.add_argument("--data", type=Path, required=True, help="rows with answer and answer_correct")
+    p.add_argument("--split", default="test", choices=["test", "validation", "train", "all"])
+    p.add_argument("--samples", type=int, default=256, help="N-subsets per problem at most")
+    p.add_argument("--device")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bestofn)
 
     p = sub.add_parser("eval", help="metrics of a checkpoint on held-out problems")
     p.add_argument("--model", type=Path, required=True)

@@ -36,6 +36,10 @@ from prm.scoring import (
 
 PRM_VERSION = "1.0"
 
+OBJECTIVES = ("process", "outcome")
+# How each objective's checkpoint scores a whole solution by default (``prm.bestofn``).
+SOLUTION_AGGREGATE = {"process": "product", "outcome": "last"}
+
 DEFAULTS: dict[str, dict[str, Any]] = {
     "bow": {"epochs": 8, "batch_size": 128, "lr": 3e-4, "weight_decay": 0.0},
     "minilm": {"epochs": 3, "batch_size": 32, "lr": 1e-4, "weight_decay": 0.01},
@@ -52,6 +56,7 @@ class TrainConfig:
 
     backbone: str = "bow"
     options: dict[str, Any] = field(default_factory=dict)
+    objective: str = "process"  # or "outcome": an ORM on final-answer correctness alone
     epochs: int | None = None
     batch_size: int | None = None
     lr: float | None = None
@@ -87,9 +92,38 @@ def _labelled_items(backbone: Backbone, solutions: Iterable[Solution]) -> list[I
             if it.key in seen:
                 continue
             seen.add(it.key)
-            it.labels = tuple(s.labels[i] for i in it.steps)
-            items.append(it)
+            # a copy: a memoised ``prepare`` (``prepare_cache``) hands out shared items
+            items.append(dataclasses.replace(it, labels=tuple(s.labels[i] for i in it.steps)))
     return items
+
+
+def outcome_rows(solutions: Iterable[Solution]) -> list[Solution]:
+    """The rows an outcome reward model trains on: each solution with a graded final answer, every
+    step labelled with that answer's correctness (the step labels, if any, are ignored)."""
+    return [
+        dataclasses.replace(s, labels=(bool(s.answer_correct),) * len(s.steps))
+        for s in solutions
+        if s.answer_correct is not None and s.steps
+    ]
+
+
+def _memoised_prepare(backbone: Backbone, cache: dict) -> None:
+    """Make ``backbone.prepare`` remember its items by (problem, steps) in ``cache``.
+
+    Featurising is most of the cost of training ``bow`` on a few thousand solutions; a caller that
+    trains many models on subsets of one pool (``bench/active_learning.py``) prepares each
+    solution once. The cache is only valid for backbones with the same settings.
+    """
+    prepare = backbone.prepare
+
+    def cached(problem: str, steps) -> list[Item]:
+        key = (problem, tuple(steps))
+        items = cache.get(key)
+        if items is None:
+            items = cache[key] = prepare(problem, steps)
+        return items
+
+    backbone.prepare = cached  # type: ignore[method-assign]
 
 
 def _labels(items: list[Item]) -> np.ndarray:
@@ -170,11 +204,14 @@ def train(
     data: str | Path | Dataset | Iterable[Solution],
     out_dir: str | Path,
     config: TrainConfig | dict | None = None,
+    *,
+    prepare_cache: dict | None = None,
     **overrides: Any,
 ) -> dict:
     """Train a PRM on ``data`` (a `trl`/PRM800K file, a Dataset, or Solutions) into ``out_dir``.
 
-    Returns the metrics also written into the checkpoint's config.json.
+    Returns the metrics also written into the checkpoint's config.json. ``prepare_cache`` (a dict
+    the caller keeps between calls) remembers the backbone's prepared items of each solution.
     """
     if isinstance(config, dict):
         config = TrainConfig(**config)
@@ -185,6 +222,13 @@ def train(
         dataset = data
     else:
         dataset = Dataset(list(data), source={"path": None})
+    if cfg.objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, not {cfg.objective!r}")
+    if cfg.objective == "outcome":
+        rows = outcome_rows(dataset.solutions)
+        if not rows:
+            raise ValueError("no solution with a graded final answer to train an outcome model on")
+        dataset = Dataset(rows, dataset.source)
     dataset = Dataset([s for s in dataset.solutions if s.labels is not None], dataset.source)
 
     threads = configure_threads(cfg.backbone)
@@ -192,6 +236,8 @@ def train(
     seed_everything(cfg.seed)
     started = time.perf_counter()
     backbone = build_backbone(cfg.backbone, **cfg.options).to(device)
+    if prepare_cache is not None:
+        _memoised_prepare(backbone, prepare_cache)
 
     if cfg.holdout:
         train_rows, val_rows = dataset.split("train"), dataset.split("validation")

@@ -6,6 +6,7 @@ they train the real ``bow`` PRM on real PRM800K phase 1 labels and score real mo
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -198,7 +199,7 @@ def _new_run(campaign, **fields):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_run_trains_registers_scores_and_reorders_the_queue(media):
-    campaign = demo_campaign(active_learning=True)
+    campaign = demo_campaign(active_learning=True, al_strategy="convincing-wrong")
     run = active_learning_run(run=_new_run(campaign))
 
     assert run.status == "succeeded", run.error
@@ -407,3 +408,104 @@ def test_selecting_and_concatenating_features_equals_featurising_again():
     for name, (flat, offsets) in features.bags.items():
         assert joined.bags[name][0].tolist() == flat.tolist()
         assert joined.bags[name][1].tolist() == offsets.tolist()
+
+
+# --- strategies and the best-of-N curve in a run ------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_run_orders_by_the_campaigns_strategy_and_stores_the_best_of_n_curve(media):
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    from learning.bestofn import ORM_METHOD
+
+    campaign = demo_campaign(active_learning=True, al_strategy="uncertainty")
+    run = active_learning_run(run=_new_run(campaign))
+    assert run.status == "succeeded", run.error
+    assert run.strategy == run.queue_head["strategy"] == "uncertainty"
+    assert run.timings["bestofn"] >= 0
+
+    # The queue follows the PRM's uncertainty: recompute it for the head and check it decreases.
+    import prm
+    from learning.strategies import step_entropy
+
+    scorer = prm.load(media / run.model.path)
+    head = [pk for pk, *_ in _open_order(campaign)[:20]]
+    solutions = {s.pk: s for s in Solution.objects.filter(pk__in=head).select_related("problem")}
+    entropies = [
+        step_entropy(
+            scorer.score(
+                [(solutions[pk].problem.text, [st.text for st in solutions[pk].steps.all()])]
+            )[0]
+        )
+        for pk in head
+    ]
+    assert entropies == pytest.approx(sorted(entropies, reverse=True), abs=1e-6)
+
+    curve = run.best_of_n
+    assert curve["problems"] >= 2 and curve["n"][0] == 1 and curve["n"][-1] == curve["most"]
+    methods = set(curve["accuracy"])
+    assert {"PRM (product)", "PRM (min)", ORM_METHOD, "majority", "random", "oracle"} <= methods
+    for name, values in curve["accuracy"].items():
+        oracle = curve["accuracy"]["oracle"]
+        assert all(v <= o + 1e-12 for v, o in zip(values, oracle, strict=True)), name
+
+    # `prm bestofn` on the run's files prints the same figures.
+    workdir = media / "prm" / campaign.slug / f"run-{run.pk}"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "prm",
+            "bestofn",
+            "--model",
+            str(media / run.model.path),
+            "--orm",
+            str(workdir / "orm"),
+            "--data",
+            str(workdir / curve["data"]),
+            "--json",
+        ],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["n"] == curve["n"]
+    for name, values in printed["accuracy"].items():
+        assert values == pytest.approx(curve["accuracy"][name]), name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch):
+    """The run hands the scored solutions to the campaign's strategy (scoring stubbed)."""
+    from learning import run as run_module
+    from learning.strategies import NAMES, strategy_order
+
+    campaign = make_campaign()
+    solutions = [
+        make_solution(campaign=campaign, answer_is_correct=c, verifier_score=v)
+        for c, v in ((False, 0.1), (True, 0.9), (False, 0.7), (None, None), (True, 0.3))
+    ]
+    scored = [
+        Scored(s.pk, 0.1 * k, s.answer_is_correct, uncertainty=1 - 0.2 * k, verifier_score=v)
+        for k, (s, v) in enumerate(zip(solutions, (0.1, 0.9, 0.7, None, 0.3), strict=True))
+    ]
+    model = PRMModel.objects.create(campaign=campaign, version=1, path="prm/x/v1")
+    monkeypatch.setattr(run_module, "_is_checkpoint", lambda path: True)
+    monkeypatch.setattr("prm.load", lambda path: object())
+    monkeypatch.setattr(run_module, "_score_open", lambda **kwargs: iter(scored))
+    for name in NAMES:
+        campaign.al_strategy = name
+        campaign.save()
+        run = active_learning_run(run=_new_run(campaign, model=model))
+        assert run.status == "succeeded" and run.strategy == name
+        expected = strategy_order(name, scored, wrong_share=0.8, seed=run.pk)
+        assert [pk for pk, *_ in _open_order(campaign)] == [s.solution_id for s in expected]

@@ -156,3 +156,113 @@ def test_the_page_refreshes_itself_while_a_run_is_in_progress(client, campaign, 
     ActiveLearningRun.objects.filter(pk=run.pk).update(status="succeeded")
     body = client.get(page(campaign), HTTP_HX_REQUEST="true").content.decode()
     assert 'id="al-live"' in body and 'hx-trigger="every 3s"' not in body
+
+
+CURVE = {
+    "problems": 3,
+    "solutions": 14,
+    "most": 6,
+    "n": [1, 2, 4, 6],
+    "problems_at_n": [3, 3, 2, 1],
+    "accuracy": {
+        "PRM (product)": [0.5, 0.55, 0.6, 0.62],
+        "PRM (min)": [0.5, 0.52, 0.58, 0.6],
+        "ORM": [0.5, 0.51, 0.5, 0.49],
+        "majority": [0.5, 0.56, 0.7, 0.72],
+        "random": [0.5, 0.5, 0.5, 0.5],
+        "oracle": [0.5, 0.75, 0.9, 1.0],
+    },
+    "orm_solutions": 321,
+    "data": "graded.jsonl",
+}
+
+
+def test_the_page_shows_the_strategy_and_why_it_is_the_default(client, campaign, manager):
+    campaign.al_strategy = "uncertainty"
+    campaign.save()
+    client.force_login(manager)
+    body = client.get(page(campaign)).content.decode()
+    assert "uncertainty (where the PRM is least sure)" in body
+    assert "<code>uncertainty</code>" in body
+    assert "docs/active-learning.md" in body  # the measured reason for the default
+
+
+def test_the_best_of_n_curve_is_a_chart_and_a_table(client, campaign, manager):
+    model = PRMModel.objects.create(campaign=campaign, version=1, path="prm/x/v0001")
+    run = ActiveLearningRun.objects.create(
+        campaign=campaign,
+        status="succeeded",
+        model=model,
+        strategy="mixed",
+        best_of_n=CURVE,
+    )
+    client.force_login(manager)
+    body = client.get(page(campaign)).content.decode()
+    assert body.count('<svg class="chart"') == 3
+    assert "Best-of-N accuracy on held-out problems" in body
+    assert body.count("<polyline") >= 6  # one line per method (and the AUROC chart's)
+    table = body[body.index('id="best-of-n"') :]
+    table = table[: table.index("</table>")]
+    for n in (1, 2, 4, 6):
+        assert f"<th>N={n}</th>" in table
+    assert "<th>oracle</th><td>0.500</td><td>0.750</td><td>0.900</td><td>1.000</td>" in table
+    assert "<th>majority</th><td>0.500</td><td>0.560</td><td>0.700</td><td>0.720</td>" in table
+    assert "321 graded solutions" in body
+    assert f"run-{run.pk}/graded.jsonl" in body and "prm bestofn" in body
+    assert f'<tr id="run-{run.pk}">' in body and "<td>mixed</td>" in body
+
+
+def test_a_run_without_held_out_problems_says_why(client, campaign, manager):
+    ActiveLearningRun.objects.create(
+        campaign=campaign,
+        status="succeeded",
+        best_of_n={"skipped": "no held-out problem has several solutions with a graded answer"},
+    )
+    client.force_login(manager)
+    body = client.get(page(campaign)).content.decode()
+    assert "Not measured: no held-out problem has several solutions" in body
+
+
+def test_the_settings_form_takes_the_strategy(client, campaign, manager):
+    from labeling.forms import CampaignForm
+
+    form = CampaignForm(instance=campaign)
+    assert "al_strategy" in form.fields
+    choices = [value for value, _ in form.fields["al_strategy"].choices]
+    assert {"convincing-wrong", "uncertainty", "verifier", "uniform", "mixed"} <= set(choices)
+
+
+def test_the_api_says_which_strategy_ordered_the_queue(client, campaign, manager):
+    run = ActiveLearningRun.objects.create(
+        campaign=campaign, status="succeeded", strategy="uniform", best_of_n=CURVE
+    )
+    client.force_login(manager)
+    url = f"/api/campaigns/{campaign.slug}/active-learning/runs/{run.pk}/"
+    data = client.get(url).json()
+    assert data["strategy"] == "uniform"
+    assert data["best_of_n"]["accuracy"]["oracle"] == CURVE["accuracy"]["oracle"]
+
+
+def test_the_settings_form_keeps_the_strategy_when_a_client_does_not_send_it(campaign):
+    from django.forms.models import model_to_dict
+
+    from labeling.forms import CampaignForm
+
+    campaign.al_strategy = "mixed"
+    campaign.save()
+    data = {k: v for k, v in model_to_dict(campaign).items() if v is not None}
+    data.pop("al_strategy")
+    form = CampaignForm(data, instance=campaign)
+    assert form.is_valid(), form.errors
+    assert form.cleaned_data["al_strategy"] == "mixed"
+    data["al_strategy"] = "verifier"
+    form = CampaignForm(data, instance=campaign)
+    assert form.is_valid(), form.errors
+    assert form.cleaned_data["al_strategy"] == "verifier"
+
+
+def test_the_campaign_api_says_which_strategy_orders_the_queue(client, campaign, manager):
+    campaign.al_strategy = "verifier"
+    campaign.save()
+    client.force_login(manager)
+    assert client.get(f"/api/campaigns/{campaign.slug}/").json()["al_strategy"] == "verifier"

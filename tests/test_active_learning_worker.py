@@ -76,7 +76,7 @@ def _served(campaign, n: int) -> list[Solution]:
 @pytest.mark.celery
 @pytest.mark.slow
 def test_submitted_labels_trigger_a_run_that_puts_convincing_wrong_answers_first(media, workers):
-    campaign = demo_campaign(active_learning=True)
+    campaign = demo_campaign(active_learning=True, al_strategy="convincing-wrong")
     already = submitted_labels(campaign=campaign)  # the PRM800K phase 1 history
     campaign.al_retrain_every = already + 10
     campaign.save()

@@ -74,6 +74,25 @@ class Campaign(models.Model):
         default=500, help_text="Retrain the PRM after this many new submitted step labels."
     )
     al_backbone = models.CharField(max_length=100, default="bow")
+
+    class Strategy(models.TextChoices):
+        """How active learning orders the queue (``learning.strategies``; measured against
+        uniform sampling in docs/active-learning.md, whose best is the default)."""
+
+        CONVINCING_WRONG = "convincing-wrong", "convincing wrong answers (PRM800K)"
+        UNCERTAINTY = "uncertainty", "uncertainty (where the PRM is least sure)"
+        VERIFIER = "verifier", "imported verifier score"
+        UNIFORM = "uniform", "uniform (random order, the control)"
+        MIXED = "mixed", "half uncertainty, half convincing wrong answers"
+
+    al_strategy = models.CharField(
+        max_length=20,
+        choices=Strategy.choices,
+        # New campaigns: what measured best on real labels (docs/active-learning.md); campaigns
+        # that existed before the setting keep PRM800K's rule (migration 0011).
+        default=Strategy.UNIFORM,
+        help_text="How active learning orders the queue.",
+    )
     relabel_by_same_annotator = models.BooleanField(
         default=False,
         help_text="A rejected solution may be served again to the annotator whose work was "

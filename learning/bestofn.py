@@ -1,0 +1,109 @@
+"""What the labels have bought: the best-of-N curve of a run's PRM on held-out problems.
+
+Final answers are graded on import, so every solution with a graded answer is a free training
+example for an *outcome* reward model (ORM: the same backbone trained on final-answer correctness
+alone, ``prm train --objective outcome``); no human label is needed. A run writes the campaign's
+graded regular solutions as one file (``graded.jsonl``: ``prompt``, ``completions``, ``answer``,
+``answer_correct``), trains the ORM on its train split (validation choosing the epoch, the test
+split never read), and computes ``prm.bestofn`` on its test problems, the problems the PRM was not
+trained on either (both split by the same hash of the problem text):
+
+    python -m prm bestofn --model PRM --orm ORM --data graded.jsonl --split test
+
+prints the same figures from the run's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from labeling.models import Campaign, Solution
+
+# Graded solutions of train/validation problems the ORM trains on at most (a random sample):
+# featurising is the cost, and the ORM only has to be good enough to compare with the PRM.
+ORM_MAX_SOLUTIONS = 20000
+PRM_METHODS = {"PRM (product)": "product", "PRM (min)": "min"}
+ORM_METHOD = "ORM"
+
+
+def graded_file(*, campaign: Campaign, out: Path, seed: int = 0) -> dict:
+    """Write the campaign's regular solutions with a graded final answer (every one of a test-split
+    problem, at most ``ORM_MAX_SOLUTIONS`` of the rest) as `trl`-like rows; returns counts."""
+    from prm.data import split_of
+
+    solutions = (
+        Solution.objects.filter(
+            campaign=campaign, kind=Solution.Kind.REGULAR, answer_is_correct__isnull=False
+        )
+        .select_related("problem")
+        .order_by("pk")
+    )
+    test, rest = [], []
+    for s in solutions.only("pk", "answer", "answer_is_correct", "problem__text").iterator(
+        chunk_size=2000
+    ):
+        (test if split_of(s.problem.text) == "test" else rest).append(s)
+    if len(rest) > ORM_MAX_SOLUTIONS:
+        rest = random.Random(seed).sample(rest, ORM_MAX_SOLUTIONS)
+    chosen = sorted(test + rest, key=lambda s: s.pk)
+    steps: dict[int, list[str]] = {s.pk: [] for s in chosen}
+    from labeling.models import Step
+
+    ids = list(steps)
+    for start in range(0, len(ids), 5000):
+        for sid, text in (
+            Step.objects.filter(solution_id__in=ids[start : start + 5000])
+            .order_by("solution_id", "index")
+            .values_list("solution_id", "text")
+        ):
+            steps[sid].append(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as fh:
+        for s in chosen:
+            if not steps[s.pk]:
+                continue
+            row = {
+                "prompt": s.problem.text,
+                "completions": steps[s.pk],
+                "answer": s.answer,
+                "answer_correct": bool(s.answer_is_correct),
+            }
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return {"test": len(test), "train": len(rest)}
+
+
+def best_of_n_curve(*, campaign: Campaign, scorer, workdir: Path) -> dict:
+    """The best-of-N curve of ``scorer`` (the run's PRM), an ORM trained here, majority vote,
+    random and the oracle on the held-out problems; ``{}``-like with a ``skipped`` reason when
+    the campaign has no held-out problem with several graded solutions."""
+    import prm
+    from prm.bestofn import evaluate_models, graded_groups
+
+    path = workdir / "graded.jsonl"
+    counts = graded_file(campaign=campaign, out=path)
+    if not path.stat().st_size:
+        return {"skipped": "no solution with a graded final answer"}
+    dataset = prm.read_dataset(path)
+    if not graded_groups(dataset, split="test"):
+        return {"skipped": "no held-out problem has several solutions with a graded answer"}
+    models: dict = {name: (scorer, how) for name, how in PRM_METHODS.items()}
+    orm_note = ""
+    try:
+        prm.train(
+            dataset,
+            workdir / "orm",
+            backbone=campaign.al_backbone or "bow",
+            objective="outcome",
+            progress=False,
+        )
+        models[ORM_METHOD] = (prm.load(workdir / "orm"), "last")
+    except ValueError as exc:  # no graded solution of a training problem
+        orm_note = f"no ORM: {exc}"
+    result = evaluate_models(models, dataset, split="test")
+    result["orm_solutions"] = counts["train"]
+    if orm_note:
+        result["note"] = orm_note
+    result["data"] = path.name
+    return result
