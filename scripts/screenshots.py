@@ -81,6 +81,7 @@ MANAGER_PAGES = [
     ("exports", "exports/", None),
     ("active-learning", "active-learning/", None),
     ("settings", "settings/", None),
+    ("browse", "browse/?answer=wrong&negative=true", None),
     ("reviews", "reviews/", None),
     ("adjudication", "adjudication/", None),
     ("not-found", "/campaigns/no-such-campaign/", None),
@@ -294,7 +295,7 @@ def take(base: str, chromium: str, out: Path, *, figures) -> list[Path]:
         for phone in (False, True):
             saved.append(shoot_page(browser, state, my_work, out, "my-work", phone=phone))
         page.goto(my_work)
-        item = page.locator("a[href*='/my-work/']").first.get_attribute("href")
+        item = page.locator("table.my-work a[href*='/my-work/']").first.get_attribute("href")
         for phone in (False, True):
             saved.append(shoot_page(browser, state, base + item, out, "my-work-item", phone=phone))
         context.close()
