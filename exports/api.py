@@ -11,12 +11,12 @@ from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
-from rest_framework import exceptions, generics, serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import CursorPagination
+from common.api import CursorListView
 from exports.formats.registry import FORMATS
 from exports.models import Export
 from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
@@ -119,10 +119,9 @@ class ExportCreateSerializer(serializers.Serializer):
             raise serializers.ValidationError(f"{error.field}: {error.message}") from None
 
 
-class ExportList(generics.ListAPIView):
+class ExportList(CursorListView):
     """The campaign's exports, oldest first (managers); POST starts one."""
 
-    pagination_class = CursorPagination
     serializer_class = ExportSerializer
 
     def get_queryset(self):
