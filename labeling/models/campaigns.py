@@ -91,10 +91,14 @@ class Campaign(models.Model):
         # New campaigns: what measured best on real labels (docs/active-learning.md); campaigns
         # that existed before the setting keep PRM800K's rule (migration 0011).
         default=Strategy.UNIFORM,
+        # Database defaults on the columns added after the first release keep raw SQL that
+        # names only the old columns (the benchmarks' loaders, operators' scripts) working.
+        db_default=Strategy.UNIFORM,
         help_text="How active learning orders the queue.",
     )
     relabel_by_same_annotator = models.BooleanField(
         default=False,
+        db_default=False,
         help_text="A rejected solution may be served again to the annotator whose work was "
         "rejected (by default someone else relabels it).",
     )
@@ -167,7 +171,9 @@ class Membership(models.Model):
         help_text="The link they joined with, if any.",
     )
     is_imported = models.BooleanField(
-        default=False, help_text="Made by an import for a labeler in its file; nobody logs in."
+        default=False,
+        db_default=False,
+        help_text="Made by an import for a labeler in its file; nobody logs in.",
     )
 
     class Meta:

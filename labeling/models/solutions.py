@@ -170,10 +170,12 @@ class Solution(models.Model):
     priority = models.FloatField(default=0.0)
     is_open = models.BooleanField(default=True)
     archived = models.BooleanField(
-        default=False, help_text="Out of the queue for good (labels kept) until restored."
+        default=False,
+        db_default=False,
+        help_text="Out of the queue for good (labels kept) until restored.",
     )
     extra_labels = models.PositiveIntegerField(
-        default=0, help_text="Labels wanted beyond the campaign's overlap (requeues)."
+        default=0, db_default=0, help_text="Labels wanted beyond the campaign's overlap (requeues)."
     )
     import_job_id = models.BigIntegerField(
         null=True, blank=True, help_text="The import job (imports.ImportJob) that created it."
