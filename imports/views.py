@@ -108,13 +108,17 @@ def _list_context(campaign) -> dict:
 @require_GET
 def import_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """One import's row; htmx polls it while the import runs. Without htmx: the list."""
+    return _job_row(request, slug, pk, ImportJob, "imports:list", "imports/import_list.html")
+
+
+def _job_row(request, slug: str, pk: int, model, list_url: str, template: str) -> HttpResponse:
+    """The row of one job of the campaign (the ``job-row`` partial of its list page), which htmx
+    polls while the job runs; without htmx, the list page itself."""
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    job = get_object_or_404(ImportJob, campaign=campaign, pk=pk)
+    job = get_object_or_404(model, campaign=campaign, pk=pk)
     if not request.htmx:
-        return redirect("imports:list", slug=campaign.slug)
-    return campaign_page(
-        request, "imports/import_list.html#job-row", campaign, membership, {"job": job}
-    )
+        return redirect(list_url, slug=campaign.slug)
+    return campaign_page(request, f"{template}#job-row", campaign, membership, {"job": job})
 
 
 @login_required
@@ -169,12 +173,8 @@ def generation_list(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def generation_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """One generation job's row; htmx polls it while it runs. Without htmx: the list."""
-    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    job = get_object_or_404(GenerationJob, campaign=campaign, pk=pk)
-    if not request.htmx:
-        return redirect("imports:generations", slug=campaign.slug)
-    return campaign_page(
-        request, "imports/generation_list.html#job-row", campaign, membership, {"job": job}
+    return _job_row(
+        request, slug, pk, GenerationJob, "imports:generations", "imports/generation_list.html"
     )
 
 
@@ -182,8 +182,6 @@ def generation_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 @require_POST
 def generation_resume(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Queue a stopped or failed job again: it asks only for the samples still missing."""
-    from django.contrib import messages
-
     from imports import generation
 
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
