@@ -12,12 +12,14 @@ works on them, twice, and a side outside the bounds makes the pair undecided, at
 - as the parsed expression, before comparing (:func:`expression_refusal`): its nodes and depth,
   the size of every number it stands for (``2^{10^{100}}``, ``10^{10}!``, ``e^{10^{10}}``,
   ``\\sin(10^{5000})``), the terms its polynomials expand to (``(x+1)^{2000}`` took 13 s to
-  compare, ``(x+y+z)^{20}`` 6 s), the degree of equations (math-verify solves them: degree 20
-  took 21 s), the span of finite sums; integrals and limits are not compared at all.
+  compare, ``(x+y+z)^{20}`` 6 s), their degree in functions (``(\\sin x + \\cos x)^{24}``: 18 s),
+  the degree of equations (math-verify solves them: degree 20 took 21 s), the span of finite
+  sums; integrals and limits are not compared at all.
 
-The limits are several times the largest value among 5,279 distinct real answers and truths
+The limits are 2 to 20 times the largest value among 5,279 distinct real answers and truths
 (MATH train and MATH-500, GSM8K, PRM800K phase 1, Qwen2.5-Math samples; the figures are beside
-each limit), and the costliest expressions they admit compare in about a CPU second.
+each limit; none of them is refused), and the costliest expressions they admit compare in one
+or two CPU seconds.
 ``docs/import-formats.md`` ("How answers are graded") has the measurements.
 
 This module imports sympy only inside :func:`expression_refusal`: the web process that builds
@@ -46,6 +48,7 @@ class Limits:
     number_digits: int = 20_000  # digits of any number it stands for (2004!: 5,700)
     exponent: int = 1000  # integer power of anything but a number (z^{96})
     terms: int = 120  # terms of any part, expanded (21)
+    function_degree: int = 8  # degree in sin x, e^x, sqrt(x), ... (4)
     equation_degree: int = 6  # degree of an equation or inequality (2)
     factorial: int = 5000  # n of n!, Gamma(n), binomial(n, k) (2004)
     sum_terms: int = 1000  # terms of a sum or product with numeric bounds (an infinite one)
@@ -105,8 +108,9 @@ def expression_refusal(expr: Any, limits: Limits) -> str | None:
 
 
 class _Walk:
-    """One pass over the tree: every node counted, every number's size bounded (log10 of its
-    magnitude, from below and above), every polynomial's expanded size bounded."""
+    """One pass over the tree: every node counted, every number's size bounded (an upper bound
+    of log10 of its magnitude, or of its reciprocal's), every polynomial's expanded size and
+    degree bounded."""
 
     def __init__(self, limits: Limits) -> None:
         import sympy
@@ -235,20 +239,27 @@ class _Walk:
             raise OutOfBounds(f"a sum or product of more than {self.limits.sum_terms} terms")
 
     def _terms(self, e: Any) -> None:
+        limits = self.limits
         terms, degree, generators = self._poly(e)
         # a polynomial of degree d in v generators has at most C(d + v, v) terms
         v = len(generators)
         dense = _log_comb(degree + v, v) if v else 0.0
-        if min(terms, dense) > math.log10(self.limits.terms):
-            raise OutOfBounds(f"more than {self.limits.terms} terms when expanded")
+        if min(terms, dense) > math.log10(limits.terms):
+            raise OutOfBounds(f"more than {limits.terms} terms when expanded")
+        # simplify's rules for functions (trigonometry above all) grow much faster with the
+        # degree than its polynomial algebra does
+        functions = [g for g in generators if not isinstance(g, self.sympy.Symbol)]
+        if functions and self._poly(e, only=frozenset(functions))[1] > limits.function_degree:
+            raise OutOfBounds(f"a degree above {limits.function_degree} in functions")
 
-    def _poly(self, e: Any) -> tuple[float, int, frozenset]:
-        """(log10 of its terms, its degree, its generators) of ``e`` expanded, as upper bounds."""
+    def _poly(self, e: Any, only: frozenset | None = None) -> tuple[float, int, frozenset]:
+        """(log10 of its terms, its degree, its generators) of ``e`` expanded, as upper bounds;
+        the degree counts only the generators in ``only``, when given."""
         sp = self.sympy
         if isinstance(e, sp.Number | sp.NumberSymbol) or not isinstance(e, sp.Expr):
             return 0.0, 0, frozenset()
         if isinstance(e, sp.Add | sp.Mul):
-            parts = [self._poly(a) for a in e.args]
+            parts = [self._poly(a, only) for a in e.args]
             generators = frozenset().union(*(g for _, _, g in parts))
             if isinstance(e, sp.Add):
                 terms = math.log10(sum(10.0 ** min(t, 300) for t, _, _ in parts))
@@ -265,14 +276,15 @@ class _Walk:
             return terms, degree, generators
         if isinstance(e, sp.Pow) and isinstance(e.exp, sp.Integer):
             k = min(abs(int(e.exp)), self.limits.exponent + 1)
-            terms, degree, generators = self._poly(e.base)
+            terms, degree, generators = self._poly(e.base, only)
             # (t terms)^k has at most C(t + k - 1, k) terms
             if terms > 0:
                 terms = _log_comb(10.0 ** min(terms, 300) + k - 1, k)
             return terms, degree * k, generators
         if not e.free_symbols:
             return 0.0, 0, frozenset()
-        return 0.0, 1, frozenset([e])  # a variable, or anything else with one in it
+        # a variable, or anything else with one in it
+        return 0.0, int(only is None or e in only), frozenset([e])
 
 
 def _log_comb(n: float, k: float) -> float:
