@@ -9,7 +9,8 @@ import (or the Celery worker) with it. Two backstops, neither of which any real 
   :data:`CPU_BUDGET_S`. The kernel stops a worker that spends that (``SIGXCPU``); its pair is
   undecided and a fresh worker takes over. CPU time is what the pair costs, not how long the
   machine made it wait: the costliest real pair among 2,001 takes 2.6 CPU seconds (an infinite
-  sum) and the costliest the bounds admit about 2, so a pair is never near the budget at any load.
+  sum) and the costliest the bounds admit that we found 1.3, so no pair comes near the budget,
+  at any load (CPU time grows a little on a busy machine, through shared caches; not tenfold).
 - **A stalled worker** that answers nothing and uses no CPU for :data:`STALL_S` (stuck, not busy:
   the parent watches its CPU time in ``/proc``) is killed, and its pair is undecided.
 
