@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from annotators import services
+from annotators import snapshots
 from annotators.models import CampaignSnapshot
 
 
@@ -16,4 +16,4 @@ def snapshot_refresh_task(snapshot_id: int) -> str:
     snapshot = CampaignSnapshot.objects.select_related("campaign").filter(pk=snapshot_id).first()
     if snapshot is None:
         return "missing"
-    return services.snapshot_run(snapshot=snapshot).status
+    return snapshots.snapshot_run(snapshot=snapshot).status

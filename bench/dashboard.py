@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> None:
     from django.core.management import call_command
 
     from annotators.models import CampaignSnapshot
-    from annotators.services import snapshot_run
+    from annotators.snapshots import snapshot_run
 
     call_command("migrate", verbosity=0)
     campaign = build(rebuild=args.rebuild)

@@ -1,4 +1,4 @@
-"""How solutions given as text are cut into steps, before (``split_steps``) and after (``auto``).
+"""How solutions given as text are cut into steps, before (``paragraphs``) and after (``auto``).
 
 Reads ``../shared/data`` (``STEPWISE_SHARED_DATA`` overrides): Qwen2.5-Math samples (800 solutions),
 GSM8K model solutions (4 per problem), and PRM800K's own steps as the reference: phase 1 human
@@ -27,8 +27,13 @@ import django  # noqa: E402
 
 django.setup()
 
-from imports.records import split_steps  # noqa: E402
 from imports.splitting import split_texts  # noqa: E402
+
+
+def split_steps(text: str) -> list[str]:
+    """The splitter imports had before ``auto``: its ``paragraphs`` mode."""
+    return split_texts(text, "paragraphs")
+
 
 DATA = Path(os.environ.get("STEPWISE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 FILES = {

@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from common.readahead import read_ahead
 from exports.policy import LabelPolicy, is_math500
-from labeling.filters import SolutionFilter
+from labeling.curation.filters import SolutionFilter
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -130,7 +130,8 @@ def iter_solutions(
 ) -> Iterator[SolutionData]:
     """Yield the campaign's solutions that have exportable labels, ordered by problem.
 
-    ``selection``: only the solutions these data-browser filters match (``labeling.filters``).
+    ``selection``: only the solutions these data-browser filters match
+    (``labeling.curation.filters``).
 
     Exportable: a submitted assignment on a solution of an included kind, not rejected by a
     reviewer (and accepted, with ``reviewed_only``), on a problem the policy keeps; with

@@ -22,11 +22,11 @@ from common.jobs import (
     stage_pause,
 )
 from common.storage import storage_publish_dir, storage_scratch_dir
+from exports.files import write_export
 from exports.formats.registry import format_options, get_format
 from exports.models import Export
 from exports.policy import LabelPolicy
-from exports.writer import write_export
-from labeling.filters import SolutionFilter
+from labeling.curation.filters import SolutionFilter
 from labeling.models import Campaign
 
 # How often a running export writes its progress: often enough for a page polling every second,

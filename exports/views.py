@@ -12,7 +12,7 @@ from exports.forms import ExportForm
 from exports.models import Export
 from exports.policy import ExportError
 from exports.services import export_create
-from labeling.filters import FilterError, SolutionFilter, count_capped
+from labeling.curation.filters import FilterError, SolutionFilter, count_capped
 from labeling.models import Campaign, Solution
 from labeling.permissions import MANAGE, campaign_for, campaign_page
 

@@ -397,7 +397,7 @@ class _BatchWriter:
         self.errors = [*self.errors, {"key": key, "message": message}][-MAX_ERRORS_KEPT:]
 
     def flush(self, final_status: str | None = None) -> None:
-        from imports.service import import_solutions
+        from imports.pipeline import import_solutions
 
         batch, self.pending = self.pending, []
         records = []

@@ -15,7 +15,7 @@ from labeling.models import Campaign
 
 
 class ImportJob(BackgroundJob):
-    """One uploaded file, imported by a Celery worker with ``imports.service.import_file``.
+    """One uploaded file, imported by a Celery worker with ``imports.pipeline.import_file``.
 
     The import is all or nothing: a job ends ``done`` with its counts, or ``failed`` with the
     importer's errors (file, line, field, message) and nothing written. While it runs, ``phase``

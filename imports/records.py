@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -231,20 +230,6 @@ def as_timestamp(value: Any, path: str) -> datetime | None:
     except ValueError:
         raise FieldError(path, f"not an ISO 8601 timestamp: {text!r}") from None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
-
-
-def split_steps(text: str) -> list[str]:
-    """Steps of a solution given as one text: paragraphs if it has blank lines, else lines.
-
-    The splitter imports used before ``imports.splitting`` (its ``paragraphs`` mode); kept for
-    ``bench/splitter.py``'s comparison.
-    """
-    text = text.replace("\r\n", "\n").strip()
-    parts = _BLANK_LINE.split(text) if _BLANK_LINE.search(text) else text.split("\n")
-    return [p.strip() for p in parts if p.strip()]
 
 
 def split_text(text: str, mode: str | None, path: str) -> tuple[list[str], list[str] | None]:

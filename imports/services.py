@@ -97,7 +97,7 @@ def import_job_create(
     message, ``fmt="auto"`` takes the format the first record has, and a chosen format that the
     first record does not have is refused with the one it looks like.
     """
-    from imports.service import FORMATS
+    from imports.pipeline import FORMATS
 
     if upload.size > upload_limit_bytes():
         raise ImportRefused(upload_too_large_message(upload.size))
@@ -219,7 +219,7 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     import had committed, the worker died while grading). The file is deleted afterwards (its
     size and sha256 stay).
     """
-    from imports.service import ImportValidationError
+    from imports.pipeline import ImportValidationError
 
     attempt = job_claim(IMPORT_JOBS, job.pk, phase="validating", progress=0.0)
     job.refresh_from_db()
@@ -281,7 +281,7 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
 
 def _import(job: ImportJob, attempt: int) -> dict[str, Any]:
     """Import the job's file; the fields of its ``done`` row."""
-    from imports.service import import_file
+    from imports.pipeline import import_file
 
     def record(result) -> None:
         # Inside the import's transaction: the counts commit with the data, or neither does.
@@ -362,9 +362,9 @@ def import_preview(
     "errors": [...]}``: each solution with its problem, steps (shown and raw) and answer; each
     error with its line.
     """
+    from imports.pipeline import FORMATS
     from imports.reading import parse_line
     from imports.records import FieldError
-    from imports.service import FORMATS
     from imports.splitting import SplitError, check_mode
 
     fmt = _format_checked(upload, fmt)

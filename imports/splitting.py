@@ -10,8 +10,8 @@ else. Modes (``SPLIT_MODES``; any other value is a regular expression that separ
   item; a reasoning model's ``<think>`` section is cut into its paragraphs; PRM800K's
   ``# Answer`` heading stays with the answer; a paragraph longer than ``MAX_STEP_CHARS`` is cut
   at sentence ends.
-- ``paragraphs``: blank lines, or lines when the text has no blank line (the splitter before
-  ``auto``, ``records.split_steps``). ``lines``: every line. ``numbered``: numbered items, ``Step
+- ``paragraphs``: blank lines, or lines when the text has no blank line (the splitter imports
+  had before ``auto``). ``lines``: every line. ``numbered``: numbered items, ``Step
   n:`` and bullets.
 
 GSM8K's calculator annotations (``<<60-20=40>>``) are not for the reader: :func:`split` returns

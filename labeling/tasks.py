@@ -20,7 +20,7 @@ def leases_sweep() -> int:
 @shared_task(name="labeling.bulk_action_run")
 def bulk_action_run_task(job_id: int) -> str:
     """Run one bulk action of the data browser; a message for a missing job is dropped."""
-    from labeling.curation import bulk_action_run
+    from labeling.curation.actions import bulk_action_run
     from labeling.models import SolutionBulkAction
 
     job = SolutionBulkAction.objects.select_related("campaign", "created_by").filter(pk=job_id)

@@ -1,10 +1,12 @@
-"""Campaigns and the labelling page (mounted at the site root by ``stepwise/urls.py``)."""
+"""Campaigns, the labelling page and the data browser (mounted at the site root by
+``stepwise/urls.py``)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
 from labeling import campaign_views, views
+from labeling.curation import views as browser
 
 app_name = "labeling"
 
@@ -19,8 +21,17 @@ urlpatterns = [
     path(campaign + "label/<int:pk>/rate/", views.step_rate, name="rate"),
     path(campaign + "label/<int:pk>/undo/", views.step_undo, name="undo"),
     path(campaign + "label/<int:pk>/flag/", views.step_flag, name="flag"),
-    path(campaign + "label/<int:pk>/submit/", views.assignment_submit, name="submit"),
-    path(campaign + "label/<int:pk>/skip/", views.assignment_skip, name="skip"),
+    path(campaign + "label/<int:pk>/submit/", views.label_submit, name="submit"),
+    path(campaign + "label/<int:pk>/skip/", views.label_skip, name="skip"),
+    path(campaign + "browse/", browser.solution_browser, name="browser"),
+    path(campaign + "browse/actions/", browser.solution_browser_action, name="browser-action"),
+    path(campaign + "browse/jobs/<int:pk>/", browser.bulk_action_status, name="browser-job"),
+    path(campaign + "browse/<int:pk>/", browser.solution_item, name="browser-item"),
+    path(
+        campaign + "browse/<int:pk>/actions/",
+        browser.solution_item_action,
+        name="browser-item-action",
+    ),
     path(campaign + "my-work/", campaign_views.my_work, name="my-work"),
     path(campaign + "my-work/<int:pk>/", campaign_views.my_work_item, name="my-work-item"),
 ]

@@ -70,12 +70,12 @@ urlpatterns = [
     path("assignments/<id:pk>/", labeling_api.assignment_detail, name="api-assignment"),
     path(
         "assignments/<id:pk>/submit/",
-        labeling_api.assignment_submit,
+        labeling_api.assignment_submit_api,
         name="api-assignment-submit",
     ),
-    path("assignments/<id:pk>/skip/", labeling_api.assignment_skip, name="api-assignment-skip"),
+    path("assignments/<id:pk>/skip/", labeling_api.assignment_skip_api, name="api-assignment-skip"),
     path("tokens/", annotators_api.TokenList.as_view(), name="api-tokens"),
-    path("tokens/<id:pk>/revoke/", annotators_api.token_revoke, name="api-token-revoke"),
+    path("tokens/<id:pk>/revoke/", annotators_api.token_revoke_api, name="api-token-revoke"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -13,19 +13,18 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from common.jobs import job_kind_sweep
 from labeling import queue
 from labeling.models import Solution
-from learning.active_learning import (
-    Scored,
+from learning.models import ActiveLearningRun, PRMModel
+from learning.ordering import Scored, head_summary, queue_order
+from learning.run import active_learning_run
+from learning.triggers import (
+    AL_RUNS,
     active_learning_after_submit,
-    active_learning_run,
-    active_learning_sweep,
     active_learning_trigger,
-    head_summary,
-    queue_order,
     submitted_labels,
 )
-from learning.models import ActiveLearningRun, PRMModel
 from tests.al_data import demo_campaign
 from tests.factories import make_campaign, make_member, make_solution, submit_ratings
 
@@ -281,7 +280,7 @@ def test_the_sweep_requeues_dead_runs_and_fails_them_after_the_last_attempt(
     fresh = _new_run(make_campaign(), status="queued")
 
     with django_capture_on_commit_callbacks() as sent:
-        assert active_learning_sweep() == {"requeued": 1, "resent": 1, "failed": 1}
+        assert job_kind_sweep(AL_RUNS) == {"requeued": 1, "resent": 1, "failed": 1}
     assert len(sent) == 2
     for run in (dead, spent, alive, lost, fresh):
         run.refresh_from_db()
@@ -291,7 +290,7 @@ def test_the_sweep_requeues_dead_runs_and_fails_them_after_the_last_attempt(
     assert lost.status == "queued" and lost.heartbeat_at is not None
     assert fresh.status == "queued" and fresh.heartbeat_at is None
     with django_capture_on_commit_callbacks() as sent:
-        assert active_learning_sweep() == {"requeued": 0, "resent": 0, "failed": 0}
+        assert job_kind_sweep(AL_RUNS) == {"requeued": 0, "resent": 0, "failed": 0}
     assert sent == []
 
 
@@ -354,7 +353,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
 
 
 def _workers_in_child(queue) -> None:
-    from learning.active_learning import score_workers
+    from learning.rescoring import score_workers
 
     queue.put(score_workers())
 
@@ -363,7 +362,7 @@ def test_a_daemonic_worker_process_scores_in_process(settings):
     """Celery's prefork children are daemonic and may not fork a pool of their own."""
     import multiprocessing
 
-    from learning.active_learning import score_workers
+    from learning.rescoring import score_workers
 
     settings.STEPWISE_AL_SCORE_WORKERS = 3
     assert score_workers() == 3

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotators.models import CampaignSnapshot
-from annotators.services import snapshot_run
+from annotators.snapshots import snapshot_run
 from tests.factories import make_campaign, make_labelled, make_member, make_solution
 
 pytestmark = pytest.mark.django_db

@@ -208,8 +208,8 @@ def test_a_killed_worker_leaves_its_batches_and_a_resume_adds_only_the_rest(monk
 
 @pytest.mark.django_db
 def test_the_import_path_skips_a_sample_key_it_has_even_with_other_text():
+    from imports.pipeline import import_solutions
     from imports.records import ProblemIn, SolutionIn
-    from imports.service import import_solutions
 
     campaign = _campaign(problems=1)
     problem = ProblemIn(text="Problem 0: what is $1+1$?", ground_truth_answer="2")

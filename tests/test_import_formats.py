@@ -8,7 +8,7 @@ import re
 import pytest
 from django.core.management import call_command
 
-from imports.service import ImportValidationError, import_file
+from imports.pipeline import ImportValidationError, import_file
 from labeling.models import Assignment, Membership, Problem, Solution, StepLabel
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign
@@ -313,14 +313,14 @@ def test_a_large_import_refreshes_the_planner_statistics_of_what_it_wrote(monkey
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from imports import service
+    from imports import pipeline
 
     campaign = make_campaign()
     with CaptureQueriesContext(connection) as small:
         import_file(GSM8K, campaign=campaign, fmt="jsonl", grade=False)
     assert not [q for q in small.captured_queries if q["sql"].startswith("ANALYZE")]
 
-    monkeypatch.setattr(service, "ANALYZE_AFTER_ROWS", 1)  # the fixture stands in for a big file
+    monkeypatch.setattr(pipeline, "ANALYZE_AFTER_ROWS", 1)  # the fixture stands in for a big file
     with CaptureQueriesContext(connection) as large:
         import_file(QWEN, campaign=campaign, fmt="jsonl", grade=False)
     analyzed = [q["sql"] for q in large.captured_queries if q["sql"].startswith("ANALYZE")]

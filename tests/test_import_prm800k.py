@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from bench.synthetic import records
-from imports.service import ImportValidationError, import_file
+from imports.pipeline import ImportValidationError, import_file
 from labeling.models import Assignment, Membership, Problem, Solution, Step, StepLabel
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign

@@ -156,7 +156,7 @@ def test_an_import_whose_worker_died_after_its_commit_is_only_finished():
 
 
 def test_a_finished_import_whose_worker_died_while_grading_is_graded_by_the_next_attempt():
-    from imports.service import import_file
+    from imports.pipeline import import_file
 
     campaign = make_campaign()
     job = _upload(campaign)

@@ -114,11 +114,11 @@ ROUTES: dict[str, Route] = {
     "annotators:dashboard": Route("manage", {"GET": 200}, ("slug",)),
     # The data browser: reviewers and managers browse (annotators never: it shows everyone's
     # labels); only managers act (an empty form: refused, past the permission check).
-    "annotators:browser": Route("review", {"GET": 200}, ("slug",)),
-    "annotators:browser-item": Route("review", {"GET": 200}, ("slug", "solution")),
-    "annotators:browser-action": Route("manage", {"POST": 400}, ("slug",)),
-    "annotators:browser-item-action": Route("manage", {"POST": 400}, ("slug", "solution")),
-    "annotators:browser-job": Route("manage", {"GET": 302}, ("slug", "bulk_job")),
+    "labeling:browser": Route("review", {"GET": 200}, ("slug",)),
+    "labeling:browser-item": Route("review", {"GET": 200}, ("slug", "solution")),
+    "labeling:browser-action": Route("manage", {"POST": 400}, ("slug",)),
+    "labeling:browser-item-action": Route("manage", {"POST": 400}, ("slug", "solution")),
+    "labeling:browser-job": Route("manage", {"GET": 302}, ("slug", "bulk_job")),
     "annotators:snapshot-refresh": Route("review", {"POST": 302}, ("slug",)),
     "annotators:snapshot-status": Route("review", {"GET": 200}, ("slug",)),
     "annotators:agreement": Route("review", {"GET": 200}, ("slug",)),

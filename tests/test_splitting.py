@@ -8,6 +8,7 @@ phase 1 trajectories from the fixtures.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -181,11 +182,14 @@ def test_numbered_mode_cuts_numbers_steps_and_bullets():
     ]
 
 
-def test_paragraphs_mode_is_the_splitter_imports_had_before():
-    from imports.records import split_steps
-
+def test_paragraphs_mode_cuts_at_blank_lines_else_at_lines():
     for text in (QWEN_BOBBI, QWEN_FRACTIONS, "a\nb\nc", "a\n\nb\n  \nc"):
-        assert split_texts(text, "paragraphs") == split_steps(text)
+        text = text.replace("\r\n", "\n").strip()
+        blank = re.compile(r"\n[ \t]*\n")
+        parts = blank.split(text) if blank.search(text) else text.split("\n")
+        assert split_texts(text, "paragraphs") == [p.strip() for p in parts if p.strip()]
+    assert split_texts("a\nb\nc", "paragraphs") == ["a", "b", "c"]
+    assert split_texts("a\n\nb\n  \nc", "paragraphs") == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize("mode", ["(", "a*", "x" * 300, ""])

@@ -137,8 +137,8 @@ class StepLabel(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["assignment", "step"], name="steplabel_unique_step")
         ]
-        # The data browser's "has a negative / flagged step" filters (labeling.filters): small
-        # partial indexes, so a count over the campaign reads the few rows that qualify.
+        # The data browser's "has a negative / flagged step" filters (labeling.curation.filters):
+        # small partial indexes, so a count over the campaign reads the few rows that qualify.
         indexes = [
             models.Index(fields=["assignment"], name="steplabel_negative", condition=Q(rating=-1)),
             models.Index(

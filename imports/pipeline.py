@@ -5,9 +5,10 @@ Two streaming passes over the file, never holding it in memory:
 1. **validate**: parse every line with the format's parser; collect up to ``MAX_ERRORS`` errors,
    each naming file, line, field and problem. Any error: nothing is written.
 2. **write**: parse again (in a thread, ahead of the writer) and write in batches inside one
-   transaction (``writer.Writer``, ``rows.TableRows``: COPY on PostgreSQL). Problems and solutions
-   are deduplicated by their content hashes, submitted labels by a submission key (campaign,
-   labeler, timestamp, solution, ratings), so importing a file twice writes nothing the second time.
+   transaction (``db_writer.DatabaseWriter``, ``rows.TableRows``: COPY on PostgreSQL). Problems and
+   solutions are deduplicated by their content hashes, submitted labels by a submission key
+   (campaign, labeler, timestamp, solution, ratings), so importing a file twice writes nothing the
+   second time.
 
 New solutions are written with their queue slots already counted; older solutions that received
 labels are recounted with ``refresh_queue_state``. Then the new solutions' answers are graded
@@ -28,6 +29,7 @@ from common.readahead import read_ahead
 from labeling.grading import solutions_grade
 from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepLabel
 
+from .db_writer import DatabaseWriter
 from .jsonl import parse_jsonl
 from .prm800k import parse_prm800k, parse_trajectories
 from .processbench import parse_processbench
@@ -35,7 +37,6 @@ from .reading import Parser, batches, validate
 from .records import SolutionIn
 from .result import ImportResult, ImportValidationError, LineError
 from .splitting import SplitError, check_mode
-from .writer import Writer
 
 __all__ = ["FORMATS", "ImportResult", "ImportValidationError", "LineError", "import_file"]
 
@@ -76,7 +77,9 @@ def import_file(
     parse = _parser(path, fmt, options)
     labelers = validate(path, parse, options, progress)
     with transaction.atomic(), _constraints_checked_per_statement():
-        writer = Writer(campaign=campaign, source=fmt, file=path.name, import_job_id=import_job_id)
+        writer = DatabaseWriter(
+            campaign=campaign, source=fmt, file=path.name, import_job_id=import_job_id
+        )
         writer.add_labelers(labelers)
         for items in read_ahead(
             batches(path, parse, options, progress), depth=2, name="import-parse"
@@ -114,7 +117,7 @@ def import_solutions(
     """
     started = time.monotonic()
     with transaction.atomic():
-        writer = Writer(campaign=campaign, source=source, file=source)
+        writer = DatabaseWriter(campaign=campaign, source=source, file=source)
         if solutions:
             writer.write(list(enumerate(solutions, 1)))
         writer.finish()

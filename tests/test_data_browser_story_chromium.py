@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from labeling import curation
+from labeling.curation import actions as curation
 from labeling.models import Assignment, Membership, Solution, SolutionBulkAction, Step, StepLabel
 from tests.factories import (
     make_campaign,
@@ -91,7 +91,7 @@ def world(live_server, page, client, settings, tmp_path, monkeypatch, eager_task
 
 def test_a_manager_finds_curates_requeues_and_exports_a_selection(live_server, page, world):
     campaign, target, twin = world["campaign"], world["target"], world["twin"]
-    page.goto(live_server.url + reverse("annotators:browser", kwargs={"slug": campaign.slug}))
+    page.goto(live_server.url + reverse("labeling:browser", kwargs={"slug": campaign.slug}))
     rows = page.locator("table.browser tbody tr")
     expect(rows).to_have_count(4)
 

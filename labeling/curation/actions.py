@@ -1,10 +1,11 @@
 """Curating a campaign's solutions from the data browser: requeue, archive, restore, make gold
-from the consensus, ground truth.
+(from the consensus, one annotator's ratings, or the gold editor), ground truth.
 
 One solution or many: the bulk functions take a queryset (a selection, or everything a
-``labeling.filters.SolutionFilter`` matches). Many at once run as a ``SolutionBulkAction`` job in
-a Celery worker (``bulk_action_create`` / ``bulk_action_run``), all or nothing: one transaction,
-its progress written from a separate connection (``common.jobs.JobBeat``) while it is open.
+``labeling.curation.filters.SolutionFilter`` matches). Many at once run as a
+``SolutionBulkAction`` job in a Celery worker (``bulk_action_create`` / ``bulk_action_run``),
+all or nothing: one transaction, its progress written from a separate connection
+(``common.jobs.JobBeat``) while it is open.
 
 Queue state follows the queue's rules (``Solution.is_open``): a requeue wants more labels than the
 campaign's overlap (``extra_labels``) and reopens the solution; an archived solution is never open
@@ -19,21 +20,19 @@ import contextlib
 import functools
 import logging
 from collections import Counter
-from dataclasses import dataclass
-from datetime import datetime
 
 from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from common.jobs import JobBeat
-from labeling.filters import SolutionFilter
+from labeling.curation.filters import SolutionFilter
 from labeling.grading import solutions_grade
 from labeling.models import (
     Assignment,
     Campaign,
     Problem,
-    Review,
+    Rating,
     Solution,
     SolutionBulkAction,
     SolutionEvent,
@@ -154,6 +153,43 @@ def problem_ground_truth_set(*, problem: Problem, answer: str, actor=None) -> in
         # Solutions with no answer, or all of them when the truth is gone, are ungraded.
         solutions.update(answer_is_correct=None)
     return solutions_grade(solutions=solutions, regrade=True).graded
+
+
+class CurationError(ValueError):
+    """A curation request that breaks a rule; the text is shown to the person."""
+
+    code = "refused"
+
+
+def solution_gold_set(*, solution: Solution, kind: str, gold: list[int | None]) -> Solution:
+    """Make a solution a quality-control or screening question with these gold step ratings,
+    or a regular one again (gold ratings cleared).
+
+    ``gold`` has one entry per step, -1/0/1 or None (not scored). A gold solution needs at least
+    one gold rating, or it would score nobody.
+    """
+    steps = list(Step.objects.filter(solution=solution).order_by("index"))
+    if kind not in Solution.Kind.values:
+        raise CurationError(f"Unknown kind {kind!r}.")
+    if len(gold) != len(steps):
+        raise CurationError(f"The solution has {len(steps)} steps; {len(gold)} ratings were given.")
+    if any(g not in (None, *Rating.values) for g in gold):
+        raise CurationError("A gold rating is -1, 0, 1 or empty.")
+    if kind == Solution.Kind.REGULAR:
+        gold = [None] * len(steps)
+    elif all(g is None for g in gold):
+        raise CurationError(
+            "A quality-control or screening solution needs at least one gold rating."
+        )
+    with transaction.atomic():
+        for step, rating in zip(steps, gold, strict=True):
+            step.gold_rating = rating
+        Step.objects.bulk_update(steps, ["gold_rating"])
+        Solution.objects.filter(pk=solution.pk).update(kind=kind)
+        # Gold solutions are open to everyone, regular ones up to the overlap: recount.
+        Solution.objects.filter(pk=solution.pk).refresh_queue_state()
+    solution.refresh_from_db()
+    return solution
 
 
 def consensus(ratings: list[int | None]) -> int | None:
@@ -289,43 +325,3 @@ def bulk_action_run(*, job: SolutionBulkAction) -> SolutionBulkAction:
     SolutionBulkAction.objects.filter(pk=job.pk).update(finished_at=timezone.now(), **fields)
     job.refresh_from_db()
     return job
-
-
-# --- History -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    at: datetime
-    what: str  # served, skipped, submitted, expired, reviewed, requeued, archived, ...
-    who: str
-    detail: str = ""
-
-
-def solution_history(*, solution: Solution) -> list[HistoryEntry]:
-    """What happened to a solution, oldest first: the queue's work (served, skipped, submitted,
-    a lease that expired), reviews, and what managers did (``SolutionEvent``)."""
-    entries: list[HistoryEntry] = []
-    assignments = Assignment.objects.filter(solution=solution).select_related("annotator")
-    for a in assignments:
-        who = a.annotator.get_username()
-        entries.append(HistoryEntry(a.leased_at, "served", who))
-        if a.status == Assignment.Status.SKIPPED:
-            entries.append(HistoryEntry(a.submitted_at or a.leased_at, "skipped", who))
-        elif a.status == Assignment.Status.EXPIRED:
-            entries.append(HistoryEntry(a.lease_expires_at or a.leased_at, "lease expired", who))
-        elif a.status == Assignment.Status.SUBMITTED:
-            when = a.submitted_at or a.leased_at
-            entries.append(HistoryEntry(when, "submitted", who, a.finish_reason))
-    reviews = Review.objects.filter(assignment__solution=solution).select_related(
-        "reviewer", "assignment__annotator"
-    )
-    for r in reviews:
-        detail = f"{r.decision} the work of {r.assignment.annotator.get_username()}"
-        entries.append(HistoryEntry(r.created_at, "reviewed", r.reviewer.get_username(), detail))
-    for e in SolutionEvent.objects.filter(solution=solution).select_related("actor"):
-        who = e.actor.get_username() if e.actor else "system"
-        detail = ", ".join(f"{k}: {v}" for k, v in e.detail.items())
-        entries.append(HistoryEntry(e.created_at, e.get_action_display(), who, detail))
-    entries.sort(key=lambda e: e.at)
-    return entries

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from annotators.models import CampaignSnapshot
-from annotators.services import snapshot_run
+from annotators.snapshots import snapshot_run
 from labeling.models import Membership
 from tests.factories import make_campaign, make_labelled, make_member, make_solution, make_user
 from tests.test_security import main_pages

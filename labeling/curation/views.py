@@ -1,14 +1,14 @@
 """The data browser: find any solution of a campaign, see who labelled what, act on many at once.
 
-Managers and reviewers browse; managers act. The filters are ``labeling.filters``' (declared once,
-shared with the API's solution list and exports); they live in the query string, so a view can be
-bookmarked and shared. Bulk actions (requeue, archive, restore, make gold from the consensus) go
-through ``labeling.curation``: a few solutions at once in the request, more as a background job
-the page follows. "Export this selection" hands the same filters to the export page. The item
-page shows every annotator's ratings side by side, gold, reviews, the active PRM's step scores
-(asked through ``labeling.events.step_scores``: the PRM lives in ``learning``, above this app),
-the queue state and the solution's history; managers make it gold or change its ground truth
-from there.
+Managers and reviewers browse; managers act. The filters are ``labeling.curation.filters``'
+(declared once, shared with the API's solution list and exports); they live in the query string,
+so a view can be bookmarked and shared. Bulk actions (requeue, archive, restore, make gold from
+the consensus) go through ``labeling.curation.actions``: a few solutions at once in the request,
+more as a background job the page follows. "Export this selection" hands the same filters to the
+export page. The item page shows every annotator's ratings side by side, gold, reviews, the
+active PRM's step scores (from the scorers ``learning`` registers with ``labeling.scores``: the
+PRM lives above this app), the queue state and the solution's history; managers make it gold
+or change its ground truth from there.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from annotators import services
-from labeling import curation, events, filters
+from labeling.curation import actions, filters, history
 from labeling.models import (
     Assignment,
     Membership,
@@ -41,6 +40,7 @@ from labeling.models import (
     StepLabel,
 )
 from labeling.permissions import MANAGE, REVIEW, campaign_for, campaign_page
+from labeling.scores import step_scores
 
 PAGE_SIZE = 50
 GENERATORS_CACHE_SECONDS = 300
@@ -134,7 +134,7 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
     can_manage = request.user.is_superuser or (membership and membership.role in MANAGE)
     return campaign_page(
         request,
-        "annotators/browser.html",
+        "labeling/browser.html",
         campaign,
         membership,
         {
@@ -227,7 +227,7 @@ def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
     """A bulk action on the ticked solutions or on all that match the filter (managers)."""
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
     form = BulkActionForm(request.POST)
-    back = reverse("annotators:browser", kwargs={"slug": campaign.slug})
+    back = reverse("labeling:browser", kwargs={"slug": campaign.slug})
     if not form.is_valid():
         return HttpResponse("Choose an action and the solutions to apply it to.", status=400)
     query = form.cleaned_data["query"]
@@ -240,7 +240,7 @@ def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
     if action == "export":
         export_url = reverse("exports:list", kwargs={"slug": campaign.slug})
         return redirect(f"{export_url}?{selection.querystring(with_sort=False)}")
-    job = curation.bulk_action_create(
+    job = actions.bulk_action_create(
         campaign=campaign, action=action, solution_filter=selection, created_by=request.user
     )
     if job.status == SolutionBulkAction.Status.DONE:
@@ -258,9 +258,9 @@ def bulk_action_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
     job = get_object_or_404(SolutionBulkAction, campaign=campaign, pk=pk)
     if not request.htmx:
-        return redirect(reverse("annotators:browser", kwargs={"slug": campaign.slug}))
+        return redirect(reverse("labeling:browser", kwargs={"slug": campaign.slug}))
     return campaign_page(
-        request, "annotators/browser.html#bulk-job", campaign, membership, {"job": job}
+        request, "labeling/browser.html#bulk-job", campaign, membership, {"job": job}
     )
 
 
@@ -278,7 +278,7 @@ class AnnotatorColumn:
 class StepRow:
     step: Step
     labels: list[StepLabel | None]  # one per AnnotatorColumn
-    prm: float | None
+    scores: list[float | None]  # one per scorer (``labeling.scores``), in the page's order
     consensus: int | None
 
 
@@ -309,7 +309,7 @@ def _item_context(campaign, solution: Solution) -> dict:
         for label in StepLabel.objects.filter(assignment__in=submitted)
     }
     steps = list(Step.objects.filter(solution=solution).order_by("index"))
-    scores = events.step_scores(campaign_id=campaign.pk, solution_id=solution.pk)
+    scores = step_scores(campaign_id=campaign.pk, solution_id=solution.pk)
     rows = []
     for step in steps:
         cells = [labels.get((c.assignment.pk, step.pk)) for c in columns]
@@ -317,8 +317,8 @@ def _item_context(campaign, solution: Solution) -> dict:
             StepRow(
                 step=step,
                 labels=cells,
-                prm=scores[step.index] if scores and step.index < len(scores) else None,
-                consensus=curation.consensus([c.rating if c else None for c in cells]),
+                scores=[s[step.index] if step.index < len(s) else None for s in scores.values()],
+                consensus=actions.consensus([c.rating if c else None for c in cells]),
             )
         )
     leases = list(
@@ -332,11 +332,11 @@ def _item_context(campaign, solution: Solution) -> dict:
         "solution": solution,
         "columns": columns,
         "rows": rows,
-        "has_prm": scores is not None,
+        "scorers": list(scores),
         "leases": leases,
         "state": state_of(solution, bool(leases)),
         "wanted": campaign.overlap + solution.extra_labels,
-        "history": curation.solution_history(solution=solution),
+        "history": history.solution_history(solution=solution),
         "has_gold": any(s.gold_rating is not None for s in steps),
     }
 
@@ -358,7 +358,7 @@ def solution_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     context["truth_form"] = GroundTruthForm(
         initial={"ground_truth_answer": solution.problem.ground_truth_answer}
     )
-    return campaign_page(request, "annotators/browser_item.html", campaign, membership, context)
+    return campaign_page(request, "labeling/browser_item.html", campaign, membership, context)
 
 
 ITEM_ACTIONS = {"requeue", "archive", "restore", "gold", "ground_truth"}
@@ -373,7 +373,7 @@ def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpRespon
         Solution.objects.select_related("problem"), campaign=campaign, pk=pk
     )
     action = request.POST.get("action", "")
-    item_url = reverse("annotators:browser-item", kwargs={"slug": campaign.slug, "pk": pk})
+    item_url = reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": pk})
     if back := request.POST.get("back", ""):
         # The browser's filters, so "Back to the browser" still returns to the same view.
         query = QueryDict(mutable=True)
@@ -383,19 +383,19 @@ def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpRespon
         return HttpResponse("Unknown action.", status=400)
     one = Solution.objects.filter(pk=solution.pk)
     if action == "requeue":
-        n = curation.solutions_requeue(campaign=campaign, solutions=one, actor=request.user)
+        n = actions.solutions_requeue(campaign=campaign, solutions=one, actor=request.user)
         _say(request, n, "Requeued for one more label.", "An archived solution: restore it first.")
     elif action == "archive":
-        n = curation.solutions_archive(campaign=campaign, solutions=one, actor=request.user)
+        n = actions.solutions_archive(campaign=campaign, solutions=one, actor=request.user)
         _say(request, n, "Archived: it left the queue; its labels are kept.", "Already archived.")
     elif action == "restore":
-        n = curation.solutions_restore(campaign=campaign, solutions=one, actor=request.user)
+        n = actions.solutions_restore(campaign=campaign, solutions=one, actor=request.user)
         _say(request, n, "Restored.", "It was not archived.")
     elif action == "ground_truth":
         form = GroundTruthForm(request.POST)
         if not form.is_valid():
             return HttpResponse("A ground-truth answer is at most 2,000 characters.", status=400)
-        graded = curation.problem_ground_truth_set(
+        graded = actions.problem_ground_truth_set(
             problem=solution.problem,
             answer=form.cleaned_data["ground_truth_answer"],
             actor=request.user,
@@ -407,11 +407,11 @@ def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpRespon
             return HttpResponse("Choose the kind and whose ratings to use.", status=400)
         try:
             gold = _gold_from(solution, form.cleaned_data["source"])
-            services.solution_gold_set(solution=solution, kind=form.cleaned_data["kind"], gold=gold)
-        except services.ManageError as error:
+            actions.solution_gold_set(solution=solution, kind=form.cleaned_data["kind"], gold=gold)
+        except actions.CurationError as error:
             messages.error(request, str(error))
         else:
-            curation.solution_event_add(
+            actions.solution_event_add(
                 solution=solution,
                 action=SolutionEvent.Action.MADE_GOLD,
                 actor=request.user,
@@ -440,9 +440,9 @@ def _gold_from(solution: Solution, source: str) -> list[int | None]:
             "step_id", "rating"
         ):
             by_step.setdefault(step_id, []).append(rating)
-        return [curation.consensus(by_step.get(step_id, [])) for step_id, _ in steps]
+        return [actions.consensus(by_step.get(step_id, [])) for step_id, _ in steps]
     if not source.isdigit() or not submitted.filter(pk=int(source)).exists():
-        raise services.ManageError("Choose a submitted assignment of this solution.")
+        raise actions.CurationError("Choose a submitted assignment of this solution.")
     ratings = dict(
         StepLabel.objects.filter(assignment_id=int(source)).values_list("step_id", "rating")
     )

@@ -1,5 +1,5 @@
-"""The data browser's pages (annotators/browser.py), the filtered API solution list, and exports
-of a selection from the page and the API."""
+"""The data browser's pages (labeling/curation/views.py), the filtered API solution list, and
+exports of a selection from the page and the API."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from exports.models import Export
 from exports.services import export_run
-from labeling import events
 from labeling.models import Membership, Solution, SolutionBulkAction, Step
+from labeling.scores import step_scorer_register, step_scorer_unregister
 from tests.factories import (
     api_client_for,
     make_campaign,
@@ -67,7 +67,7 @@ def data(campaign):
 
 
 def _browse(client, campaign, query=""):
-    return client.get(reverse("annotators:browser", kwargs={"slug": campaign.slug}) + query)
+    return client.get(reverse("labeling:browser", kwargs={"slug": campaign.slug}) + query)
 
 
 def test_the_browser_searches_and_filters_from_the_query_string(client, campaign, manager, data):
@@ -101,17 +101,17 @@ def test_reviewers_browse_but_get_no_actions(client, campaign, data):
 def test_the_item_page_shows_every_annotators_ratings_side_by_side(client, campaign, manager, data):
     client.force_login(manager)
 
-    def scores(sender=None, **payload):
+    def scores(**payload):
         return [0.9, 0.2, 0.5] if payload["solution_id"] == data["target"].pk else None
 
-    events.step_scores_wanted.connect(scores, dispatch_uid="test-scores")
+    step_scorer_register("Test PRM", scores)
     try:
         url = reverse(
-            "annotators:browser-item", kwargs={"slug": campaign.slug, "pk": data["target"].pk}
+            "labeling:browser-item", kwargs={"slug": campaign.slug, "pk": data["target"].pk}
         )
         response = client.get(url)
     finally:
-        events.step_scores_wanted.disconnect(dispatch_uid="test-scores")
+        step_scorer_unregister("Test PRM")
     assert response.status_code == 200
     page = response.content.decode()
     header = page[page.index("<thead>") : page.index("</thead>")]
@@ -128,16 +128,14 @@ def test_the_item_page_shows_every_annotators_ratings_side_by_side(client, campa
 def test_annotators_never_see_the_browser_or_others_labels(client, campaign, data):
     client.force_login(data["alice"])
     assert _browse(client, campaign).status_code == 403
-    url = reverse(
-        "annotators:browser-item", kwargs={"slug": campaign.slug, "pk": data["target"].pk}
-    )
+    url = reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": data["target"].pk})
     assert client.get(url).status_code == 403
 
 
 def test_make_gold_from_one_annotators_ratings_or_the_consensus(client, campaign, manager, data):
     client.force_login(manager)
     target = data["target"]
-    url = reverse("annotators:browser-item-action", kwargs={"slug": campaign.slug, "pk": target.pk})
+    url = reverse("labeling:browser-item-action", kwargs={"slug": campaign.slug, "pk": target.pk})
     bob_assignment = target.assignments.get(annotator=data["bob"])
     response = client.post(url, {"action": "gold", "kind": "qc", "source": str(bob_assignment.pk)})
     assert response.status_code == 302
@@ -158,7 +156,7 @@ def test_make_gold_from_one_annotators_ratings_or_the_consensus(client, campaign
 def test_item_actions_archive_restore_requeue_and_ground_truth(client, campaign, manager, data):
     client.force_login(manager)
     other = data["other"]
-    url = reverse("annotators:browser-item-action", kwargs={"slug": campaign.slug, "pk": other.pk})
+    url = reverse("labeling:browser-item-action", kwargs={"slug": campaign.slug, "pk": other.pk})
     client.post(url, {"action": "archive"})
     other.refresh_from_db()
     assert (other.archived, other.is_open) == (True, False)
@@ -171,7 +169,7 @@ def test_item_actions_archive_restore_requeue_and_ground_truth(client, campaign,
     assert (other.problem.ground_truth_answer, other.answer_is_correct) == ("3", True)
     assert client.post(url, {"action": "explode"}).status_code == 400
     history = client.get(
-        reverse("annotators:browser-item", kwargs={"slug": campaign.slug, "pk": other.pk})
+        reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": other.pk})
     ).content.decode()
     for what in ("archived", "restored", "requeued", "ground truth edited"):
         assert what in history
@@ -179,7 +177,7 @@ def test_item_actions_archive_restore_requeue_and_ground_truth(client, campaign,
 
 def test_bulk_requeue_of_all_matching_and_of_ticked_solutions(client, campaign, manager, data):
     client.force_login(manager)
-    url = reverse("annotators:browser-action", kwargs={"slug": campaign.slug})
+    url = reverse("labeling:browser-action", kwargs={"slug": campaign.slug})
     response = client.post(url, {"action": "requeue", "scope": "all", "query": "answer=wrong"})
     job = SolutionBulkAction.objects.get()
     assert response.status_code == 302 and f"job={job.pk}" in response["Location"]
@@ -195,7 +193,7 @@ def test_bulk_requeue_of_all_matching_and_of_ticked_solutions(client, campaign, 
 def test_the_bulk_job_is_followed_by_polling(client, campaign, manager):
     client.force_login(manager)
     job = SolutionBulkAction.objects.create(campaign=campaign, action="requeue", total=10)
-    url = reverse("annotators:browser-job", kwargs={"slug": campaign.slug, "pk": job.pk})
+    url = reverse("labeling:browser-job", kwargs={"slug": campaign.slug, "pk": job.pk})
     response = client.get(url, headers={"HX-Request": "true"})
     assert response.status_code == 200
     assert 'hx-trigger="every 1s"' in response.content.decode()
@@ -203,7 +201,7 @@ def test_the_bulk_job_is_followed_by_polling(client, campaign, manager):
 
 def test_export_exactly_the_selection_from_the_page(client, campaign, manager, data):
     client.force_login(manager)
-    url = reverse("annotators:browser-action", kwargs={"slug": campaign.slug})
+    url = reverse("labeling:browser-action", kwargs={"slug": campaign.slug})
     response = client.post(url, {"action": "export", "scope": "all", "query": "answer=wrong"})
     assert response.status_code == 302
     export_page = client.get(response["Location"])

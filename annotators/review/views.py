@@ -10,13 +10,16 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotators import selectors, services
+from annotators import snapshots
 from annotators.forms import (
     AdjudicationFilterForm,
     AdjudicationForm,
     ReviewFilterForm,
     ReviewForm,
 )
+from annotators.review import selectors, services
+from annotators.selectors import low_qc_annotators
+from annotators.services import ManageError
 from annotators.views import imported_switch
 from common.pages import page_number, posted
 from labeling import selectors as labeling_selectors
@@ -47,8 +50,8 @@ def review_list(request: HttpRequest, slug: str) -> HttpResponse:
     snapshot = None
     annotator_ids = None
     if data.get("low_qc"):
-        snapshot = services.snapshot_current(campaign=campaign)
-        annotator_ids = selectors.low_qc_annotators(campaign=campaign, snapshot=snapshot)
+        snapshot = snapshots.snapshot_current(campaign=campaign)
+        annotator_ids = low_qc_annotators(campaign=campaign, snapshot=snapshot)
     page = page_number(request)
     rows, has_next = selectors.review_queue(
         campaign=campaign,
@@ -107,7 +110,7 @@ def review_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
                 comment=form.cleaned_data["comment"],
                 corrections=form.corrections(),
             )
-        except services.ManageError as error:
+        except ManageError as error:
             form.add_error(None, str(error))
         else:
             messages.success(request, f"Review of assignment {pk} saved.")
@@ -175,7 +178,7 @@ def adjudication_detail(request: HttpRequest, slug: str, pk: int) -> HttpRespons
                 rating=form.cleaned_data["rating"],
                 note=form.cleaned_data["note"],
             )
-        except services.ManageError as error:
+        except ManageError as error:
             form.add_error(None, str(error))
         else:
             messages.success(request, f"Step {detail.step.index + 1} decided.")

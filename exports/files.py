@@ -14,7 +14,7 @@ from exports.formats.registry import format_options, get_format
 from exports.manifest import Tally, manifest_write
 from exports.policy import LabelPolicy
 from exports.reader import Progress, StreamStats, iter_solutions
-from labeling.filters import SolutionFilter
+from labeling.curation.filters import SolutionFilter
 from labeling.models import Campaign
 
 

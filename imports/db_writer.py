@@ -38,7 +38,7 @@ class _Known:
     unique_id: bool
 
 
-class Writer:
+class DatabaseWriter:
     """Writes parsed solutions batch by batch, remembering what exists (by content hash)."""
 
     def __init__(

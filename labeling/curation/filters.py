@@ -3,7 +3,7 @@
 :data:`FILTERS` says what a manager may filter by; :class:`SolutionFilter` parses them from a
 query string (or the dict an export or a bulk job stored), applies them to a ``Solution``
 queryset, and writes them back as query parameters, so a view can be bookmarked and shared. The
-browser page (``annotators.browser``), the API's solution list (``labeling.api.SolutionList``,
+browser page (``labeling.curation.views``), the API's solution list (``labeling.api.SolutionList``,
 whose OpenAPI parameters are built from :data:`FILTERS`), bulk actions (``labeling.curation``)
 and exports of a selection (``exports.reader``) all go through it.
 
@@ -129,9 +129,6 @@ FILTERS: tuple[FilterSpec, ...] = (
         many=True,
     ),
     FilterSpec("id", "Solutions", "These solution ids (a selection).", "int", many=True),
-    # The solution list's first parameters, kept for its clients.
-    FilterSpec("is_open", "Open", "Still wanted by the queue.", "bool"),
-    FilterSpec("answer_is_correct", "Answer correct", "Graded final answer (true/false).", "bool"),
 )
 FILTERS_BY_NAME = {f.name: f for f in FILTERS}
 
@@ -302,9 +299,6 @@ class SolutionFilter:
             solutions = solutions.filter(_reviews_q(v["review"]))
         if "id" in v:
             solutions = solutions.filter(pk__in=v["id"])
-        for name in ("is_open", "answer_is_correct"):
-            if name in v:
-                solutions = solutions.filter(**{name: v[name]})
         return solutions
 
     def ordered(self, solutions: QuerySet) -> QuerySet:

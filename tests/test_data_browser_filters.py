@@ -1,5 +1,5 @@
-"""The data browser's filter spec (labeling/filters.py) and curation services
-(labeling/curation.py): each filter on a Solution queryset, sorts and keyset pages, and what
+"""The data browser's filter spec (labeling/curation/filters.py) and curation services
+(labeling/curation/actions.py): each filter on a Solution queryset, sorts and keyset pages, and what
 requeue, archive and restore do to the queue."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 from django.http import QueryDict
 from django.utils import timezone
 
-from labeling import curation
-from labeling.filters import FilterError, SolutionFilter, solutions_page
+from labeling.curation import actions as curation
+from labeling.curation.filters import FilterError, SolutionFilter, solutions_page
+from labeling.curation.history import solution_history
 from labeling.models import Assignment, Membership, Solution, SolutionBulkAction, SolutionEvent
 from labeling.queue import assignment_next
 from tests.factories import (
@@ -247,7 +248,7 @@ def test_a_new_ground_truth_grades_the_problems_solutions_again(campaign):
     four.refresh_from_db()
     five.refresh_from_db()
     assert (graded, four.answer_is_correct, five.answer_is_correct) == (2, True, False)
-    history = curation.solution_history(solution=four)
+    history = solution_history(solution=four)
     assert [e.what for e in history] == ["ground truth edited"]
 
 
