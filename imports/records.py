@@ -204,6 +204,16 @@ def as_steps(value: Any, path: str) -> list[str]:
     return steps
 
 
+def shown_steps(steps: list[str]) -> tuple[list[str], list[str] | None]:
+    """Steps given as a list, as annotators see them, and as the source wrote them (None when
+    the same): GSM8K's calculator notes (``<<60-20=40>>``) are the model's, not the reader's, in
+    every format that may carry them, as when the splitter cuts a text."""
+    from .splitting import strip_annotations
+
+    shown = [strip_annotations(s).strip() or s for s in steps]
+    return shown, (steps if shown != steps else None)
+
+
 def as_labeler(value: Any, path: str) -> str:
     labeler = as_str(value, path, nonempty=True)
     if len(labeler) > USERNAME_MAX:

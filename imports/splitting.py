@@ -53,6 +53,9 @@ _BULLET = re.compile(r"^\s*[-*+•]\s+")
 _ANSWER_HEADING = re.compile(r"^#\s*Answer\s*$")
 _THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\\$])")
+_ONLY_INLINE_MATH = re.compile(r"\$[^$]+\$[.,;:]?")
+_ASY_OPEN = re.compile(r"\[asy\]")
+_BEGIN = re.compile(r"\\begin\{([a-zA-Z*]+)\}")
 _INLINE_MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$|\\\(.+?\\\)|\\\[.+?\\\]", re.DOTALL)
 
 
@@ -129,7 +132,7 @@ def _auto_plain(text: str) -> list[str]:
         return []
     blocks = _blocks(text.split("\n"))
     units: list[str] = []
-    if any(kind == "blank" for kind, _ in blocks):
+    if _separates_steps(blocks):
         paragraph: list[tuple[str, str]] = []
         for kind, chunk in [*blocks, ("blank", "")]:
             if kind != "blank":
@@ -146,12 +149,45 @@ def _auto_plain(text: str) -> list[str]:
         else:
             pieces: list[list[str]] = []
             for kind, chunk in blocks:
-                if kind == "math" and pieces and not _only_display("\n".join(pieces[-1])):
+                if kind == "blank":
+                    continue
+                if pieces and _continues(kind, chunk, pieces[-1]):
                     pieces[-1].append(chunk)
                 else:
                     pieces.append([chunk])
             units = ["\n".join(piece) for piece in pieces]
     return _long_cut(_attach(units))
+
+
+def _continues(kind: str, chunk: str, piece: list[str]) -> bool:
+    """Whether a line (or block) of a one-step-a-line text belongs to the step before it: a
+    formula, code or a figure after prose; a formula alone on its line after a sentence that
+    has not ended (``... we get:``); the items of a list a line ending with a colon introduced."""
+    last = piece[-1].rstrip()
+    if kind in ("math", "code"):
+        return not _only_display("\n".join(piece))
+    # "... is", "... we get:": a sentence that has not ended (one that ends in a formula has)
+    unfinished = last.endswith(":") or last[-1:].isalpha()
+    if unfinished and _ONLY_INLINE_MATH.fullmatch(chunk.strip()):
+        return True
+    opened_list = any(ln.rstrip().endswith(":") for ln in piece[:1]) and all(
+        _NUMBERED.match(ln) or _BULLET.match(ln) for ln in piece[1:]
+    )
+    return opened_list and bool(_NUMBERED.match(chunk) or _BULLET.match(chunk))
+
+
+def _separates_steps(blocks: list[tuple[str, str]]) -> bool:
+    """Whether blank lines separate the steps. The blank lines around PRM800K's ``# Answer``
+    heading do not: its generator wrote one step per line ("newline delimited") and set the
+    answer off with blank lines, so a text whose only blank lines are there is one step a line."""
+    for i, (kind, _) in enumerate(blocks):
+        if kind != "blank":
+            continue
+        before = next((c for k, c in reversed(blocks[:i]) if k != "blank"), "")
+        after = next((c for k, c in blocks[i + 1 :] if k != "blank"), "")
+        if not (_ANSWER_HEADING.match(before.strip()) or _ANSWER_HEADING.match(after.strip())):
+            return True
+    return False
 
 
 def _blocks(lines: list[str]) -> list[tuple[str, str]]:
@@ -171,6 +207,13 @@ def _blocks(lines: list[str]) -> list[tuple[str, str]]:
             out.append(("code", "\n".join(lines[i : j + 1])))
             i = j + 1
             continue
+        if _ASY_OPEN.search(line) and "[/asy]" not in line:
+            # an Asymptote figure, whole (one never closed is text like any other)
+            j = next((k for k in range(i + 1, len(lines)) if "[/asy]" in lines[k]), None)
+            if j is not None:
+                out.append(("code", "\n".join(lines[i : j + 1])))
+                i = j + 1
+                continue
         if m := _DISPLAY_OPEN.match(line):
             closer = {"\\[": "\\]", "$$": "$$"}.get(m.group(1), f"\\end{{{m.group(2)}}}")
             rest = line[m.end() :]
@@ -181,9 +224,24 @@ def _blocks(lines: list[str]) -> list[tuple[str, str]]:
             out.append(("math", "\n".join(lines[i : j + 1])))
             i = j + 1
             continue
-        out.append(("line", line))
-        i += 1
+        # A line that leaves an environment open (``\\begin{env}`` not closed on it) goes on to
+        # the line that closes it: the writer wrapped the formula, not the step.
+        j = i
+        while (
+            j + 1 < len(lines) and lines[j + 1].strip() and _open_math("\n".join(lines[i : j + 1]))
+        ):
+            j += 1
+        out.append(("line", "\n".join(lines[i : j + 1])))
+        i = j + 1
     return out
+
+
+def _open_math(text: str) -> bool:
+    # (An odd count of ``$`` is no sign: GSM8K's solutions write money with it.)
+    return any(
+        text.count(f"\\begin{{{env}}}") > text.count(f"\\end{{{env}}}")
+        for env in _BEGIN.findall(text)
+    )
 
 
 def _paragraph_units(paragraph: list[tuple[str, str]]) -> list[str]:

@@ -200,6 +200,20 @@ def test_jsonl_takes_steps_as_given_or_split_from_text(tmp_path):
     ]
 
 
+def test_calculator_notes_are_hidden_in_steps_given_as_a_list_and_kept_raw(tmp_path):
+    record = {
+        "problem": "Tom has 60 apples and gives away 20. How many are left?",
+        "ground_truth_answer": "40",
+        "solutions": [{"steps": ["60-20=<<60-20=40>>40 apples are left.", "#### 40"]}],
+    }
+    import_file(write(tmp_path, record), campaign=make_campaign(), fmt="jsonl")
+    steps = list(Solution.objects.get().steps.values_list("text", "raw_text"))
+    assert steps == [
+        ("60-20=40 apples are left.", "60-20=<<60-20=40>>40 apples are left."),
+        ("#### 40", ""),
+    ]
+
+
 def test_jsonl_gold_ratings_make_quality_control_solutions(tmp_path):
     record = {
         "problem": "What is $2+2$?",

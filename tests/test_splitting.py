@@ -158,6 +158,75 @@ def test_prm800k_steps_come_back_from_their_joined_text():
     assert same / total >= 0.9
 
 
+def test_prm800k_steps_come_back_from_text_joined_by_single_newlines():
+    """PRM800K's generator wrote one step per line ("newline delimited") and set the final
+    ``# Answer`` off with blank lines: those blank lines do not make the rest one paragraph."""
+    path = FIXTURES / "prm800k_phase1_trajectories" / "phase1_train.trajectories.sample.jsonl"
+    same = total = 0
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        steps = []
+        for step in record["label"]["steps"]:
+            chosen = step.get("chosen_completion")
+            if chosen is not None:
+                steps.append(step["completions"][chosen]["text"].strip())
+        total += 1
+        same += split_texts("\n".join(steps)) == steps
+    assert total >= 5
+    assert same / total >= 0.9
+
+
+def test_newline_delimited_steps_with_an_answer_section_are_one_step_a_line():
+    text = "We add 2 and 3.\nThat gives 5.\nSo the answer is 5.\n\n# Answer\n\n5"
+    assert split_texts(text) == [
+        "We add 2 and 3.",
+        "That gives 5.",
+        "So the answer is 5.",
+        "# Answer\n\n5",
+    ]
+    # a blank line elsewhere still means the steps are paragraphs
+    assert split_texts("One.\nStill one.\n\nTwo.") == ["One.\nStill one.", "Two."]
+
+
+def test_one_step_a_line_keeps_formulas_figures_and_lists_with_their_line():
+    text = "\n".join(
+        [
+            "The sum of the terms is",
+            "$222a + 222b + 222c = 222(a + b + c)$",
+            "So we get the system \\begin{align*}",
+            "x + y &= 2,\\\\",
+            "x - y &= 0.",
+            "\\end{align*}",
+            "Let's draw it.",
+            "[asy]",
+            "draw((0,0)--(1,1));",
+            "[/asy]",
+            "So we have two cases:",
+            "1. $x > 0$.",
+            "2. $x < 0$.",
+            "Either way $x^2 > 0$.",
+        ]
+    )
+    assert split_texts(text) == [
+        "The sum of the terms is\n$222a + 222b + 222c = 222(a + b + c)$",
+        "So we get the system \\begin{align*}\nx + y &= 2,\\\\\nx - y &= 0.\n\\end{align*}",
+        "Let's draw it.\n[asy]\ndraw((0,0)--(1,1));\n[/asy]",
+        "So we have two cases:\n1. $x > 0$.\n2. $x < 0$.",
+        "Either way $x^2 > 0$.",
+    ]
+    # a sentence that has ended keeps the next formula line to itself; money is not math
+    assert split_texts("It is $5$.\n$x = 5$") == ["It is $5$.", "$x = 5$"]
+    assert split_texts("She pays $5 for one.\nShe pays $10 for two.") == [
+        "She pays $5 for one.",
+        "She pays $10 for two.",
+    ]
+    # a figure never closed is text like any other
+    assert split_texts("Draw it.\n[asy]\ndraw(A);\n\nNext.") == [
+        "Draw it.\n[asy]\ndraw(A);",
+        "Next.",
+    ]
+
+
 @pytest.mark.parametrize(
     ("mode", "expected"),
     [
