@@ -6,6 +6,7 @@ from django import forms
 from django.conf import settings
 
 from imports.models import GenerationJob
+from imports.pipeline import FORMATS
 from imports.services import upload_limit_bytes, upload_too_large_message
 from imports.splitting import DEFAULT_SPLIT, MAX_PATTERN_CHARS, SplitError, check_mode
 from labeling.models import Solution
@@ -21,10 +22,7 @@ class UploadForm(forms.Form):
         "match is refused with the format it looks like.",
         choices=[
             ("auto", "guess from the first record"),
-            ("jsonl", "jsonl: problems with solutions (generic, GSM8K, Qwen2.5-Math)"),
-            ("prm800k", "prm800k: PRM800K label lines (phase 1 or 2)"),
-            ("prm800k-trajectories", "prm800k-trajectories: PRM800K phase 1 trajectories"),
-            ("processbench", "processbench: ProcessBench records"),
+            *((name, f"{name}: {f.description}") for name, f in FORMATS.items()),
         ],
     )
     as_gold = forms.ChoiceField(

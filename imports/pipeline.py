@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,30 @@ from .records import SolutionIn
 from .result import ImportResult, ImportValidationError, LineError
 from .splitting import SplitError, check_mode
 
-__all__ = ["FORMATS", "ImportResult", "ImportValidationError", "LineError", "import_file"]
+__all__ = [
+    "FORMATS",
+    "ImportFormat",
+    "ImportResult",
+    "ImportValidationError",
+    "LineError",
+    "import_file",
+]
 
-FORMATS: dict[str, Parser] = {
-    "prm800k": parse_prm800k,
-    "prm800k-trajectories": parse_trajectories,
-    "processbench": parse_processbench,
-    "jsonl": parse_jsonl,
+
+@dataclass(frozen=True)
+class ImportFormat:
+    """One import format: its parser, and what it is in words (the upload form, the command)."""
+
+    parse: Parser
+    description: str
+
+
+# Every format, declared once (docs/contributing.md: how to add one).
+FORMATS: dict[str, ImportFormat] = {
+    "jsonl": ImportFormat(parse_jsonl, "problems with solutions (generic, GSM8K, Qwen2.5-Math)"),
+    "prm800k": ImportFormat(parse_prm800k, "PRM800K label lines (phase 1 or 2)"),
+    "prm800k-trajectories": ImportFormat(parse_trajectories, "PRM800K phase 1 trajectories"),
+    "processbench": ImportFormat(parse_processbench, "ProcessBench records"),
 }
 OPTIONS = {"as_gold", "generator", "labeler", "split"}
 
@@ -188,4 +206,4 @@ def _parser(path: Path, fmt: str, options: dict) -> Parser:
         problems.append("no such file")
     if problems:
         raise ImportValidationError([LineError(path.name, None, "", p) for p in problems])
-    return FORMATS[fmt]
+    return FORMATS[fmt].parse

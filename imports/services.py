@@ -384,7 +384,7 @@ def import_preview(
         if not raw.strip():
             continue
         try:
-            parsed = parse_line(raw, FORMATS[fmt], options)
+            parsed = parse_line(raw, FORMATS[fmt].parse, options)
         except FieldError as e:
             errors.append({"line": number, "field": e.field, "message": e.message})
             continue
