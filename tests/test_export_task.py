@@ -7,10 +7,10 @@ import json
 import time
 
 import pytest
+from exports.tasks import export_run_task
 
 from exports.models import Export
 from exports.services import export_create
-from exports.tasks import export_run_task
 from tests.factories import make_campaign, make_labelled, make_solution
 
 WORKER_DEADLINE_S = 120  # a failure bound, not a performance assertion
