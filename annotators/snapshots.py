@@ -89,7 +89,7 @@ def snapshot_followed(snapshot: CampaignSnapshot) -> CampaignSnapshot:
 def snapshot_run(*, snapshot: CampaignSnapshot) -> CampaignSnapshot:
     """Compute and store a snapshot's figures in this process, as its Celery task does
     (``common.jobs.job_run``: one attempt at a time, a heartbeat while it computes)."""
-    return job_run(SNAPSHOT_JOBS, snapshot.pk) or snapshot
+    return job_run(SNAPSHOT_JOBS, snapshot) or snapshot
 
 
 def _snapshot_work(snapshot: CampaignSnapshot, attempt: JobAttempt) -> None:

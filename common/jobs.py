@@ -359,18 +359,25 @@ class JobAttempt:
         return JobBeat(self._tick, every=every, name=f"{self.kind.name}-{self.pk}-heartbeat")
 
 
-def job_run(kind: JobKind, pk: int, **options: Any) -> models.Model | None:
-    """Run one job of ``kind`` in this process: the body of its Celery task.
+def job_run(kind: JobKind, job: models.Model | int, **options: Any) -> models.Model | None:
+    """Run one job of ``kind`` (a row, or its id) in this process: the body of its Celery task.
 
     Claims it (a job that is finished, taken by a live worker or out of attempts is returned as
     it is: a repeated message does nothing), then calls the kind's work with the attempt and
     ``options`` while a thread beats the heartbeat. An exception from the work fails the job with
     the exception as its reason, and is raised again (so the task says it failed); an attempt
-    that lost the job to another (``JobSuperseded``) just stops. Returns the job as it now is, or
-    None when there is no such job (a message for a deleted one).
+    that lost the job to another (``JobSuperseded``) just stops. Returns the job as it now is
+    (the row given, refreshed), or None when there is no such job (a message for a deleted one).
     """
+    pk = job if isinstance(job, int) else job.pk
     number = job_claim(kind, pk, **kind.claim_fields)
-    job = kind.model.objects.select_related(*kind.related).filter(pk=pk).first()
+    if isinstance(job, int):
+        job = kind.model.objects.select_related(*kind.related).filter(pk=pk).first()
+    else:
+        try:
+            job.refresh_from_db()
+        except kind.model.DoesNotExist:
+            job = None
     if job is None or number is None:
         return job
     attempt = JobAttempt(kind, pk, number)

@@ -58,7 +58,7 @@ def export_run(*, export: Export) -> Export:
     A repeated message, or one for a finished export, leaves it alone; a failure is recorded on
     the row, then raised.
     """
-    return job_run(EXPORT_JOBS, export.pk) or export
+    return job_run(EXPORT_JOBS, export) or export
 
 
 def _export_work(export: Export, attempt: JobAttempt) -> None:

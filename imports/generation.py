@@ -251,7 +251,7 @@ def generation_job_run(
     """Run a generation job in this process (the command; its Celery task does the same through
     ``common.jobs.job_run``). A job that is finished, or taken by a live worker, is returned as
     it is."""
-    return job_run(GENERATION_JOBS, job.pk, client=client, sleep=sleep) or job
+    return job_run(GENERATION_JOBS, job, client=client, sleep=sleep) or job
 
 
 def _generation_work(

@@ -149,7 +149,7 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
 
     A job that is finished, or taken by a live worker, is returned as it is.
     """
-    return job_run(IMPORT_JOBS, job.pk) or job
+    return job_run(IMPORT_JOBS, job) or job
 
 
 def _import_work(job: ImportJob, attempt: JobAttempt) -> None:

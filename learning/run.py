@@ -43,7 +43,7 @@ def active_learning_run(*, run: ActiveLearningRun) -> ActiveLearningRun:
     duplicate message), is returned as it is. A failure is recorded on the run (which frees the
     lock), then raised.
     """
-    return job_run(AL_RUNS, run.pk) or run
+    return job_run(AL_RUNS, run) or run
 
 
 class _Stages:

@@ -287,7 +287,7 @@ def bulk_action_run(*, job: SolutionBulkAction) -> SolutionBulkAction:
     A job that is finished, or taken by a live worker, is returned as it is; a failure changes
     nothing, is recorded on the job, then raised.
     """
-    return job_run(BULK_ACTIONS, job.pk) or job
+    return job_run(BULK_ACTIONS, job) or job
 
 
 def _bulk_action_work(job: SolutionBulkAction, attempt: JobAttempt) -> None:

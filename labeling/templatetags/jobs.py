@@ -1,5 +1,11 @@
 """Jobs on pages: ``{% job_status job %}``, the one status partial of every kind of job, and
-``{{ job|job_word }}``, a job's state in the words every page uses (``common.jobs``)."""
+``{{ job|job_word }}``, a job's state in the words every page uses (``common.jobs``).
+
+The partial (``labeling/_job.html``) wraps the kind's own part (``JobPage.template``); that part
+says the job's state with ``{% include "labeling/_job_state.html" %}``: its word, what it is doing
+(``with detail=...``), its attempt, its progress while it runs and its reason when it failed
+(``with error=""`` leaves the reason to the kind, as an import's list of errors does).
+"""
 
 from __future__ import annotations
 
