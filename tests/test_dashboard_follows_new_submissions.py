@@ -95,7 +95,8 @@ def test_an_open_page_polls_its_figures_and_asks_for_fresh_ones_once_stale(
     snapshot = figures(campaign, read_at=timezone.now() - timedelta(seconds=10))
     body = dashboard(client, campaign).content.decode()
     status = reverse(
-        "labeling:job-status", kwargs={"slug": campaign.slug, "kind": "snapshots", "pk": snapshot.pk}
+        "labeling:job-status",
+        kwargs={"slug": campaign.slug, "kind": "snapshots", "pk": snapshot.pk},
     )
     # The figures shown are a finished job that the page goes on polling, at the one interval.
     assert f'hx-get="{status}?state=done" hx-trigger="every 2s"' in body

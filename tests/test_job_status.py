@@ -82,7 +82,8 @@ def test_every_page_that_shows_a_job_polls_the_one_status_view_at_the_one_interv
     page = client.get(PAGES[kind](campaign, job)).content.decode()
 
     poll = f'hx-get="{status_url(kind, job)}?state=running" hx-trigger="every 7s"'
-    assert re.search(rf'id="job-{kind}-{job.pk}" class="job status-running[^"]*" [^>]*{re.escape(poll)}', page)
+    element = rf'id="job-{kind}-{job.pk}" class="job status-running[^"]*" [^>]*'
+    assert re.search(element + re.escape(poll), page)
     assert page.count("hx-trigger=") == 1  # the page polls nothing else
     polled = client.get(f"{status_url(kind, job)}?state=running", **HX).content.decode()
     assert re.match(rf'\s*<\w+ id="job-{kind}-{job.pk}"', polled)  # the element, swapped in

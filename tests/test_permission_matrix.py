@@ -389,4 +389,3 @@ def test_the_job_status_of_each_kind_answers_each_visitor_as_its_kind_says(kind,
             if status != expected(route, "GET", visitor, campaign):
                 wrong.append(f"{campaign} {visitor}: {status}")
     assert not wrong, wrong
-
