@@ -275,13 +275,6 @@ def job_claim(kind: JobKind, pk: int, **fields: Any) -> int | None:
     return kind.model.objects.values_list("attempts", flat=True).get(pk=pk)
 
 
-def job_update(kind: JobKind, pk: int, attempt: int, **fields: Any) -> bool:
-    """Write ``fields`` to the job only while this attempt owns it; False when it no longer does."""
-    return bool(
-        kind.model.objects.filter(pk=pk, attempts=attempt, status=kind.running).update(**fields)
-    )
-
-
 class JobAttempt:
     """One attempt's hold on its job (``number``: the attempt ``job_claim`` counted).
 
