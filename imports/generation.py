@@ -429,7 +429,6 @@ class _BatchWriter:
                     records, campaign=self.job.campaign, source=SOURCE, grade=self.job.grade
                 )
                 created = len(ids)
-            stage_pause("generation.write")
             self._save(created, final_state)
         self.created += created
         if created:
