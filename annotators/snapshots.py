@@ -1,8 +1,10 @@
 """The dashboard's figures as durable snapshots: request one, run it in a worker, read the latest.
 
 Counting a campaign's figures reads every label, so pages never count: they show the latest
-``CampaignSnapshot`` and request a new one when it is stale. A snapshot is a durable job
-(``SNAPSHOT_JOBS``, swept by ``common.jobs``) run by the task ``annotators.snapshot_refresh``.
+``CampaignSnapshot`` and request a new one when it is stale. A snapshot is one kind of job
+(``SNAPSHOT_JOBS``, ``common.jobs``), whose task is ``annotators.snapshot_refresh``. Its status
+on the pages recurs: the figures' job polls on after it is done, asks for fresh figures once these
+are stale (``snapshot_followed``), and reloads the page when newer ones are in.
 """
 
 from __future__ import annotations
@@ -12,18 +14,15 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from annotators.models import CampaignSnapshot
-from common.jobs import JobKind, job_claim, job_heartbeat, job_update
+from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
 from labeling.models import Campaign
+from labeling.permissions import REVIEW
 
 log = logging.getLogger(__name__)
 
-# A requested snapshot that has not finished after this long is presumed lost (a worker died);
-# the next page view may request another.
-SNAPSHOT_LOST_AFTER = timedelta(minutes=10)
 SNAPSHOTS_KEPT = 5
 
 
@@ -58,12 +57,12 @@ def snapshot_is_stale(snapshot: CampaignSnapshot) -> bool:
 
 
 def snapshot_pending(*, campaign: Campaign) -> CampaignSnapshot | None:
-    """The snapshot being computed (or waiting for a worker), if any."""
+    """The snapshot being computed (or waiting for a worker), if any. One whose worker died is
+    the jobs' sweep's: sent again, or failed after its attempts (``common.jobs``)."""
     return (
         CampaignSnapshot.objects.filter(
             campaign=campaign,
             status__in=[CampaignSnapshot.Status.PENDING, CampaignSnapshot.Status.RUNNING],
-            requested_at__gte=timezone.now() - SNAPSHOT_LOST_AFTER,
         )
         .order_by("-requested_at")
         .first()
@@ -80,56 +79,28 @@ def snapshot_request(*, campaign: Campaign) -> CampaignSnapshot:
     return snapshot
 
 
-def _snapshot_send(snapshot_id: int) -> None:
-    from annotators.tasks import snapshot_refresh_task
-
-    transaction.on_commit(lambda: snapshot_refresh_task.delay(snapshot_id))
-
-
-SNAPSHOT_JOBS = JobKind(
-    name="snapshots",
-    model=CampaignSnapshot,
-    send=_snapshot_send,
-    created_field="requested_at",
-    finished_field=None,
-)
+def snapshot_followed(snapshot: CampaignSnapshot) -> CampaignSnapshot:
+    """The figures' job a page showing ``snapshot`` should show now: the computation under way
+    (requested here when the newest figures are stale), else the newest figures."""
+    current = snapshot_current(campaign=snapshot.campaign)
+    return snapshot_pending(campaign=snapshot.campaign) or current or snapshot
 
 
 def snapshot_run(*, snapshot: CampaignSnapshot) -> CampaignSnapshot:
-    """Compute and store a snapshot's figures (the Celery task); keeps the newest few.
+    """Compute and store a snapshot's figures in this process, as its Celery task does
+    (``common.jobs.job_run``: one attempt at a time, a heartbeat while it computes)."""
+    return job_run(SNAPSHOT_JOBS, snapshot) or snapshot
 
-    Claimed like every durable job (``common.jobs``): one attempt at a time, a heartbeat while
-    it computes, the result written only while this attempt owns it.
-    """
+
+def _snapshot_work(snapshot: CampaignSnapshot, attempt: JobAttempt) -> None:
+    """Compute the figures, store them (only while this attempt owns the job), keep the newest
+    few."""
     from annotators.stats import campaign_stats
 
-    attempt = job_claim(SNAPSHOT_JOBS, snapshot.pk)
-    if attempt is None:
-        snapshot.refresh_from_db()
-        return snapshot
     started = time.monotonic()
-    try:
-        with job_heartbeat(SNAPSHOT_JOBS, snapshot.pk, attempt):
-            data = campaign_stats(campaign=snapshot.campaign)
-    except Exception as error:
-        log.exception("snapshot %s failed", snapshot.pk)
-        job_update(
-            SNAPSHOT_JOBS,
-            snapshot.pk,
-            attempt,
-            status=CampaignSnapshot.Status.FAILED,
-            error=f"{type(error).__name__}: {error}",
-        )
-        raise
-    job_update(
-        SNAPSHOT_JOBS,
-        snapshot.pk,
-        attempt,
-        status=CampaignSnapshot.Status.DONE,
-        computed_at=timezone.now(),
-        seconds=time.monotonic() - started,
-        data=data,
-    )
+    data = campaign_stats(campaign=snapshot.campaign)
+    stage_pause("snapshots.store")
+    attempt.finish(DONE, computed_at=timezone.now(), seconds=time.monotonic() - started, data=data)
     keep = (
         CampaignSnapshot.objects.filter(
             campaign_id=snapshot.campaign_id, status=CampaignSnapshot.Status.DONE
@@ -142,5 +113,21 @@ def snapshot_run(*, snapshot: CampaignSnapshot) -> CampaignSnapshot:
     ).exclude(
         status__in=[CampaignSnapshot.Status.PENDING, CampaignSnapshot.Status.RUNNING]
     ).delete()
-    snapshot.refresh_from_db()
-    return snapshot
+
+
+SNAPSHOT_JOBS = JobKind(
+    name="snapshots",
+    model=CampaignSnapshot,
+    task="annotators.snapshot_refresh",
+    work=_snapshot_work,
+    created_field="requested_at",
+    finished_field=None,
+    page=JobPage(
+        template="annotators/_snapshot_job.html",
+        url="annotators:dashboard",
+        viewers=REVIEW,
+        element="span",
+        reload_when_done=True,
+        follow=snapshot_followed,
+    ),
+)

@@ -23,7 +23,6 @@ urlpatterns = [
     path(campaign + "gold/<int:pk>/", views.gold_edit, name="gold-edit"),
     path(campaign + "dashboard/", views.dashboard, name="dashboard"),
     path(campaign + "figures/refresh/", views.snapshot_refresh, name="snapshot-refresh"),
-    path(campaign + "figures/status/", views.snapshot_status, name="snapshot-status"),
     path(campaign + "agreement/", views.agreement, name="agreement"),
     path(campaign + "reviews/", review_views.review_list, name="reviews"),
     path(campaign + "reviews/<int:pk>/", review_views.review_detail, name="review"),

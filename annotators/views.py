@@ -11,7 +11,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRefresh
 
 from annotators import selectors, services, snapshots
 from annotators.dashboard import dashboard_context
@@ -21,7 +20,7 @@ from annotators.forms import (
     MemberForm,
     SignUpForm,
 )
-from annotators.models import ApiToken, CampaignSnapshot
+from annotators.models import ApiToken
 from annotators.stats import qc_agreement
 from common import charts
 from common.pages import page_number, posted, query_id
@@ -281,12 +280,14 @@ def _snapshot_context(campaign: Campaign) -> dict:
     """The figures to show, how old they really are (from when their reading began, and the
     solutions submitted since), and whether fresher ones are being computed (the page polls)."""
     snapshot = snapshots.snapshot_current(campaign=campaign)
+    pending = snapshots.snapshot_pending(campaign=campaign)
     return {
         "snapshot": snapshot,
-        "shown": snapshot.pk if snapshot else "",
         "as_of": (snapshot.started_at or snapshot.computed_at) if snapshot else None,
         "submitted_since": selectors.snapshot_submitted_since(snapshot) if snapshot else 0,
-        "pending": snapshots.snapshot_pending(campaign=campaign),
+        # The figures' job the page follows (labeling.job_views): the one being computed, else
+        # the one shown.
+        "figures_job": pending or snapshot,
     }
 
 
@@ -315,32 +316,6 @@ def snapshot_refresh(request: HttpRequest, slug: str) -> HttpResponse:
     if not back.startswith(f"/campaigns/{campaign.slug}/"):
         back = reverse("annotators:dashboard", kwargs={"slug": campaign.slug})
     return redirect(back)
-
-
-@login_required
-@require_GET
-def snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
-    """Polled by htmx: every 2 s while figures are being computed, every 30 s otherwise (so
-    figures gone stale after new submissions are recomputed with the page left open); reloads
-    the page once newer figures are in."""
-    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
-    shown = request.GET.get("shown", "")
-    snapshots.snapshot_current(campaign=campaign)  # asks for fresh figures if these are stale
-    latest = (
-        CampaignSnapshot.objects.filter(campaign=campaign, status=CampaignSnapshot.Status.DONE)
-        .order_by("-computed_at", "-id")
-        .values_list("pk", flat=True)
-        .first()
-    )
-    if latest is not None and str(latest) != shown:
-        return HttpResponseClientRefresh()
-    return campaign_page(
-        request,
-        "annotators/_snapshot.html#snapshot-status",
-        campaign,
-        membership,
-        {"pending": snapshots.snapshot_pending(campaign=campaign), "shown": shown},
-    )
 
 
 AGREEMENT_COLUMNS = [

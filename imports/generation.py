@@ -1,12 +1,13 @@
 """Fresh solutions from an OpenAI-compatible endpoint (vLLM, ``transformers serve``, a hosted API).
 
-``generation_job_create`` checks what a manager asked for and queues it; a Celery worker (or
-``manage.py generate_solutions``) runs ``generation_job_run``: it asks the endpoint for every
-sample of the job's plan that the campaign does not have yet, ``concurrency`` requests at a time,
-and writes the answers in batches through the import path (``service.import_solutions``: split
-into steps, deduplicated, graded, queued), publishing ``labeling.events.solutions_imported`` after
-each batch so the active PRM scores them. A job stopped half way keeps its finished batches; run
-again, it asks only for the sample keys that are missing.
+``generation_job_create`` checks what a manager asked for and queues it; a Celery worker (the job
+kind ``GENERATION_JOBS``, ``common.jobs``) or ``manage.py generate_solutions``
+(``generation_job_run``) runs it: it asks the endpoint for every sample of the job's plan that the
+campaign does not have yet, ``concurrency`` requests at a time, and writes the answers in batches
+through the import path (``pipeline.import_solutions``: split into steps, deduplicated, graded,
+queued), publishing ``labeling.events.solutions_imported`` after each batch so the active PRM
+scores them. A job stopped half way keeps its finished batches; run again (by the jobs' sweep
+when its worker died, or resumed by a person), it asks only for the sample keys that are missing.
 
 Security: the API key is read from an environment variable named by the job, one of
 ``settings.STEPWISE_GENERATION_KEY_VARS`` (so a manager cannot send the worker's other secrets to
@@ -32,6 +33,17 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from common.jobs import (
+    DONE,
+    FAILED,
+    JobAttempt,
+    JobKind,
+    JobPage,
+    JobSuperseded,
+    job_is_silent,
+    job_run,
+    stage_pause,
+)
 from imports.endpoint import (
     Endpoint,
     GenerationRefused,
@@ -46,6 +58,7 @@ from imports.splitting import SplitError, check_mode, split
 from labeling import events
 from labeling.grading import extract_answer
 from labeling.models import Campaign, Problem, Solution
+from labeling.permissions import MANAGE
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +117,6 @@ def generation_job_create(
     enqueue: bool = True,
 ) -> GenerationJob:
     """Check a generation request and queue it (``enqueue=False``: the caller runs it)."""
-    from imports.tasks import generation_run_task
-
     if not (model or "").strip():
         raise GenerationRefused("Name the model to ask.")
     if not 1 <= samples_per_problem <= MAX_SAMPLES:
@@ -149,7 +160,7 @@ def generation_job_create(
     with transaction.atomic():
         job.save()
         if enqueue:
-            transaction.on_commit(lambda: generation_run_task.delay(job.pk))
+            GENERATION_JOBS.send(job.pk)
     return job
 
 
@@ -165,35 +176,34 @@ def _check_filter(value: dict, selection: str) -> dict:
     return clean
 
 
-STALE_S = 120  # a running job whose heartbeat is older than this lost its worker
-
-
 def generation_job_resume(
     *, job: GenerationJob, enqueue: bool = True, force: bool = False
 ) -> GenerationJob:
-    """Queue a job again (stopped, failed, or its worker died): it asks only for what is missing.
+    """Queue a job again (finished with samples missing, or failed): it asks only for what is
+    missing. A person's resume starts its attempts afresh.
 
-    A job that is running with a live heartbeat (written after every batch) is refused, unless
+    A job whose worker died needs no resume: the jobs' sweep sends it again (``common.jobs``).
+    One that is running with a live heartbeat (by the sweep's own rule) is refused, unless
     ``force`` (the caller knows its worker is gone: ``generate_solutions --resume --force``).
     """
-    from imports.tasks import generation_run_task
-
     job.refresh_from_db()
     if job.status == GenerationJob.Status.PENDING:
         raise GenerationRefused("The job is already waiting for a worker.")
-    if (
-        not force
-        and job.status == GenerationJob.Status.RUNNING
-        and job.heartbeat_at
-        and ((timezone.now() - job.heartbeat_at).total_seconds() < STALE_S)
-    ):
+    running = job.status == GenerationJob.Status.RUNNING
+    if running and not force and not job_is_silent(GENERATION_JOBS, job):
         raise GenerationRefused("The job is running; resume it once it has stopped.")
+    fields: dict[str, Any] = {"status": GenerationJob.Status.PENDING, "finished_at": None}
+    if not running:  # nobody holds it: a new start (a running one keeps its attempt numbers)
+        fields |= {"attempts": 0, "error": ""}
     with transaction.atomic():
-        GenerationJob.objects.filter(pk=job.pk).update(
-            status=GenerationJob.Status.PENDING, finished_at=None
-        )
+        # heartbeat_at of a waiting job is when it was sent (the sweep's bound for a lost one).
+        resumed = GenerationJob.objects.filter(
+            pk=job.pk, status=job.status, attempts=job.attempts
+        ).update(heartbeat_at=timezone.now(), **fields)
+        if not resumed:
+            raise GenerationRefused("The job changed in the meantime; look again.")
         if enqueue:
-            transaction.on_commit(lambda: generation_run_task.delay(job.pk))
+            GENERATION_JOBS.send(job.pk)
     job.refresh_from_db()
     return job
 
@@ -238,53 +248,52 @@ def generation_job_run(
     client: httpx.Client | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> GenerationJob:
-    """Run a generation job to its end (the Celery task, or the command).
+    """Run a generation job in this process (the command; its Celery task does the same through
+    ``common.jobs.job_run``). A job that is finished, or taken by a live worker, is returned as
+    it is."""
+    return job_run(GENERATION_JOBS, job, client=client, sleep=sleep) or job
 
-    Claims a pending job (a job already running elsewhere is left alone), fixes its plan on the
-    first run, skips the sample keys the campaign has, and writes the rest in batches of
-    ``BATCH``. Ends ``done``, or ``failed`` when no sample came back at all.
+
+def _generation_work(
+    job: GenerationJob,
+    attempt: JobAttempt,
+    client: httpx.Client | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Fix the job's plan on its first run, skip the sample keys the campaign has, and write the
+    rest in batches of ``BATCH``. Ends ``done``, or ``failed`` when no sample came back at all.
+
+    The job's own failures are recorded here, not by ``job_run``: every message kept is scrubbed
+    of the API key first (``Endpoint.scrub``).
     """
-    claimed = GenerationJob.objects.filter(pk=job.pk, status=GenerationJob.Status.PENDING).update(
-        status=GenerationJob.Status.RUNNING,
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-    )
-    if not claimed:
-        job.refresh_from_db()
-        return job
-    job.refresh_from_db()
     if not job.plan:
         job.plan = make_plan(job)
         job.requested = sum(n for _, n in job.plan)
-        GenerationJob.objects.filter(pk=job.pk).update(plan=job.plan, requested=job.requested)
+        attempt.update(plan=job.plan, requested=job.requested)
     if job.api_key_env and not os.environ.get(job.api_key_env):
         message = f"the worker's environment has no {job.api_key_env}: nothing was asked"
-        GenerationJob.objects.filter(pk=job.pk).update(
-            status=GenerationJob.Status.FAILED,
-            finished_at=timezone.now(),
-            errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:],
+        attempt.finish(
+            FAILED, errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:]
         )
-        job.refresh_from_db()
-        return job
+        return
     todo = _missing(job)
     endpoint = Endpoint(job, client=client, sleep=sleep)
-    writer = _BatchWriter(job)
+    writer = _BatchWriter(job, attempt)
     try:
         for sample in _complete_all(endpoint, todo, job.concurrency):
             writer.add(sample)
         writer.flush()
+    except JobSuperseded:
+        raise
     except Exception as error:
         log.exception("generation job %s failed", job.pk)
         writer.errors.append({"key": "", "message": endpoint.scrub(type(error).__name__)})
-        writer.flush(final_status=GenerationJob.Status.FAILED)
+        writer.flush(final_state=FAILED)
     else:
         ok = writer.done_before + writer.completed > 0 or not todo
-        status = GenerationJob.Status.DONE if ok else GenerationJob.Status.FAILED
-        writer.flush(final_status=status)
+        writer.flush(final_state=DONE if ok else FAILED)
     finally:
         endpoint.close()
-    job.refresh_from_db()
-    return job
 
 
 def _missing(job: GenerationJob) -> list[tuple[str, Problem]]:
@@ -341,8 +350,8 @@ def _complete_all(
 class _BatchWriter:
     """Collects completed samples and writes them through the import path, ``BATCH`` at a time."""
 
-    def __init__(self, job: GenerationJob) -> None:
-        self.job = job
+    def __init__(self, job: GenerationJob, attempt: JobAttempt) -> None:
+        self.job, self.attempt = job, attempt
         self.pending: list[Sample] = []
         self.errors: list[dict] = list(job.errors or [])
         self.done_before = job.completed
@@ -396,7 +405,7 @@ class _BatchWriter:
     def _error(self, key: str, message: str) -> None:
         self.errors = [*self.errors, {"key": key, "message": message}][-MAX_ERRORS_KEPT:]
 
-    def flush(self, final_status: str | None = None) -> None:
+    def flush(self, final_state: str | None = None) -> None:
         from imports.pipeline import import_solutions
 
         batch, self.pending = self.pending, []
@@ -411,24 +420,29 @@ class _BatchWriter:
             else:
                 self.completed += 1
                 records.append(record)
-        created = 0
-        if records:
-            _, ids = import_solutions(
-                records, campaign=self.job.campaign, source=SOURCE, grade=self.job.grade
-            )
-            created = len(ids)
-            self.created += created
-            if created:
-                events.publish(
-                    events.solutions_imported,
-                    campaign_id=self.job.campaign_id,
-                    solutions_created=created,
-                    labels_created=0,
+        # The batch and the counters that count it commit together, only while this attempt
+        # owns the job: a worker killed in between leaves neither, and a resumed job asks again.
+        with transaction.atomic():
+            created = 0
+            if records:
+                _, ids = import_solutions(
+                    records, campaign=self.job.campaign, source=SOURCE, grade=self.job.grade
                 )
-        self._save(created, final_status)
+                created = len(ids)
+            self._save(created, final_state)
+        self.created += created
+        if created:
+            events.publish(
+                events.solutions_imported,
+                campaign_id=self.job.campaign_id,
+                solutions_created=created,
+                labels_created=0,
+            )
+        stage_pause("generation.written")
 
-    def _save(self, created: int, final_status: str | None) -> None:
-        """Counters on the row: totals of this run added to what earlier runs left."""
+    def _save(self, created: int, final_state: str | None) -> None:
+        """Counters on the row: totals of this run added to what earlier runs left (only while
+        this attempt owns the job: ``JobSuperseded`` stops a worker that lost it)."""
         job = self.job
         done = self.done_before + self.completed
         tokens = (self.prompt_tokens, self.completion_tokens, self.retries)
@@ -440,10 +454,24 @@ class _BatchWriter:
             "prompt_tokens": F("prompt_tokens") + tokens[0],
             "completion_tokens": F("completion_tokens") + tokens[1],
             "retries": F("retries") + tokens[2],
-            "heartbeat_at": timezone.now(),
             "errors": self.errors,
             "progress": min(1.0, (done + self.failed) / job.requested) if job.requested else 1.0,
         }
-        if final_status:
-            fields |= {"status": final_status, "finished_at": timezone.now()}
-        GenerationJob.objects.filter(pk=job.pk).update(**fields)
+        if final_state:
+            self.attempt.finish(final_state, **fields)
+        else:
+            self.attempt.update(**fields)
+
+
+GENERATION_JOBS = JobKind(
+    name="generation",
+    model=GenerationJob,
+    task="imports.generation_run",
+    work=_generation_work,
+    page=JobPage(
+        template="imports/_generation_job.html",
+        url="imports:generations",
+        viewers=MANAGE,
+        element="tr",
+    ),
+)

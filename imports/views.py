@@ -1,4 +1,5 @@
-"""The manager's imports page: upload a file, follow its job until it is done or failed."""
+"""The manager's imports page: upload a file, follow its job until it is done or failed (each
+job's row polls the one job status view while it runs: ``labeling.job_views``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from imports import services
 from imports.forms import (
@@ -105,23 +106,6 @@ def _list_context(campaign) -> dict:
 
 
 @login_required
-@require_GET
-def import_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """One import's row; htmx polls it while the import runs. Without htmx: the list."""
-    return _job_row(request, slug, pk, ImportJob, "imports:list", "imports/import_list.html")
-
-
-def _job_row(request, slug: str, pk: int, model, list_url: str, template: str) -> HttpResponse:
-    """The row of one job of the campaign (the ``job-row`` partial of its list page), which htmx
-    polls while the job runs; without htmx, the list page itself."""
-    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    job = get_object_or_404(model, campaign=campaign, pk=pk)
-    if not request.htmx:
-        return redirect(list_url, slug=campaign.slug)
-    return campaign_page(request, f"{template}#job-row", campaign, membership, {"job": job})
-
-
-@login_required
 @require_POST
 def import_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Delete a failed import (its row and what is left of its file); back to the list."""
@@ -170,18 +154,10 @@ def generation_list(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
-def generation_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """One generation job's row; htmx polls it while it runs. Without htmx: the list."""
-    return _job_row(
-        request, slug, pk, GenerationJob, "imports:generations", "imports/generation_list.html"
-    )
-
-
-@login_required
 @require_POST
 def generation_resume(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """Queue a stopped or failed job again: it asks only for the samples still missing."""
+    """Queue a finished job with samples missing, or a failed one, again: it asks only for the
+    samples still missing."""
     from imports import generation
 
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)

@@ -1,11 +1,11 @@
-"""Campaigns, the labelling page and the data browser (mounted at the site root by
-``stepwise/urls.py``)."""
+"""Campaigns, the labelling page, the data browser and the status of every job (mounted at the
+site root by ``stepwise/urls.py``)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from labeling import campaign_views, views
+from labeling import campaign_views, job_views, views
 from labeling.curation import views as browser
 
 app_name = "labeling"
@@ -25,13 +25,14 @@ urlpatterns = [
     path(campaign + "label/<int:pk>/skip/", views.label_skip, name="skip"),
     path(campaign + "browse/", browser.solution_browser, name="browser"),
     path(campaign + "browse/actions/", browser.solution_browser_action, name="browser-action"),
-    path(campaign + "browse/jobs/<int:pk>/", browser.bulk_action_status, name="browser-job"),
     path(campaign + "browse/<int:pk>/", browser.solution_item, name="browser-item"),
     path(
         campaign + "browse/<int:pk>/actions/",
         browser.solution_item_action,
         name="browser-item-action",
     ),
+    # The one status view of every kind of job (common.jobs), which htmx polls while one runs.
+    path(campaign + "jobs/<str:kind>/<int:pk>/", job_views.job_status, name="job-status"),
     path(campaign + "my-work/", campaign_views.my_work, name="my-work"),
     path(campaign + "my-work/<int:pk>/", campaign_views.my_work_item, name="my-work-item"),
 ]

@@ -5,9 +5,10 @@ the current PRM and show labelers mostly *convincing wrong-answer* solutions (th
 highly but their final answer is wrong), plus some of the most convincing others. The queue serves
 by ``Solution.priority`` (highest first), so a run rewrites ``priority`` in bulk.
 
-The run is a Celery task (``learning.tasks.active_learning_run_task``) around
-``learning.run.active_learning_run``; ``learning.triggers.active_learning_trigger`` creates the run
-row, which is also the lock (see ``ActiveLearningRun``), and enqueues the task on commit.
+A run is one kind of job (``learning.triggers.AL_RUNS``, ``common.jobs``): its Celery task
+``learning.active_learning_run`` does ``learning.run.active_learning_work``;
+``learning.triggers.active_learning_trigger`` creates the run row, which is also the lock (see
+``ActiveLearningRun``), and sends the task on commit.
 
 Each concept has its own module:
 
@@ -16,12 +17,12 @@ Each concept has its own module:
 - ``learning.ordering``: ``Scored``, ``queue_order``, ``head_summary``, ``solutions_rewrite``;
 - ``learning.strategies``: the selection strategies (``Campaign.al_strategy``), ``strategy_order``;
 - ``learning.bestofn``: the best-of-N curve a run stores (PRM, ORM, majority vote, oracle);
-- ``learning.run``: ``active_learning_run`` and its stages;
+- ``learning.run``: ``active_learning_run``, ``active_learning_work`` and its stages;
 - ``learning.rescoring``: the PRM scores of the open solutions, featurised in ``score_workers``.
 
 Failure safety: the new model is registered inactive, and only the last step, one transaction,
 activates it and rewrites the queue. A worker killed before that leaves the previous model active
 and the queue as it was; the run keeps its lock until the jobs sweep (on beat) sees its heartbeat go
-stale and queues it again, or fails it after ``STEPWISE_AL_MAX_ATTEMPTS``. Runs are a durable job
-kind (``learning.triggers.AL_RUNS``) swept with every other kind by ``common.jobs``.
+stale and queues it again, or fails it after ``STEPWISE_AL_MAX_ATTEMPTS``, as it does every kind
+of job (``common.jobs``).
 """

@@ -1,8 +1,10 @@
 """Triggering active learning: a run queued by hand, after enough new labels, or after an import.
 
 ``active_learning_trigger`` creates the run row, which is also the lock (see
-``ActiveLearningRun``), and enqueues the Celery task on commit. ``active_learning_after_submit``
-and ``active_learning_after_import`` are subscribed to ``labeling.events`` (``learning.apps``).
+``ActiveLearningRun``), and sends its job on commit (``AL_RUNS``, one kind of job of
+``common.jobs``; its work is ``learning.run.active_learning_work``).
+``active_learning_after_submit`` and ``active_learning_after_import`` are subscribed to
+``labeling.events`` (``learning.apps``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import logging
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from common.jobs import JobKind
+from common.jobs import JobKind, JobPage
 from labeling.models import Assignment, Campaign, StepLabel
+from labeling.permissions import MANAGE
 from learning.models import ActiveLearningRun
 
 log = logging.getLogger(__name__)
@@ -44,7 +47,7 @@ def active_learning_trigger(
         if existing is None:  # finished in between: the caller may simply ask again
             raise
         return existing
-    run_enqueue(run.pk)
+    AL_RUNS.send(run.pk)
     return run
 
 
@@ -58,25 +61,27 @@ def _active_run(campaign: Campaign) -> ActiveLearningRun | None:
     )
 
 
-def run_enqueue(run_id: int) -> None:
-    """Send the run's task when the current transaction commits (at once outside one)."""
-    from learning.tasks import active_learning_run_task
-
-    transaction.on_commit(lambda: active_learning_run_task.delay(run_id))
-
-
-# Runs are durable jobs (common.jobs) under their own status names and settings; the jobs' sweep
-# sends again a run whose worker died, and fails it after STEPWISE_AL_MAX_ATTEMPTS.
+# Runs keep their own status names (queued, succeeded: the API has always said them) and settings;
+# the jobs' sweep sends again a run whose worker died, and fails it after STEPWISE_AL_MAX_ATTEMPTS.
+# The work is named by its path: learning.run imports this module.
 AL_RUNS = JobKind(
     name="active_learning",
     model=ActiveLearningRun,
-    send=run_enqueue,
+    task="learning.active_learning_run",
+    work="learning.run.active_learning_work",
+    related=("campaign", "model"),
     queued=ActiveLearningRun.Status.QUEUED,
-    running=ActiveLearningRun.Status.RUNNING,
-    failed=ActiveLearningRun.Status.FAILED,
+    done=ActiveLearningRun.Status.SUCCEEDED,
     stale_setting="STEPWISE_AL_STALE_SECONDS",
     attempts_setting="STEPWISE_AL_MAX_ATTEMPTS",
     heartbeat_setting="STEPWISE_AL_HEARTBEAT_SECONDS",
+    page=JobPage(
+        template="learning/_run_job.html",
+        url="learning:page",
+        viewers=MANAGE,
+        css_class="snapshot-info",
+        reload_when_done=True,
+    ),
 )
 
 

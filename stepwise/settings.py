@@ -227,6 +227,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Queues: heavy tasks (training and scoring, exports) go to `learning`, so a dedicated worker (a
 # GPU box) takes them with `-Q learning`; everything else stays on the default `celery` queue. A
 # worker that serves both says `-Q celery,learning` (scripts/serve.sh). See docs/operations.md.
+# A job's task is named by its kind (common/jobs.py, JobKind.task); the sweep sends a job again to
+# the same task, so to the same queue.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {
     "learning.active_learning_run": {"queue": "learning"},
@@ -240,16 +242,20 @@ CELERY_BEAT_SCHEDULE["labeling-leases-sweep"] = {
     "schedule": envint("STEPWISE_LEASE_SWEEP_SECONDS", "60"),
 }
 
-# Durable jobs (common/jobs.py): imports, exports and figure snapshots. A running job beats its
+# Jobs (common/jobs.py): imports, generations, exports, figure snapshots, bulk actions (and
+# active-learning runs, with their own STEPWISE_AL_* bounds below). A running job beats its
 # heartbeat every HEARTBEAT seconds; the sweep (every SWEEP seconds, on beat) sends again a job
 # silent for STALE seconds, and fails it with a reason after MAX_ATTEMPTS starts. A waiting job
-# nobody took within STALE seconds is sent again (the embedded broker never redelivers).
+# nobody took within STALE seconds is sent again (the embedded broker never redelivers). So a
+# killed worker's job is running again within STALE + SWEEP seconds.
 STEPWISE_JOB_HEARTBEAT_SECONDS = envint("STEPWISE_JOB_HEARTBEAT_SECONDS", "10")
 STEPWISE_JOB_STALE_SECONDS = envint("STEPWISE_JOB_STALE_SECONDS", "120")
 STEPWISE_JOB_MAX_ATTEMPTS = envint("STEPWISE_JOB_MAX_ATTEMPTS", "3")
 STEPWISE_JOB_SWEEP_SECONDS = envint(
     "STEPWISE_JOB_SWEEP_SECONDS", os.environ.get("STEPWISE_AL_SWEEP_SECONDS", "60")
 )
+# Every page that shows a job polls its status this often, in seconds, while it runs.
+STEPWISE_JOB_POLL_SECONDS = envint("STEPWISE_JOB_POLL_SECONDS", "2")
 # Tests only: hold a job at a named stage for some seconds, as JSON ({"exports.write": 30}).
 STEPWISE_JOB_PAUSE = json.loads(envstr("STEPWISE_JOB_PAUSE", "{}"))
 # One sweep for every kind of job, active-learning runs included.
@@ -258,7 +264,7 @@ CELERY_BEAT_SCHEDULE["common-jobs-sweep"] = {
     "schedule": STEPWISE_JOB_SWEEP_SECONDS,
 }
 
-# Active learning (labeling/active_learning.py). A running run beats its heartbeat this often; one
+# Active learning (learning/run.py). A running run beats its heartbeat this often; one
 # whose heartbeat is older than the stale bound lost its worker: the sweep (every SWEEP seconds)
 # queues it again, and fails it after MAX_ATTEMPTS starts. A queued run nobody started within the
 # stale bound is sent again (the embedded broker never redelivers). The sweep is the jobs' one

@@ -125,7 +125,14 @@ def test_the_dashboard_polls_until_new_figures_are_in_then_reloads(client, campa
 
     first = client.get(url).content.decode()
     pending = CampaignSnapshot.objects.get()
-    status_url = reverse("annotators:snapshot-status", kwargs={"slug": campaign.slug}) + "?shown="
+    status_url = (
+        reverse(
+            "labeling:job-status",
+            kwargs={"slug": campaign.slug, "kind": "snapshots", "pk": pending.pk},
+        )
+        + "?state=pending"
+    )
+    assert f'hx-get="{status_url}"' in first
     waiting = client.get(status_url, headers={"HX-Request": "true"})
     snapshot_run(snapshot=pending)
     ready = client.get(status_url, headers={"HX-Request": "true"})

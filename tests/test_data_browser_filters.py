@@ -225,8 +225,11 @@ def test_a_bulk_action_over_many_is_a_job_that_applies_to_all_or_none(campaign, 
     failed = SolutionBulkAction.objects.create(
         campaign=campaign, action="restore", selection={"answer": ["right"]}, total=1
     )
-    failed = curation.bulk_action_run(job=failed)
+    with pytest.raises(RuntimeError, match="disk full"):  # recorded, then raised for the task
+        curation.bulk_action_run(job=failed)
+    failed.refresh_from_db()
     assert failed.status == "failed" and "disk full" in failed.error
+    assert not Solution.objects.get(pk=keep.pk).archived  # all or nothing
     assert curation.bulk_action_run(job=failed).status == "failed"  # runs once
 
 

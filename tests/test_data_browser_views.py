@@ -193,10 +193,15 @@ def test_bulk_requeue_of_all_matching_and_of_ticked_solutions(client, campaign, 
 def test_the_bulk_job_is_followed_by_polling(client, campaign, manager):
     client.force_login(manager)
     job = SolutionBulkAction.objects.create(campaign=campaign, action="requeue", total=10)
-    url = reverse("labeling:browser-job", kwargs={"slug": campaign.slug, "pk": job.pk})
+    url = reverse(
+        "labeling:job-status", kwargs={"slug": campaign.slug, "kind": "bulk_actions", "pk": job.pk}
+    )
+    page = client.get(reverse("labeling:browser", kwargs={"slug": campaign.slug}), {"job": job.pk})
+    assert f'hx-get="{url}?state=pending"' in page.content.decode()
     response = client.get(url, headers={"HX-Request": "true"})
     assert response.status_code == 200
-    assert 'hx-trigger="every 1s"' in response.content.decode()
+    body = response.content.decode()
+    assert 'hx-trigger="every 2s"' in body and "waiting for a worker" in body
 
 
 def test_export_exactly_the_selection_from_the_page(client, campaign, manager, data):

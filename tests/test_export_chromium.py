@@ -33,12 +33,12 @@ def test_the_list_polls_a_running_export_until_its_download_link_appears(live_se
     export = Export.objects.create(campaign=campaign, format="trl", status="running", progress=0.25)
 
     page.goto(live_server.url + reverse("exports:list", kwargs={"slug": campaign.slug}))
-    row = page.locator(f"#export-{export.pk}")
+    row = page.locator(f"#job-exports-{export.pk}")
     assert row.locator("progress").get_attribute("value") == "0.250"
 
     Export.objects.filter(pk=export.pk).update(progress=0.75)
     # Not wait_for_function: its polling evaluates a string, which the CSP forbids (no eval).
-    expect(page.locator(f"#export-{export.pk} progress")).to_have_attribute("value", "0.750")
+    expect(page.locator(f"#job-exports-{export.pk} progress")).to_have_attribute("value", "0.750")
     export_run(export=Export.objects.get(pk=export.pk))
     link = row.get_by_role("link", name="browser-trl.jsonl")
     link.wait_for()

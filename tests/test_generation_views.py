@@ -173,7 +173,9 @@ def test_the_job_row_is_polled_while_it_runs(client, campaign, manager):
         prompt_tokens=123,
     )
     client.force_login(manager)
-    url = reverse("imports:generation", kwargs={"slug": campaign.slug, "pk": job.pk})
+    url = reverse(
+        "labeling:job-status", kwargs={"slug": campaign.slug, "kind": "generation", "pk": job.pk}
+    )
     html = client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert 'hx-trigger="every 2s"' in html
     assert "4 of 10 samples" in html and "123 prompt" in html

@@ -3,9 +3,9 @@
 
 One solution or many: the bulk functions take a queryset (a selection, or everything a
 ``labeling.curation.filters.SolutionFilter`` matches). Many at once run as a
-``SolutionBulkAction`` job in a Celery worker (``bulk_action_create`` / ``bulk_action_run``),
-all or nothing: one transaction, its progress written from a separate connection
-(``common.jobs.JobBeat``) while it is open.
+``SolutionBulkAction``, one kind of job (``BULK_ACTIONS``, ``common.jobs``) that a Celery worker
+runs (``bulk_action_create`` / ``bulk_action_run``), all or nothing: one transaction, which also
+records the outcome, its progress written from the job's heartbeat thread while it is open.
 
 Queue state follows the queue's rules (``Solution.is_open``): a requeue wants more labels than the
 campaign's overlap (``extra_labels``) and reopens the solution; an archived solution is never open
@@ -16,7 +16,6 @@ locked in id order, as every writer of the queue does (``labeling.queue``). Ever
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 from collections import Counter
@@ -25,7 +24,7 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from common.jobs import JobBeat
+from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
 from labeling.curation.filters import SolutionFilter
 from labeling.grading import solutions_grade
 from labeling.models import (
@@ -40,6 +39,7 @@ from labeling.models import (
     StepLabel,
     open_expression,
 )
+from labeling.permissions import MANAGE
 
 log = logging.getLogger(__name__)
 
@@ -246,9 +246,11 @@ def bulk_action_create(
     *, campaign: Campaign, action: str, solution_filter: SolutionFilter, created_by=None
 ) -> SolutionBulkAction:
     """Record a bulk action over what the filter matches; run it now when it is small, else have
-    a Celery worker run it once the row is committed."""
-    from labeling.tasks import bulk_action_run_task
+    a Celery worker run it once the row is committed.
 
+    A small one runs in the request like any job (``bulk_action_run``); its failure is recorded
+    on the job, which the page shows, and never fails the request.
+    """
     if action not in Action.values:
         raise ValueError(f"Unknown action {action!r}.")
     matching = solution_filter.apply(Solution.objects.filter(campaign=campaign))
@@ -260,10 +262,14 @@ def bulk_action_create(
         total=total,
         created_by=created_by,
     )
-    if total <= INLINE_MAX:
+    if total > INLINE_MAX:
+        BULK_ACTIONS.send(job.pk)
+        return job
+    try:
         return bulk_action_run(job=job)
-    transaction.on_commit(lambda: bulk_action_run_task.delay(job.pk))
-    return job
+    except Exception:  # recorded on the job by job_run, and logged
+        job.refresh_from_db()
+        return job
 
 
 _RUNNERS = {
@@ -276,52 +282,50 @@ _RUNNERS = {
 
 
 def bulk_action_run(*, job: SolutionBulkAction) -> SolutionBulkAction:
-    """Run a bulk action: claim it, apply it to every solution its selection matches in one
-    transaction, record the outcome. A job runs once; a failure changes nothing and is recorded."""
-    claimed = SolutionBulkAction.objects.filter(
-        pk=job.pk, status=SolutionBulkAction.Status.PENDING
-    ).update(status=SolutionBulkAction.Status.RUNNING, started_at=timezone.now())
-    if not claimed:
-        job.refresh_from_db()
-        return job
-    campaign = job.campaign
-    seen = {"done": 0}
+    """Run a bulk action in this process, as its Celery task does (``common.jobs.job_run``).
 
-    def tick() -> None:
-        done = seen["done"]
-        SolutionBulkAction.objects.filter(pk=job.pk).update(
-            done=done, progress=min(1.0, done / job.total) if job.total else 0.0
-        )
+    A job that is finished, or taken by a live worker, is returned as it is; a failure changes
+    nothing, is recorded on the job, then raised.
+    """
+    return job_run(BULK_ACTIONS, job) or job
+
+
+def _bulk_action_work(job: SolutionBulkAction, attempt: JobAttempt) -> None:
+    """Apply the action to every solution its selection matches now, in one transaction that
+    also marks the job done (only while this attempt owns it): all or nothing.
+
+    So a worker killed half way leaves nothing changed, and the sweep's next attempt applies the
+    whole action afresh (the selection is resolved again then).
+    """
+    seen = {"done": 0}
 
     def progress(n: int) -> None:
         seen["done"] += n
+        done = seen["done"]
+        share = min(1.0, done / job.total) if job.total else 0.0
+        attempt.report(done=done, progress=round(share, 3))
 
-    try:
-        selection = SolutionFilter.from_params(job.selection)
-        solutions = selection.apply(Solution.objects.filter(campaign=campaign))
-        # A small job runs in the request: nobody polls it, and no thread is worth starting.
-        beat = (
-            JobBeat(tick, every=0.5, name=f"bulk-action-{job.pk}")
-            if job.total > INLINE_MAX
-            else contextlib.nullcontext()
+    selection = SolutionFilter.from_params(job.selection)
+    solutions = selection.apply(Solution.objects.filter(campaign=job.campaign))
+    with transaction.atomic():
+        changed = _RUNNERS[job.action](
+            campaign=job.campaign, solutions=solutions, actor=job.created_by, progress=progress
         )
-        with beat:
-            changed = _RUNNERS[job.action](
-                campaign=campaign, solutions=solutions, actor=job.created_by, progress=progress
-            )
-    except Exception as error:
-        log.exception("bulk action %s failed", job.pk)
-        fields = {
-            "status": SolutionBulkAction.Status.FAILED,
-            "error": f"{type(error).__name__}: {error}; nothing was changed",
-        }
-    else:
-        fields = {
-            "status": SolutionBulkAction.Status.DONE,
-            "changed": changed,
-            "done": job.total,
-            "progress": 1.0,
-        }
-    SolutionBulkAction.objects.filter(pk=job.pk).update(finished_at=timezone.now(), **fields)
-    job.refresh_from_db()
-    return job
+        stage_pause("bulk_actions.apply")
+        attempt.finish(DONE, changed=changed, done=job.total, progress=1.0)
+
+
+BULK_ACTIONS = JobKind(
+    name="bulk_actions",
+    model=SolutionBulkAction,
+    task="labeling.bulk_action_run",
+    work=_bulk_action_work,
+    related=("campaign", "created_by"),
+    page=JobPage(
+        template="labeling/_bulk_action_job.html",
+        url="labeling:browser",
+        viewers=MANAGE,
+        element="section",
+        css_class="card bulk-job",
+    ),
+)

@@ -251,19 +251,6 @@ def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect(f"{back}?{query}{separator}job={job.pk}")
 
 
-@login_required
-@require_GET
-def bulk_action_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """A bulk action's progress; the browser polls it with htmx until it has finished."""
-    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    job = get_object_or_404(SolutionBulkAction, campaign=campaign, pk=pk)
-    if not request.htmx:
-        return redirect(reverse("labeling:browser", kwargs={"slug": campaign.slug}))
-    return campaign_page(
-        request, "labeling/browser.html#bulk-job", campaign, membership, {"job": job}
-    )
-
-
 # --- The item page ---------------------------------------------------------------------------
 
 
