@@ -1,13 +1,14 @@
 """The columns of the tables that raw SQL writes, declared once per table.
 
-Raw SQL names the columns it writes: the queue's one-statement claim, the benchmarks' loaders
-(``COPY``, ``INSERT ... SELECT``). A column that such a statement leaves out must be one the
-database fills itself (a ``db_default``, NULL, the id's sequence); otherwise the statement fails
-the day the column is added, far from the change that added it (it happened: migration
-``labeling.0012``). So each table's columns are declared once, as a :class:`Columns`, split into
-those a raw INSERT must name (``required``) and those the database fills (``filled``), and every
-raw INSERT builds its column list with :meth:`Columns.insert`, which refuses a list that leaves
-out a required column or names one the table does not have, at import time.
+Raw SQL names the columns it writes: the queue's one-statement claim, the submit's INSERT of the
+step labels, the benchmarks' loaders (``COPY``, ``INSERT ... SELECT``). A column that such a
+statement leaves out must be one the database fills itself (a ``db_default``, NULL, the id's
+sequence); otherwise the statement fails the day the column is added, far from the change that
+added it (it happened: migration ``labeling.0012``). So each table's columns are declared once,
+as a :class:`Columns`, split into those a raw INSERT must name (``required``) and those the
+database fills (``filled``), and every raw INSERT builds its column list with
+:meth:`Columns.insert`, which refuses a list that leaves out a required column or names one the
+table does not have, at import time.
 
 ``tests/test_rules_columns.py`` holds every declaration to its model's concrete fields: a column
 added to a model fails that test, naming the table, the column and what to do, rather than a

@@ -1,8 +1,9 @@
 """The columns of labeling's tables, for the raw SQL that writes them (``common.columns``).
 
-Raw INSERTs into these tables (the queue's claim in ``labeling.queue.claim``, the benchmarks'
-loaders) build their column lists from these declarations; ``tests/test_rules_columns.py``
-holds each to its model. Nothing here imports Django.
+Raw INSERTs into these tables (the queue's claim in ``labeling.queue.claim``, the submit's
+labels in ``labeling.queue.submit``, the benchmarks' loaders) build their column lists from
+these declarations; ``tests/test_rules_columns.py`` holds each to its model. Nothing here
+imports Django.
 """
 
 from __future__ import annotations

@@ -20,7 +20,13 @@ from labeling.models import Solution, StepLabel
 
 # The modules whose raw INSERTs and COPYs name columns: each builds its lists with
 # ``Columns.insert`` when it is imported, which refuses a list that does not fit.
-RAW_WRITERS = ("labeling.queue.claim", "bench.queue_load", "bench.queue_sql", "bench.dashboard")
+RAW_WRITERS = (
+    "labeling.queue.claim",
+    "labeling.queue.submit",
+    "bench.queue_load",
+    "bench.queue_sql",
+    "bench.dashboard",
+)
 
 
 def _model_of(table: str):
