@@ -17,7 +17,16 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.utils import timezone
 
-from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
+from labeling.models import (
+    Assignment,
+    Campaign,
+    Membership,
+    Problem,
+    Solution,
+    Step,
+    StepLabel,
+    is_open_value,
+)
 
 from .records import LabelIn, SolutionIn
 from .result import ImportResult, ImportValidationError, LineError
@@ -283,7 +292,7 @@ class DatabaseWriter:
                     s.source_ref,
                     h,
                     labels[h],
-                    self._is_open(labels[h]),
+                    is_open_value(self.campaign, kind=s.kind, slots=labels[h]),
                     self.import_job_id,
                 )
             )
@@ -338,10 +347,6 @@ class DatabaseWriter:
         Step.objects.bulk_update(steps, ["gold_rating"], batch_size=1000)
         self.touched |= changed
         self.result.solutions_gold_applied += len(changed)
-
-    def _is_open(self, submitted: int) -> bool:
-        """``refresh_queue_state``'s rule for a solution with no other assignment or report."""
-        return submitted < self.campaign.overlap and self.campaign.bad_problem_limit > 0
 
     def _unseen_labels(self, hashed: list) -> list[tuple[str, LabelIn, str]]:
         """(solution hash, label, submission key) of the labels not met earlier in the file."""
