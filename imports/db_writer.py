@@ -170,7 +170,12 @@ class DatabaseWriter:
         self.result.lines = max(self.result.lines, items[-1][0])
         self._problems(hashed)
         labels = self._unseen_labels(hashed)
-        new_steps = self._solutions(hashed, Counter(sh for sh, _, _ in labels))
+        # A label holds its solution's slot as a submitted assignment does (``holds_slot``): one
+        # that gave up or reported a bad problem leaves it to someone else.
+        slots = Counter(
+            sh for sh, label, _ in labels if label.finish_reason not in Assignment.RELEASING_REASONS
+        )
+        new_steps = self._solutions(hashed, slots)
         self._labels(labels, new_steps)
 
     def _problems(self, hashed: list) -> None:
