@@ -17,22 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
 from prm.backbones import Backbone, Item, build_backbone
-from prm.data import Dataset, Solution, read_dataset, unique_steps
+from prm.data import Dataset, Solution, read_dataset
+from prm.item_cache import ItemCache
+from prm.items import default_workers
 from prm.metrics import auroc, best_first_error_threshold, first_error_scores
 from prm.runtime import configure_threads, pick_device, seed_everything
-from prm.scoring import (
-    batch_size_for,
-    calibrate,
-    fit_calibration,
-    item_logits,
-    save_checkpoint,
-    solution_logits,
-)
+from prm.scoring import calibrate, fit_calibration, save_checkpoint
+from prm.trainset import listed_sets, packed_sets
 
 PRM_VERSION = "1.0"
 
@@ -68,8 +63,11 @@ class TrainConfig:
     version: str | None = None
     device: str | None = None
     progress: bool = True
-    # minilm: keep the frozen layers' outputs here between trainings (default $PRM_CACHE_DIR)
+    # Prepared features kept here between trainings (default $PRM_CACHE_DIR): bow's featurised
+    # items (prm.item_cache), minilm's frozen-layer outputs
     cache_dir: str | None = None
+    # Processes that featurise bow's items (default $PRM_WORKERS, else the usable CPUs, max 8)
+    workers: int | None = None
 
     def resolved(self) -> TrainConfig:
         family = "hf" if self.backbone.startswith("hf") else self.backbone
@@ -79,22 +77,6 @@ class TrainConfig:
             if values[name] is None:
                 values[name] = value
         return TrainConfig(**values)
-
-
-def _labelled_items(backbone: Backbone, solutions: Iterable[Solution]) -> list[Item]:
-    """Training items with labels; an item repeated across rows (a shared prefix) counts once."""
-    seen: set = set()
-    items = []
-    for s in solutions:
-        if s.labels is None:
-            continue
-        for it in backbone.prepare(s.problem, s.steps):
-            if it.key in seen:
-                continue
-            seen.add(it.key)
-            # a copy: a memoised ``prepare`` (``prepare_cache``) hands out shared items
-            items.append(dataclasses.replace(it, labels=tuple(s.labels[i] for i in it.steps)))
-    return items
 
 
 def outcome_rows(solutions: Iterable[Solution]) -> list[Solution]:
@@ -107,12 +89,12 @@ def outcome_rows(solutions: Iterable[Solution]) -> list[Solution]:
     ]
 
 
-def _memoised_prepare(backbone: Backbone, cache: dict) -> None:
-    """Make ``backbone.prepare`` remember its items by (problem, steps) in ``cache``.
+def _memoised(backbone: Backbone, cache: dict):
+    """``backbone.prepare`` remembering its items by (problem, steps) in ``cache``.
 
-    Featurising is most of the cost of training ``bow`` on a few thousand solutions; a caller that
-    trains many models on subsets of one pool (``bench/active_learning.py``) prepares each
-    solution once. The cache is only valid for backbones with the same settings.
+    For a caller that trains many models on subsets of one pool in one process
+    (``bench/active_learning.py``): each solution is prepared once. Only valid for backbones
+    with the same settings. (Across processes and runs, ``cache_dir`` does this on disk.)
     """
     prepare = backbone.prepare
 
@@ -123,11 +105,7 @@ def _memoised_prepare(backbone: Backbone, cache: dict) -> None:
             items = cache[key] = prepare(problem, steps)
         return items
 
-    backbone.prepare = cached  # type: ignore[method-assign]
-
-
-def _labels(items: list[Item]) -> np.ndarray:
-    return np.array([y for it in items for y in it.labels], dtype=bool)
+    return cached
 
 
 class LazyAdam(torch.optim.Optimizer):
@@ -236,8 +214,6 @@ def train(
     seed_everything(cfg.seed)
     started = time.perf_counter()
     backbone = build_backbone(cfg.backbone, **cfg.options).to(device)
-    if prepare_cache is not None:
-        _memoised_prepare(backbone, prepare_cache)
 
     if cfg.holdout:
         train_rows, val_rows = dataset.split("train"), dataset.split("validation")
@@ -245,16 +221,26 @@ def train(
         train_rows, val_rows = list(dataset.solutions), []
     if not train_rows:
         raise ValueError("no training rows (is every problem in the validation/test split?)")
-    train_items = _labelled_items(backbone, train_rows)
-    val_items = _labelled_items(backbone, val_rows)
-    val_labels = _labels(val_items) if val_items else np.zeros(0, dtype=bool)
+    cache_dir = cfg.cache_dir or os.environ.get("PRM_CACHE_DIR") or None
+    prepare_stats: dict = {}
+    if hasattr(backbone, "walker"):  # one step per item, bags of ids: flat arrays
+        prepare = _memoised(backbone, prepare_cache) if prepare_cache is not None else None
+        cache = ItemCache(cache_dir, backbone) if cache_dir and prepare is None else None
+        workers = cfg.workers if cfg.workers is not None else default_workers()
+        (train_set, val_set), prepare_stats = packed_sets(
+            backbone, [train_rows, val_rows], cache=cache, workers=workers, prepare=prepare
+        )
+        prior = backbone.fit_prior_packed(train_set.packed)
+    else:
+        if prepare_cache is not None:
+            backbone.prepare = _memoised(backbone, prepare_cache)  # type: ignore[method-assign]
+        train_set, val_set = listed_sets(backbone, [train_rows, val_rows])
+        prior = backbone.fit_prior(train_set.items) if hasattr(backbone, "fit_prior") else {}
+        backbone.prepare_training(
+            train_set.items + val_set.items, device=device, cache_dir=cache_dir
+        )
+    val_labels = val_set.labels
     select = len(val_labels) > 0 and 0 < val_labels.sum() < len(val_labels)
-    prior = backbone.fit_prior(train_items) if hasattr(backbone, "fit_prior") else {}
-    backbone.prepare_training(
-        train_items + val_items,
-        device=device,
-        cache_dir=cfg.cache_dir or os.environ.get("PRM_CACHE_DIR") or None,
-    )
     prepared_seconds = time.perf_counter() - started
 
     optimizer = _Optimizer(backbone, cfg)
@@ -265,7 +251,7 @@ def train(
     train_started = time.perf_counter()
     for epoch in range(1, cfg.epochs + 1):
         backbone.train()
-        order = torch.randperm(len(train_items), generator=generator).tolist()
+        order = torch.randperm(len(train_set), generator=generator).numpy()
         total, count = 0.0, 0
         bar = tqdm(
             range(0, len(order), cfg.batch_size),
@@ -275,11 +261,9 @@ def train(
             leave=False,
         )
         for start in bar:
-            chunk = [train_items[j] for j in order[start : start + cfg.batch_size]]
-            batch = {k: v.to(device) for k, v in backbone.collate(chunk).items()}
-            target = torch.tensor(
-                [y for it in chunk for y in it.labels], dtype=torch.float32, device=device
-            )
+            idx = order[start : start + cfg.batch_size]
+            batch = {k: v.to(device) for k, v in train_set.batch(idx).items()}
+            target = train_set.targets(idx).to(device)
             logits = backbone(batch)
             loss = loss_fn(logits.float(), target)
             optimizer.zero_grad()
@@ -290,9 +274,7 @@ def train(
             bar.set_postfix(loss=f"{total / count:.4f}")
         record: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(count, 1)}
         if select:
-            z, _ = item_logits(
-                backbone, val_items, device=device, batch_size=batch_size_for(backbone)
-            )
+            z = val_set.logits(backbone, device=device)
             record["validation_auroc"] = auroc(val_labels, z)
             record["validation_loss"] = float(
                 loss_fn(torch.tensor(z), torch.tensor(val_labels, dtype=torch.float64))
@@ -320,11 +302,11 @@ def train(
     else:
         best_epoch = len(history)
 
-    # Calibration and the first-error threshold come from validation rows through the same path
-    # as scoring (full model, not the training cache), so they match what `load` will give.
-    calibration_rows = val_rows if select else train_rows
-    row_logits = solution_logits(backbone, calibration_rows, device=device)
-    z, y, _ = unique_steps(calibration_rows, row_logits)
+    # Calibration and the first-error threshold come from validation rows, as scoring computes
+    # them (for minilm the full model, not the training cache), so they match what `load` gives.
+    calibration_set = val_set if select else train_set
+    calibration_rows = calibration_set.rows
+    z, y, row_logits = calibration_set.calibration_points(backbone, device=device)
     calibration = fit_calibration(z, y)
     probs = [calibrate(r, calibration) for r in row_logits]
     first_errors = [s.first_error for s in calibration_rows]
@@ -335,15 +317,16 @@ def train(
         "history": history,
         "best_epoch": best_epoch,
         "train_rows": len(train_rows),
-        "train_items": len(train_items),
+        "train_items": len(train_set),
         "train_problems": len({s.problem for s in train_rows}),
         "validation_rows": len(val_rows),
-        "validation_items": len(val_items),
+        "validation_items": len(val_set),
         "validation_problems": len({s.problem for s in val_rows}),
         "validation_auroc": best_auroc if select else None,
         "first_error_threshold_fitted_on": "validation" if select else "train",
         "first_error_f1_at_fit": fit_metrics["f1"],
         "prepare_seconds": round(prepared_seconds, 2),
+        "prepare": prepare_stats,
         "train_seconds": round(train_seconds, 2),
         "threads": threads,
         "device": str(device),
@@ -362,7 +345,7 @@ def train(
             "train_config": {
                 k: v
                 for k, v in dataclasses.asdict(cfg).items()
-                if k not in ("progress", "device", "cache_dir")
+                if k not in ("progress", "device", "cache_dir", "workers")
             },
             "calibration": calibration,
             "thresholds": {"first_error": threshold, "step": 0.5},
