@@ -28,7 +28,7 @@ from labeling.backbones import backbone_spec
 from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, solutions_rewrite
-from learning.rescoring import _score_open
+from learning.rescoring import _score_open, campaign_cache_dir
 from learning.strategies import strategy_order
 from learning.triggers import AL_RUNS, submitted_labels
 
@@ -107,13 +107,19 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
             with stages("train"):
                 stage_pause("active_learning.train")
                 overrides = json.loads(settings.STEPWISE_AL_TRAIN or "{}")
+                # Featurised labels kept between runs: a run featurises only the new ones.
+                cache = str(campaign_cache_dir(campaign) / "train-cache")
                 train_metrics = prm.train(
                     data["path"],
                     out,
                     backbone=spec,
                     progress=False,
-                    **overrides,
+                    **{"cache_dir": cache, **overrides},
                 )
+            prepared = train_metrics.get("prepare") or {}
+            if prepared:  # bow: how much of the training set the cache already had
+                stages.timings["train_items_featurised"] = prepared["featurised"]
+                stages.timings["train_items_cached"] = prepared["from_cache"]
 
             with stages("evaluate"):
                 scorer = prm.load(out)

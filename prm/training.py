@@ -36,10 +36,33 @@ OBJECTIVES = ("process", "outcome")
 SOLUTION_AGGREGATE = {"process": "product", "outcome": "last"}
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "bow": {"epochs": 8, "batch_size": 128, "lr": 3e-4, "weight_decay": 0.0},
+    # bow's epochs and batch size grow with the data: ``bow_epochs``, ``bow_batch_size``
+    "bow": {"lr": 3e-4, "weight_decay": 0.0},
     "minilm": {"epochs": 3, "batch_size": 32, "lr": 1e-4, "weight_decay": 0.01},
     "hf": {"epochs": 3, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.0},
 }
+
+# Validation every this many training items as well as after every epoch (``_fit``).
+EVAL_ITEMS = 250_000
+
+
+def bow_batch_size(items: int) -> int:
+    """128 (what PRM800K phase 1's 33k items were tuned with) up to 100k items, doubling with
+    each doubling of the data up to 1024 from 400k: an optimizer step costs about the same for
+    128 or 1024 items (it touches the rows of a few embedding tables), so a small batch makes a
+    million items an hour-long epoch, and on them 1024 selected a better model than 128
+    (docs/prm.md, "Training at PRM800K's size")."""
+    return 128 * 2 ** min(3, max(0, int(math.log2(max(items, 1) / 50_000))))
+
+
+def bow_epochs(items: int) -> int:
+    """At most 8 epochs, and no more than make 2M item visits (at least 2): with early stopping
+    (validation every ``EVAL_ITEMS``) this is only a ceiling; without validation (``holdout``
+    off) it is what a million items get."""
+    return max(2, min(8, math.ceil(2_000_000 / max(items, 1))))
+
+
+SIZED = {"bow": {"epochs": bow_epochs, "batch_size": bow_batch_size}}
 
 
 @dataclass
@@ -58,7 +81,8 @@ class TrainConfig:
     weight_decay: float | None = None
     head_lr: float = 1e-3  # minilm: the new head and bags learn faster than pretrained layers
     seed: int = 0
-    patience: int = 2
+    patience: int = 2  # evaluations on validation without a better AUROC before stopping
+    eval_every: int | None = None  # training items between evaluations (default EVAL_ITEMS)
     holdout: bool = True
     version: str | None = None
     device: str | None = None
@@ -77,6 +101,13 @@ class TrainConfig:
             if values[name] is None:
                 values[name] = value
         return TrainConfig(**values)
+
+    def sized(self, items: int) -> TrainConfig:
+        """Fill the defaults that depend on the number of training items (``SIZED``)."""
+        family = "hf" if self.backbone.startswith("hf") else self.backbone
+        rules = SIZED.get(family, {})
+        values = {k: rule(items) for k, rule in rules.items() if getattr(self, k) is None}
+        return dataclasses.replace(self, **values) if values else self
 
 
 def outcome_rows(solutions: Iterable[Solution]) -> list[Solution]:
@@ -112,7 +143,10 @@ class LazyAdam(torch.optim.Optimizer):
     """Adam for sparse embedding gradients that touches only the rows a batch used.
 
     torch's SparseAdam does the same maths through sparse-tensor operations that cost about half
-    a second per batch on a 2^18-row table on this CPU; plain indexing costs milliseconds.
+    a second per batch on a 2^18-row table on this CPU; plain indexing costs milliseconds. The
+    rows a batch touched are found by marking them in a table-sized mask (linear in the table,
+    cheaper than sorting the batch's ids, which ``coalesce`` does and which was half of a step's
+    time), and their gradients summed with ``index_add_``.
     """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8) -> None:
@@ -125,20 +159,30 @@ class LazyAdam(torch.optim.Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                grad = p.grad.coalesce()
-                rows, values = grad.indices()[0], grad.values()
+                ids, values = p.grad._indices()[0], p.grad._values()
+                mark = torch.zeros(p.shape[0], dtype=torch.bool, device=p.device)
+                mark[ids] = True
+                rows = mark.nonzero().squeeze(1)
+                where = (torch.cumsum(mark, 0) - 1)[ids]
+                grad = values.new_zeros((len(rows), *values.shape[1:])).index_add_(0, where, values)
                 state = self.state[p]
                 if not state:
                     state["step"] = 0
                     state["m"] = torch.zeros_like(p)
                     state["v"] = torch.zeros_like(p)
                 state["step"] += 1
-                m = state["m"][rows].mul_(beta1).add_(values, alpha=1 - beta1)
-                v = state["v"][rows].mul_(beta2).addcmul_(values, values, value=1 - beta2)
-                state["m"][rows], state["v"][rows] = m, v
+                m = state["m"].index_select(0, rows).mul_(beta1).add_(grad, alpha=1 - beta1)
+                v = (
+                    state["v"]
+                    .index_select(0, rows)
+                    .mul_(beta2)
+                    .addcmul_(grad, grad, value=1 - beta2)
+                )
+                state["m"].index_copy_(0, rows, m)
+                state["v"].index_copy_(0, rows, v)
                 t = state["step"]
                 step = group["lr"] * math.sqrt(1 - beta2**t) / (1 - beta1**t)
-                p[rows] -= step * m / (v.sqrt() + group["eps"])
+                p.index_add_(0, rows, m.div_(v.sqrt_().add_(group["eps"])), alpha=-step)
 
 
 class _Optimizer:
@@ -176,6 +220,97 @@ class _Optimizer:
     def step(self) -> None:
         for opt in self.parts:
             opt.step()
+
+
+def _fit(
+    backbone: Backbone, train_set, val_set, cfg: TrainConfig, device, select: bool
+) -> tuple[list[dict], float, float]:
+    """Train; with ``select``, keep the weights of the best validation AUROC and stop after
+    ``patience`` evaluations without a better one. Validation runs after every epoch and, on
+    large sets, every ``eval_every`` training items as well, so a model whose best point comes
+    within its first pass (a million labels) stops there instead of training two more epochs.
+    Returns the history, the best point (in passes over the training set) and its AUROC."""
+    optimizer = _Optimizer(backbone, cfg)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    n = len(train_set)
+    every = cfg.eval_every or EVAL_ITEMS
+    history: list[dict] = []
+    best_state, best_auroc, best_at, stale = None, -1.0, 0.0, 0
+    seen = since = 0
+    total, count = 0.0, 0
+    val_labels = val_set.labels
+
+    def evaluate(epoch: int, end: bool) -> bool:
+        """Record a point of the history; True when training should stop."""
+        nonlocal best_state, best_auroc, best_at, stale, since, total, count
+        record: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(count, 1)}
+        at = float(epoch) if end else round(seen / n, 3)
+        if not end:
+            record["passes"] = at
+        if select:
+            z = val_set.logits(backbone, device=device)
+            record["validation_auroc"] = auroc(val_labels, z)
+            record["validation_loss"] = float(
+                loss_fn(torch.tensor(z), torch.tensor(val_labels, dtype=torch.float64))
+            )
+            if record["validation_auroc"] > best_auroc:
+                best_auroc, best_at, stale = record["validation_auroc"], at, 0
+                best_state = {k: v.clone() for k, v in backbone.saved_state().items()}
+            else:
+                stale += 1
+        history.append(record)
+        if cfg.progress:
+            where = f"epoch {epoch}" if end else f"epoch {epoch} ({at:.2f} passes)"
+            tqdm.write(
+                f"{where}: train loss {record['train_loss']:.4f}"
+                + (
+                    f", validation AUROC {record['validation_auroc']:.4f}"
+                    if "validation_auroc" in record
+                    else ""
+                )
+            )
+        since, total, count = 0, 0.0, 0
+        return select and stale >= cfg.patience
+
+    stop = False
+    for epoch in range(1, cfg.epochs + 1):
+        backbone.train()
+        order = torch.randperm(n, generator=generator).numpy()
+        bar = tqdm(
+            range(0, n, cfg.batch_size),
+            desc=f"epoch {epoch}/{cfg.epochs}",
+            unit="batch",
+            disable=not cfg.progress,
+            leave=False,
+        )
+        for start in bar:
+            idx = order[start : start + cfg.batch_size]
+            batch = {k: v.to(device) for k, v in train_set.batch(idx).items()}
+            target = train_set.targets(idx).to(device)
+            logits = backbone(batch)
+            loss = loss_fn(logits.float(), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(target)
+            count += len(target)
+            seen += len(idx)
+            since += len(idx)
+            bar.set_postfix(loss=f"{total / count:.4f}")
+            if select and since >= every and start + cfg.batch_size < n:
+                stop = evaluate(epoch, end=False)
+                backbone.train()
+                if stop:
+                    break
+        if stop or evaluate(epoch, end=True):
+            break
+    if best_state is not None:
+        backbone.load_saved_state(best_state)
+    else:
+        best_at = float(len(history) and history[-1]["epoch"])
+    best = int(best_at) if best_at == int(best_at) else best_at
+    return history, best, best_auroc
 
 
 def train(
@@ -243,64 +378,10 @@ def train(
     select = len(val_labels) > 0 and 0 < val_labels.sum() < len(val_labels)
     prepared_seconds = time.perf_counter() - started
 
-    optimizer = _Optimizer(backbone, cfg)
-    generator = torch.Generator().manual_seed(cfg.seed)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    history: list[dict] = []
-    best_state, best_auroc, best_epoch, stale = None, -1.0, 0, 0
+    cfg = cfg.sized(len(train_set))
     train_started = time.perf_counter()
-    for epoch in range(1, cfg.epochs + 1):
-        backbone.train()
-        order = torch.randperm(len(train_set), generator=generator).numpy()
-        total, count = 0.0, 0
-        bar = tqdm(
-            range(0, len(order), cfg.batch_size),
-            desc=f"epoch {epoch}/{cfg.epochs}",
-            unit="batch",
-            disable=not cfg.progress,
-            leave=False,
-        )
-        for start in bar:
-            idx = order[start : start + cfg.batch_size]
-            batch = {k: v.to(device) for k, v in train_set.batch(idx).items()}
-            target = train_set.targets(idx).to(device)
-            logits = backbone(batch)
-            loss = loss_fn(logits.float(), target)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(target)
-            count += len(target)
-            bar.set_postfix(loss=f"{total / count:.4f}")
-        record: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(count, 1)}
-        if select:
-            z = val_set.logits(backbone, device=device)
-            record["validation_auroc"] = auroc(val_labels, z)
-            record["validation_loss"] = float(
-                loss_fn(torch.tensor(z), torch.tensor(val_labels, dtype=torch.float64))
-            )
-            if record["validation_auroc"] > best_auroc:
-                best_auroc, best_epoch, stale = record["validation_auroc"], epoch, 0
-                best_state = {k: v.clone() for k, v in backbone.saved_state().items()}
-            else:
-                stale += 1
-        history.append(record)
-        if cfg.progress:
-            tqdm.write(
-                "epoch {epoch}: train loss {train_loss:.4f}".format(**record)
-                + (
-                    f", validation AUROC {record['validation_auroc']:.4f}"
-                    if "validation_auroc" in record
-                    else ""
-                )
-            )
-        if select and stale >= cfg.patience:
-            break
+    history, best_epoch, best_auroc = _fit(backbone, train_set, val_set, cfg, device, select)
     train_seconds = time.perf_counter() - train_started
-    if best_state is not None:
-        backbone.load_saved_state(best_state)
-    else:
-        best_epoch = len(history)
 
     # Calibration and the first-error threshold come from validation rows, as scoring computes
     # them (for minilm the full model, not the training cache), so they match what `load` gives.
@@ -315,7 +396,7 @@ def train(
 
     metrics = {
         "history": history,
-        "best_epoch": best_epoch,
+        "best_epoch": best_epoch,  # passes over the training set (mid-epoch on large sets)
         "train_rows": len(train_rows),
         "train_items": len(train_set),
         "train_problems": len({s.problem for s in train_rows}),
