@@ -132,12 +132,15 @@ def packed_sets(
     cache=None,
     workers: int = 1,
     prepare=None,
+    compact: bool = True,
 ) -> tuple[list[PackedSet], dict]:
     """One :class:`PackedSet` per part of the rows (train, validation), and what it cost.
 
     The parts' problems are disjoint (they are splits by problem), so no item is in two parts.
     ``cache`` is a ``prm.item_cache.ItemCache`` or None; ``prepare`` (a memoised
     ``backbone.prepare``, for ``prepare_cache``) featurises row by row instead of as a tree.
+    ``compact``: whether these rows are what the cache should be cut down to when it has grown
+    past its bounds (training's rows; not an evaluation's, which only adds what it featurised).
     """
     started = time.perf_counter()
     rows = [s for part in parts for s in part]
@@ -186,7 +189,7 @@ def packed_sets(
             stats["from_cache"] -= len(again)
     packed = PackedItems(index.keys, bags, index.labels)
     if cache is not None:
-        if cache.needs_compaction(n, len(fresh_items)):
+        if compact and cache.needs_compaction(n, len(fresh_items)):
             stats["cache_compacted_shards"] = cache.compact(index.keys, bags)
         elif len(fresh_items):
             fresh = {name: gather(bag, fresh_items) for name, bag in bags.items()}

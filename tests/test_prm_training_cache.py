@@ -193,3 +193,25 @@ def test_two_processes_training_at_once_share_the_cache_safely(tmp_path):
     assert third["prepare"]["featurised"] == 0
     assert _version(tmp_path / "m2") == _version(tmp_path / "m0")
     assert not list(cache.rglob(".tmp-*"))
+
+
+def test_evaluation_reads_the_training_cache_and_keeps_what_training_kept(dataset, tmp_path):
+    from prm.evaluation import _scores
+
+    cache = tmp_path / "cache"
+    prm.train(dataset, tmp_path / "m", epochs=2, progress=False, cache_dir=str(cache))
+    scorer = prm.load(tmp_path / "m")
+    plain = prm.evaluate(scorer, dataset, bootstrap=50)
+    cached = prm.evaluate(scorer, dataset, bootstrap=50, cache_dir=cache)
+    assert cached == plain
+    test_rows = dataset.split("test")
+    for mine, theirs in zip(
+        _scores(scorer, test_rows, cache), scorer.score(test_rows), strict=True
+    ):
+        assert mine == pytest.approx(theirs, rel=1e-6, abs=1e-9)
+
+    # The evaluation added the test rows' steps and removed none of training's.
+    backbone = build_backbone("bow")
+    for rows in (_trained_rows(dataset), test_rows):
+        found, _ = ItemCache(cache, backbone).lookup(RowIndex.build(rows).keys)
+        assert found.all()
