@@ -96,9 +96,7 @@ def train_run(checkout: Path, data: Path, out: Path, *, cache: Path | None, labe
 def _line(r: dict) -> str:
     p = r["prepare"]
     cache = (
-        f", {p['featurised']:,} items featurised / {p['from_cache']:,} from the cache"
-        if p
-        else ""
+        f", {p['featurised']:,} items featurised / {p['from_cache']:,} from the cache" if p else ""
     )
     return (
         f"{r['run']}: {r['wall_s']:.0f} s wall, CPU {r['cpu_s']:.0f} s "

@@ -119,7 +119,11 @@ def write(path: Path, labels: int, *, seed: int = 0, share: float = DEFAULT_SHAR
     problems: set[str] = set()
     with tmp.open("w", encoding="utf-8") as fh:
         for s in solutions(labels, seed=seed, share=share):
-            row: dict = {"prompt": s.problem, "completions": list(s.steps), "labels": list(s.labels)}
+            row: dict = {
+                "prompt": s.problem,
+                "completions": list(s.steps),
+                "labels": list(s.labels),
+            }
             if s.answer_correct is not None:
                 row["answer"], row["answer_correct"] = s.answer, s.answer_correct
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
