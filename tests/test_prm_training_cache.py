@@ -215,3 +215,13 @@ def test_evaluation_reads_the_training_cache_and_keeps_what_training_kept(datase
     for rows in (_trained_rows(dataset), test_rows):
         found, _ = ItemCache(cache, backbone).lookup(RowIndex.build(rows).keys)
         assert found.all()
+
+
+def test_a_callers_prepare_cache_gives_the_same_model(dataset, tmp_path):
+    memo: dict = {}
+    plain = prm.train(dataset, tmp_path / "plain", epochs=2, progress=False)
+    first = prm.train(dataset, tmp_path / "m1", epochs=2, progress=False, prepare_cache=memo)
+    assert 0 < len(memo) <= len(_trained_rows(dataset))  # an entry per row it prepared
+    again = prm.train(dataset, tmp_path / "m2", epochs=2, progress=False, prepare_cache=memo)
+    assert plain["history"] == first["history"] == again["history"]
+    assert len({_version(tmp_path / m) for m in ("plain", "m1", "m2")}) == 1
