@@ -12,8 +12,9 @@ from django.utils import timezone
 from labeling import queue
 from labeling.models import Campaign
 from labeling.models.campaigns import AL_RETRAIN_GROWTH
-from learning.active_learning import active_learning_after_submit, active_learning_run
 from learning.models import ActiveLearningRun, PRMModel
+from learning.run import active_learning_run
+from learning.triggers import active_learning_after_submit
 from prm.data import split_of
 from tests.al_data import demo_campaign
 from tests.factories import make_campaign, make_member, make_solution, submit_ratings
