@@ -28,7 +28,7 @@ from labeling.backbones import backbone_spec
 from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, solutions_rewrite
-from learning.rescoring import _score_open
+from learning.rescoring import _score_open, campaign_cache_dir
 from learning.strategies import strategy_order
 from learning.triggers import AL_RUNS, submitted_labels
 
@@ -106,18 +106,24 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         with storage_scratch_dir(checkpoint) as out:
             with stages("train"):
                 stage_pause("active_learning.train")
-                overrides = json.loads(settings.STEPWISE_AL_TRAIN or "{}")
+                # Featurised labels kept between runs: a run featurises only the new ones.
+                overrides = {
+                    "cache_dir": str(campaign_cache_dir(campaign) / "train-cache"),
+                    **json.loads(settings.STEPWISE_AL_TRAIN or "{}"),
+                }
                 train_metrics = prm.train(
-                    data["path"],
-                    out,
-                    backbone=spec,
-                    progress=False,
-                    **overrides,
+                    data["path"], out, backbone=spec, progress=False, **overrides
                 )
+            prepared = train_metrics.get("prepare") or {}
+            if prepared:  # bow: how much of the training set the cache already had
+                stages.timings["train_items_featurised"] = prepared["featurised"]
+                stages.timings["train_items_cached"] = prepared["from_cache"]
 
             with stages("evaluate"):
                 scorer = prm.load(out)
-                metrics = _evaluate(scorer, data["path"], train_metrics)
+                metrics = _evaluate(
+                    scorer, data["path"], train_metrics, cache=overrides["cache_dir"]
+                )
             stages.save(metrics=metrics)
             storage_publish_dir(out, checkpoint)
 
@@ -196,8 +202,10 @@ def _export(*, campaign: Campaign, workdir: Path) -> dict:
     return {"path": workdir / entry["name"], "solutions": counts["solutions"]}
 
 
-def _evaluate(scorer, path: Path, train_metrics: dict) -> dict:
-    """Held-out metrics (split by problem): the test split, else validation when test is empty."""
+def _evaluate(scorer, path: Path, train_metrics: dict, *, cache: str | None = None) -> dict:
+    """Held-out metrics (split by problem): the test split, else validation when test is empty.
+
+    ``cache``: the training cache (``bow``'s featurised labels), which has the validation rows."""
     import prm
 
     metrics: dict = {
@@ -209,7 +217,7 @@ def _evaluate(scorer, path: Path, train_metrics: dict) -> dict:
     }
     for split in ("test", "validation"):
         try:
-            result = prm.evaluate(scorer, path, split=split, bootstrap=200)
+            result = prm.evaluate(scorer, path, split=split, bootstrap=200, cache_dir=cache)
         except ValueError:  # no labelled rows in that split
             continue
         metrics.update(

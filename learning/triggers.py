@@ -103,7 +103,8 @@ def submitted_labels(*, campaign: Campaign, since=None) -> int:
 
 
 def active_learning_after_submit(*, campaign_id: int, **_) -> ActiveLearningRun | None:
-    """After a submit: trigger a run once ``al_retrain_every`` new labels have come in.
+    """After a submit: trigger a run once enough new labels have come in
+    (``Campaign.al_labels_before_retrain``: ``al_retrain_every``, more for a large campaign).
 
     Subscribed to ``labeling.events.labels_submitted``. "New" means submitted after the last run
     took its snapshot of the labels (its start); a run that failed counts too, so a campaign
@@ -118,12 +119,23 @@ def active_learning_after_submit(*, campaign_id: int, **_) -> ActiveLearningRun 
         if last is not None and last.is_active:
             return None
         since = None if last is None else (last.started_at or last.created_at)
-        if submitted_labels(campaign=campaign, since=since) < max(1, campaign.al_retrain_every):
+        trained_on = _labels_trained_on(campaign, last)
+        wanted = campaign.al_labels_before_retrain(trained_on=trained_on)
+        if submitted_labels(campaign=campaign, since=since) < wanted:
             return None
         return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
     except Exception:  # a submit must never fail because of active learning
         log.exception("active learning trigger failed for campaign %s", campaign_id)
         return None
+
+
+def _labels_trained_on(campaign: Campaign, last: ActiveLearningRun | None) -> int:
+    """How many labels the last run trained on: its own count, else (it failed before counting)
+    the newest model's."""
+    if last is not None and last.training_labels is not None:
+        return last.training_labels
+    newest = campaign.prm_models.order_by("-version").values_list("training_labels", flat=True)
+    return next(iter(newest[:1]), 0)
 
 
 def active_learning_after_import(*, campaign_id: int, **_) -> ActiveLearningRun | None:

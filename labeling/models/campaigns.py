@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import timedelta
 
 from django.conf import settings
@@ -32,6 +33,11 @@ AL_BACKBONES = [
     ("bow", "bow: hashed n-grams with exact sympy checks (fast, CPU)"),
     ("minilm", "minilm: the pretrained MiniLM sentence encoder (slower, CPU or GPU)"),
 ]
+
+
+# Active learning waits for at least this share of the labels its last run trained on before it
+# retrains (``Campaign.al_labels_before_retrain``).
+AL_RETRAIN_GROWTH = 0.1
 
 
 class CampaignQuerySet(models.QuerySet):
@@ -81,7 +87,9 @@ class Campaign(models.Model):
         default=0.8, help_text="Share of the queue head given to convincing wrong-answer solutions."
     )
     al_retrain_every = models.PositiveIntegerField(
-        default=500, help_text="Retrain the PRM after this many new submitted step labels."
+        default=500,
+        help_text="Retrain the PRM after this many new submitted step labels (at least: a large "
+        "campaign waits for 10% more labels than its last run trained on).",
     )
     al_backbone = models.CharField(max_length=100, default="bow")
 
@@ -129,6 +137,20 @@ class Campaign(models.Model):
     @property
     def lease_duration(self) -> timedelta:
         return timedelta(seconds=self.lease_seconds)
+
+    def al_labels_before_retrain(self, *, trained_on: int) -> int:
+        """New submitted labels after which active learning retrains, given how many labels
+        its last run trained on.
+
+        ``al_retrain_every``, or ``AL_RETRAIN_GROWTH`` of the labels trained on when that is
+        more. A run's cost grows with the labels (a million take minutes to train and score),
+        so a fixed step would keep a large campaign retraining back to back for a few hundred
+        labels each time; growing geometrically, the runs over a campaign's life cost at most
+        ``1 + 1 / AL_RETRAIN_GROWTH`` (11) times one run at its final size, and each run
+        brings at least 10% more labels. Below ``al_retrain_every / AL_RETRAIN_GROWTH`` labels
+        (5,000 by default) the setting alone decides.
+        """
+        return max(1, self.al_retrain_every, math.ceil(AL_RETRAIN_GROWTH * max(0, trained_on)))
 
     @property
     def al_backbone_label(self) -> str:
