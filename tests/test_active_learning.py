@@ -38,6 +38,10 @@ def media(settings, tmp_path):
 
 # --- the order -------------------------------------------------------------------------------
 
+# Open solutions of the demo campaign: 300 GSM8K + 111 Qwen2.5-Math to label, and the one PRM800K
+# line whose labeler gave up, which holds no slot.
+DEMO_OPEN = 412
+
 
 def _items(wrong: int, right: int, ungraded: int = 0) -> list[Scored]:
     out, n = [], 0
@@ -215,13 +219,15 @@ def test_a_run_trains_registers_scores_and_reorders_the_queue(media):
     assert "stage" not in run.timings
 
     order = _open_order(campaign)
-    assert len(order) == 411 and all(score is not None for _, _, score, _ in order)
+    # the demo's 411 solutions to label, and the PRM800K line whose labeler gave up (its slot free)
+    assert len(order) == DEMO_OPEN == campaign.solutions.filter(is_open=True).count()
+    assert all(score is not None for _, _, score, _ in order)
     head = order[:100]
     assert run.queue_head["size"] == 100
     assert run.queue_head["wrong"] == sum(1 for _, c, _, _ in head if c is False) == 80
     wrong_scores = [s for _, c, s, _ in head if c is False]
     assert wrong_scores == sorted(wrong_scores, reverse=True)
-    assert [p for *_, p in order] == [float(411 - k) for k in range(411)]
+    assert [p for *_, p in order] == [float(DEMO_OPEN - k) for k in range(DEMO_OPEN)]
 
 
 @pytest.mark.slow
@@ -307,7 +313,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
 
     campaign = demo_campaign(active_learning=True)
     run = active_learning_run(run=_new_run(campaign))
-    assert run.timings["solutions_featurised"] == 411 and run.timings["solutions_cached"] == 0
+    assert run.timings["solutions_featurised"] == DEMO_OPEN and run.timings["solutions_cached"] == 0
     scorer = prm.load(media / run.model.path)
     plain = {
         s.solution_id: s for s in _score_open_plain(campaign=campaign, scorer=scorer, beat=int)
@@ -315,8 +321,8 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
 
     stats: dict = {}
     cached = list(_score_open(campaign=campaign, scorer=scorer, beat=int, stats=stats))
-    assert stats == {"cached": 411, "featurised": 0}
-    assert len(cached) == len(plain) == 411
+    assert stats == {"cached": DEMO_OPEN, "featurised": 0}
+    assert len(cached) == len(plain) == DEMO_OPEN
     for s in cached:
         assert s.score == pytest.approx(plain[s.solution_id].score, rel=1e-6, abs=1e-12)
         assert s.answer_is_correct == plain[s.solution_id].answer_is_correct
@@ -329,7 +335,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
         s.solution_id: s.score
         for s in _score_open(campaign=campaign, scorer=scorer, beat=int, stats=stats)
     }
-    assert stats == {"cached": 410, "featurised": 1}
+    assert stats == {"cached": DEMO_OPEN - 1, "featurised": 1}
     assert cached[0].solution_id not in again
     assert again[new.pk] == pytest.approx(
         scorer.solution_scores([(new.problem.text, ["We have $2 + 2 = 5$.", "# Answer\n\n5"])])[0],
