@@ -136,7 +136,8 @@ def generation_list(request: HttpRequest, slug: str) -> HttpResponse:
                     campaign=campaign, created_by=request.user, **form.job_kwargs()
                 )
             except generation.GenerationRefused as error:
-                form.add_error(None, str(error))
+                field = "model" if error.field == "endpoint" else error.field
+                form.add_error(field if field in form.fields else None, str(error))
             else:
                 return redirect("imports:generations", slug=campaign.slug)
         status = 400

@@ -33,6 +33,11 @@ urlpatterns = [
     path(campaign + "imports/", imports_api.ImportList.as_view(), name="api-imports"),
     path(campaign + "imports/<id:pk>/", imports_api.import_detail, name="api-import"),
     path(campaign + "generations/", imports_api.GenerationList.as_view(), name="api-generations"),
+    path(
+        campaign + "generations/endpoints/",
+        imports_api.generation_endpoints,
+        name="api-generation-endpoints",
+    ),
     path(campaign + "generations/<id:pk>/", imports_api.generation_detail, name="api-generation"),
     path(
         campaign + "generations/<id:pk>/resume/",
