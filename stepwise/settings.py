@@ -6,6 +6,7 @@ kombu's filesystem broker under ``var/``, so a fresh checkout works at once.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
@@ -354,11 +355,25 @@ else:
             "LOCATION": str(VAR_DIR / "cache"),
         }
     }
-# Failed logins allowed per username within the window (five times as many per IP address).
+# Failed logins (and wrong old passwords on the password-change form: the same count) allowed
+# per username within the window, five times as many per IP address; a browser that has logged
+# in as that user before has a count of its own (its device cookie), so a guesser cannot lock
+# the user out. Wrong API tokens: five times as many per address (a valid token is served).
 STEPWISE_LOGIN_FAILURES = envint("STEPWISE_LOGIN_FAILURES", "5")
 STEPWISE_LOGIN_WINDOW = envint("STEPWISE_LOGIN_WINDOW", "900")
-# Reverse proxies in front of the app that append to X-Forwarded-For (0: ignore the header).
+# Reverse proxies in front of the app that append to X-Forwarded-For (0: ignore the header), and
+# the addresses or networks they connect from (empty: believe the header from any address).
 STEPWISE_TRUSTED_PROXY_HOPS = envint("STEPWISE_TRUSTED_PROXY_HOPS", "0")
+STEPWISE_TRUSTED_PROXIES = [
+    p.strip() for p in envstr("STEPWISE_TRUSTED_PROXIES", "").split(",") if p.strip()
+]
+for _proxy in STEPWISE_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError as e:
+        raise ImproperlyConfigured(
+            f"STEPWISE_TRUSTED_PROXIES: {_proxy!r} is not an address or network: {e}"
+        ) from e
 # Content-Security-Policy-Report-Only instead of the enforced header (to try a change).
 STEPWISE_CSP_REPORT_ONLY = envbool("STEPWISE_CSP_REPORT_ONLY", "False")
 # Email (password reset links): off unless EMAIL_HOST is set.
