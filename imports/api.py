@@ -76,7 +76,7 @@ class ImportUploadSerializer(serializers.Serializer):
 
 
 def _too_large(request: Request) -> Response | None:
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    length = services.declared_length(request)
     if length > services.upload_limit_bytes() + 65536:
         body = {"code": "too_large", "detail": services.upload_too_large_message(length)}
         return Response(body, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
