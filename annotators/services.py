@@ -210,16 +210,13 @@ def membership_update(
         raise ManageError("Unknown role or state.")
     with transaction.atomic():
         locked = Membership.objects.select_for_update().get(pk=membership.pk)
-        was_manager = locked.role == Role.MANAGER and locked.status == Membership.Status.ACTIVE
+        was_manager = locked.role == Role.MANAGER and locked.is_active
         stays_manager = role == Role.MANAGER and status == Membership.Status.ACTIVE
         if was_manager and not stays_manager:
             others = (
-                Membership.objects.select_for_update()
-                .filter(
-                    campaign_id=locked.campaign_id,
-                    role=Role.MANAGER,
-                    status=Membership.Status.ACTIVE,
-                )
+                Membership.objects.managers()
+                .select_for_update()
+                .filter(campaign_id=locked.campaign_id)
                 .exclude(pk=locked.pk)
             )
             if not others.exists():

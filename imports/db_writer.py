@@ -17,7 +17,16 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.utils import timezone
 
-from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
+from labeling.models import (
+    Assignment,
+    Campaign,
+    Membership,
+    Problem,
+    Solution,
+    Step,
+    StepLabel,
+    is_open_value,
+)
 
 from .records import LabelIn, SolutionIn
 from .result import ImportResult, ImportValidationError, LineError
@@ -161,7 +170,12 @@ class DatabaseWriter:
         self.result.lines = max(self.result.lines, items[-1][0])
         self._problems(hashed)
         labels = self._unseen_labels(hashed)
-        new_steps = self._solutions(hashed, Counter(sh for sh, _, _ in labels))
+        # A label holds its solution's slot as a submitted assignment does (``holds_slot``): one
+        # that gave up or reported a bad problem leaves it to someone else.
+        slots = Counter(
+            sh for sh, label, _ in labels if label.finish_reason not in Assignment.RELEASING_REASONS
+        )
+        new_steps = self._solutions(hashed, slots)
         self._labels(labels, new_steps)
 
     def _problems(self, hashed: list) -> None:
@@ -283,7 +297,7 @@ class DatabaseWriter:
                     s.source_ref,
                     h,
                     labels[h],
-                    self._is_open(labels[h]),
+                    is_open_value(self.campaign, kind=s.kind, slots=labels[h]),
                     self.import_job_id,
                 )
             )
@@ -338,10 +352,6 @@ class DatabaseWriter:
         Step.objects.bulk_update(steps, ["gold_rating"], batch_size=1000)
         self.touched |= changed
         self.result.solutions_gold_applied += len(changed)
-
-    def _is_open(self, submitted: int) -> bool:
-        """``refresh_queue_state``'s rule for a solution with no other assignment or report."""
-        return submitted < self.campaign.overlap and self.campaign.bad_problem_limit > 0
 
     def _unseen_labels(self, hashed: list) -> list[tuple[str, LabelIn, str]]:
         """(solution hash, label, submission key) of the labels not met earlier in the file."""

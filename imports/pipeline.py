@@ -59,10 +59,10 @@ class ImportFormat:
 
 # Every format, declared once (docs/contributing.md: how to add one).
 FORMATS: dict[str, ImportFormat] = {
-    "jsonl": ImportFormat(parse_jsonl, "problems with solutions (generic, GSM8K, Qwen2.5-Math)"),
     "prm800k": ImportFormat(parse_prm800k, "PRM800K label lines (phase 1 or 2)"),
     "prm800k-trajectories": ImportFormat(parse_trajectories, "PRM800K phase 1 trajectories"),
     "processbench": ImportFormat(parse_processbench, "ProcessBench records"),
+    "jsonl": ImportFormat(parse_jsonl, "problems with solutions (generic, GSM8K, Qwen2.5-Math)"),
 }
 OPTIONS = {"as_gold", "generator", "labeler", "split"}
 

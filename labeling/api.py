@@ -356,11 +356,7 @@ def _form_errors(form) -> exceptions.ValidationError:
 
 
 def _campaign_body(request: Request, campaign: Campaign, status_code: int = 200) -> Response:
-    roles = dict(
-        Membership.objects.filter(user=request.user, campaign=campaign).values_list(
-            "campaign_id", "role"
-        )
-    )
+    roles = Membership.objects.filter(campaign=campaign).roles_of(request.user)
     body = CampaignSerializer(campaign, context={"roles": roles}).data
     return Response(body, status=status_code)
 
@@ -376,11 +372,7 @@ class CampaignList(generics.ListAPIView):
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
-        context["roles"] = dict(
-            Membership.objects.filter(
-                user=self.request.user, status=Membership.Status.ACTIVE
-            ).values_list("campaign_id", "role")
-        )
+        context["roles"] = Membership.objects.roles_of(self.request.user)
         return context
 
     @extend_schema(tags=["campaigns"])

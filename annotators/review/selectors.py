@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, F, Max, Min, OuterRef, Subquery
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.db.models.functions import Left
 
 from labeling.models import (
@@ -19,6 +19,7 @@ from labeling.models import (
     Solution,
     Step,
     StepLabel,
+    ratings_disagree,
 )
 from labeling.queue.review import REVIEWABLE
 
@@ -58,7 +59,10 @@ def review_queue(
     if annotator_ids is not None:
         qs = qs.filter(annotator_id__in=annotator_ids)
     if disagreement:
-        qs = qs.filter(Exists(_disagreeing_labels()))
+        # Its labels that another annotator's submitted work rates differently (the rule's home:
+        # ``StepLabelQuerySet``; this assignment may be rejected work, compared with the rest).
+        mine = StepLabel.objects.filter(assignment_id=OuterRef("pk"))
+        qs = qs.filter(Exists(mine.contradicted()))
     order = ("submitted_at", "id") if oldest_first else ("-submitted_at", "-id")
     start = (max(page, 1) - 1) * per_page
     rows = list(
@@ -77,22 +81,6 @@ def review_queue(
         )[start : start + per_page + 1]
     )
     return rows[:per_page], len(rows) > per_page
-
-
-def _disagreeing_labels():
-    """Labels of the outer assignment that another submitted assignment rated differently."""
-    others = (
-        StepLabel.objects.filter(
-            step_id=OuterRef("step_id"),
-            rating__isnull=False,
-            assignment__status=Assignment.Status.SUBMITTED,
-        )
-        .exclude(assignment_id=OuterRef("assignment_id"))
-        .exclude(rating=OuterRef("rating"))
-    )
-    return StepLabel.objects.filter(assignment_id=OuterRef("pk"), rating__isnull=False).filter(
-        Exists(others)
-    )
 
 
 @dataclass(frozen=True)
@@ -174,24 +162,12 @@ def review_detail(*, campaign: Campaign, assignment_id: int) -> ReviewDetail | N
 
 
 def disputed_steps(*, campaign: Campaign):
-    """Steps of regular solutions that two or more current assignments rated differently.
-
-    Current: submitted, neither rejected nor superseded. One row per step with ``step_id``,
-    ``n`` (ratings) and ``low`` / ``high`` (the extreme ratings); a GROUP BY over the labels of
-    the campaign's regular solutions.
-    """
-    return (
-        StepLabel.objects.filter(
-            assignment__campaign=campaign,
-            assignment__status=Assignment.Status.SUBMITTED,
-            assignment__solution__kind=Solution.Kind.REGULAR,
-            rating__isnull=False,
-        )
-        .order_by()
-        .values("step_id")
-        .annotate(n=Count("id"), low=Min("rating"), high=Max("rating"))
-        .filter(n__gte=2, low__lt=F("high"))
-    )
+    """The steps of the campaign's regular solutions that annotators disagree on, one row per
+    step with ``step_id``, ``n`` (submitted ratings) and ``low`` / ``high`` (the extreme
+    ratings): ``StepLabelQuerySet.disputed_steps``, the rule's home."""
+    return StepLabel.objects.filter(
+        assignment__campaign=campaign, assignment__solution__kind=Solution.Kind.REGULAR
+    ).disputed_steps()
 
 
 def adjudication_queue(
@@ -241,8 +217,7 @@ class DisputedStep:
 
     @property
     def disputed(self) -> bool:
-        rated = {r.rating for r in self.ratings if r.rating is not None}
-        return len(rated) > 1
+        return ratings_disagree(r.rating for r in self.ratings)
 
 
 def adjudication_detail(*, campaign: Campaign, step_id: int) -> DisputedStep | None:

@@ -30,7 +30,6 @@ from django.db.models import (
     BooleanField,
     Exists,
     F,
-    IntegerField,
     OuterRef,
     Q,
     QuerySet,
@@ -39,9 +38,16 @@ from django.db.models import (
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.http import QueryDict
-from django.utils import timezone
 
-from labeling.models import Assignment, Problem, Review, Solution, Step, StepLabel
+from labeling.models import (
+    Assignment,
+    Problem,
+    Review,
+    Solution,
+    Step,
+    StepLabel,
+    disputed_step_count,
+)
 
 
 class FilterError(ValueError):
@@ -273,10 +279,11 @@ class SolutionFilter:
             solutions = solutions.filter(import_job_id=v["import_job"])
         if "problem" in v:
             solutions = solutions.filter(problem_id=v["problem"])
+        labels_here = StepLabel.objects.filter(assignment__solution_id=OuterRef("pk"))
         for name, labels in (
-            ("negative", _submitted_labels().filter(rating=-1)),
-            ("flagged", _submitted_labels().filter(flagged=True)),
-            ("disagree", _disagreeing_labels()),
+            ("negative", labels_here.submitted().filter(rating=-1)),
+            ("flagged", labels_here.submitted().filter(flagged=True)),
+            ("disagree", labels_here.disputed()),
         ):
             if name in v:
                 has = Exists(labels)
@@ -386,69 +393,17 @@ def _terms(text: str) -> list[str]:
     return [p for p in parts if p and not p.startswith("-") and p.lower() != "or"]
 
 
-# --- What the labels say ---------------------------------------------------------------------
+# --- Queue states, answers, reviews ----------------------------------------------------------
 
 
-def _submitted_labels() -> QuerySet:
-    return StepLabel.objects.filter(
-        assignment__solution_id=OuterRef("pk"), assignment__status=Assignment.Status.SUBMITTED
-    )
-
-
-def _disagreeing_labels() -> QuerySet:
-    """Submitted labels of the outer solution that another submitted label rates differently."""
-    others = (
-        StepLabel.objects.filter(
-            step_id=OuterRef("step_id"),
-            rating__isnull=False,
-            assignment__status=Assignment.Status.SUBMITTED,
-        )
-        .exclude(assignment_id=OuterRef("assignment_id"))
-        .exclude(rating=OuterRef("rating"))
-    )
-    return _submitted_labels().filter(rating__isnull=False).filter(Exists(others))
-
-
-# The number of steps of the outer solution on which its submitted labels disagree. Only a
-# solution with two submitted assignments can have any: that is checked first (one probe of an
-# index), so the labels of the others are never read. A sort by disagreement still computes this
-# for every match: filter first on a large campaign.
-_DISAGREEMENT_SQL = """
-    CASE WHEN EXISTS (
-        SELECT 1 FROM labeling_assignment a2
-        WHERE a2.solution_id = labeling_solution.id AND a2.status = 'submitted'
-        LIMIT 1 OFFSET 1
-    ) THEN (
-        SELECT count(*) FROM (
-            SELECT l.step_id FROM labeling_steplabel l
-            JOIN labeling_assignment a ON a.id = l.assignment_id
-            WHERE a.solution_id = labeling_solution.id AND a.status = 'submitted'
-              AND l.rating IS NOT NULL
-            GROUP BY l.step_id HAVING min(l.rating) <> max(l.rating)
-        ) d
-    ) ELSE 0 END
-"""
-
-
-def disagreement_count() -> RawSQL:
-    """The number of the outer solution's steps on which submitted labels disagree (for the
-    outermost query: it names the solution table, which a subquery would alias)."""
-    return RawSQL(_DISAGREEMENT_SQL, (), output_field=IntegerField())
-
-
-def _live_lease() -> Exists:
-    return Exists(
-        Assignment.objects.filter(
-            solution=OuterRef("pk"),
-            status=Assignment.Status.LEASED,
-            lease_expires_at__gt=timezone.now(),
-        )
-    )
+def live_lease() -> Exists:
+    """Whether the outer solution has a live lease (``Assignment.live_lease_q``)."""
+    return Exists(Assignment.objects.live_leases().filter(solution=OuterRef("pk")))
 
 
 def _states_q(states: Iterable[str]) -> Q:
     """Disjoint states: archived, else leased (a live lease), else open or complete."""
-    live = _live_lease()
+    live = live_lease()
     kept = Q(archived=False)
     by_state = {
         "archived": Q(archived=True),
@@ -502,7 +457,7 @@ def _sort_key(sort: str) -> tuple[Any, bool]:
     if sort == "prm":
         return Coalesce("prm_score", Value(-1.0)), True
     if sort == "disagreement":
-        return disagreement_count(), True
+        return disputed_step_count(), True
     if sort == "newest":
         return None, True
     return None, False

@@ -20,12 +20,10 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.db.models import Exists, OuterRef
 from django.db.models.functions import Left
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from labeling.curation import actions, filters, history
@@ -77,16 +75,6 @@ def _filter_from(request: HttpRequest) -> tuple[filters.SolutionFilter, str | No
         return filters.SolutionFilter(), f"{error.field}: {error.message}"
 
 
-def _live_lease():
-    return Exists(
-        Assignment.objects.filter(
-            solution=OuterRef("pk"),
-            status=Assignment.Status.LEASED,
-            lease_expires_at__gt=timezone.now(),
-        )
-    )
-
-
 def state_of(solution: Solution, leased: bool) -> str:
     """The solution's queue state as the browser's ``state`` filter names it."""
     if solution.archived:
@@ -105,7 +93,7 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
     matching = solution_filter.apply(Solution.objects.filter(campaign=campaign))
     # The problem's text is read for the page's rows only, after the page is cut (a join here
     # would be computed for every match before the sort).
-    rows = matching.only(*ROW_FIELDS).annotate(leased=_live_lease())
+    rows = matching.only(*ROW_FIELDS).annotate(leased=filters.live_lease())
     try:
         page = filters.solutions_page(
             rows, solution_filter, cursor=request.GET.get("cursor"), size=PAGE_SIZE
@@ -335,11 +323,7 @@ def _item_context(campaign, solution: Solution) -> dict:
             )
         )
     leases = list(
-        Assignment.objects.filter(
-            solution=solution,
-            status=Assignment.Status.LEASED,
-            lease_expires_at__gt=timezone.now(),
-        ).select_related("annotator")
+        Assignment.objects.live_leases().filter(solution=solution).select_related("annotator")
     )
     return {
         "solution": solution,

@@ -34,6 +34,16 @@ AL_BACKBONES = [
 ]
 
 
+class CampaignQuerySet(models.QuerySet):
+    def with_member(self, user) -> CampaignQuerySet:
+        """Campaigns in which ``user`` is a member (``MembershipQuerySet.active``)."""
+        return self.filter(
+            models.Exists(
+                Membership.objects.active().filter(campaign=models.OuterRef("pk"), user=user)
+            )
+        )
+
+
 class Campaign(models.Model):
     """A labelling project: its solutions, who labels them, and how.
 
@@ -108,6 +118,8 @@ class Campaign(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects = CampaignQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
@@ -121,6 +133,29 @@ class Campaign(models.Model):
     @property
     def al_backbone_label(self) -> str:
         return dict(AL_BACKBONES).get(self.al_backbone, self.al_backbone)
+
+
+class MembershipQuerySet(models.QuerySet):
+    """The one home of "who is a member of a campaign".
+
+    A member is someone with an ``active`` membership: pages, the API and the campaign list let
+    them in (``labeling.permissions.campaign_for``), and the queue serves them. A paused or
+    removed membership keeps its row (and the person's work) but lets nobody in. The queue's hot
+    path finds the row with plain SQL whatever its status and then refuses an inactive one with
+    ``Membership.is_active``, the Python form (tests/test_rules_membership.py holds them to the
+    same people).
+    """
+
+    def active(self) -> MembershipQuerySet:
+        return self.filter(status=Membership.Status.ACTIVE)
+
+    def managers(self) -> MembershipQuerySet:
+        """Active managers: a campaign must keep one."""
+        return self.active().filter(role=Membership.Role.MANAGER)
+
+    def roles_of(self, user) -> dict[int, str]:
+        """campaign id -> the role ``user`` holds there, for the campaigns they are a member of."""
+        return dict(self.active().filter(user=user).values_list("campaign_id", "role"))
 
 
 class Membership(models.Model):
@@ -176,6 +211,8 @@ class Membership(models.Model):
         help_text="Made by an import for a labeler in its file; nobody logs in.",
     )
 
+    objects = MembershipQuerySet.as_manager()
+
     class Meta:
         db_table = "annotators_membership"
         constraints = [
@@ -187,6 +224,7 @@ class Membership(models.Model):
 
     @property
     def is_active(self) -> bool:
+        """``MembershipQuerySet.active`` for this row as loaded."""
         return self.status == self.Status.ACTIVE
 
     @property
