@@ -13,7 +13,6 @@ or change its ground truth from there.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from django import forms
@@ -26,6 +25,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from common.pages import query_id
 from labeling.curation import actions, filters, history
 from labeling.models import (
     Assignment,
@@ -184,13 +184,11 @@ def _annotators(campaign) -> list[tuple[int, str]]:
     )
 
 
-ID_TEXT = re.compile(r"[0-9]{1,18}")
-
-
 def is_db_id(value: object) -> bool:
-    """A database id as a form sends it: 1 to 18 ASCII digits (``"²".isdigit()`` is true, and
-    a 20-digit number is no 64-bit id: both are refused here, before any work starts)."""
-    return isinstance(value, str) and ID_TEXT.fullmatch(value) is not None
+    """A database id as a form sends it (``common.pages.query_id``: ASCII digits, at most 18;
+    ``"²".isdigit()`` is true, and a 20-digit number is no 64-bit id: both are refused here,
+    before any work starts)."""
+    return isinstance(value, str) and query_id(value) is not None
 
 
 class BulkActionForm(forms.Form):
