@@ -134,6 +134,7 @@ class GenerationForm(forms.Form):
         limit = settings.STEPWISE_GENERATION_MAX_CONCURRENCY
         self.fields["concurrency"].max_value = limit
         self.fields["concurrency"].validators.append(MaxValueValidator(limit))
+        self.fields["concurrency"].widget.attrs["max"] = limit
         self.fields[
             "concurrency"
         ].help_text = f"Requests at a time, at most {limit} (and the endpoint's own bound)."
