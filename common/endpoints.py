@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import socket
+import ssl
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -131,20 +132,25 @@ class Endpoint:
         return os.environ.get(self.key_env, "") if self.declared and self.key_env else ""
 
     def client(
-        self, *, timeout_s: float | None = None, max_connections: int | None = None
+        self,
+        *,
+        timeout_s: float | None = None,
+        max_connections: int | None = None,
+        verify: ssl.SSLContext | str | bool = True,
     ) -> httpx.Client:
         """An HTTP client for this endpoint alone: its key (if any) in the headers, no
         redirects, no proxies from the environment; for a free-form URL, a transport that
-        connects only to the checked address of the URL's host."""
+        connects only to the checked address of the URL's host. ``verify``: how TLS
+        certificates are checked (httpx's: the system's CAs by default, or a CA bundle)."""
         headers = {"User-Agent": "stepwise"}
         if key := self.key():
             headers["Authorization"] = f"Bearer {key}"
         limits = httpx.Limits(max_connections=max_connections or self.max_concurrency)
         transport: httpx.BaseTransport
         if self.declared:
-            transport = httpx.HTTPTransport(limits=limits, trust_env=False)
+            transport = httpx.HTTPTransport(limits=limits, trust_env=False, verify=verify)
         else:
-            transport = _PinnedTransport(httpx.URL(self.base_url), limits=limits)
+            transport = _PinnedTransport(httpx.URL(self.base_url), limits=limits, verify=verify)
         return httpx.Client(
             timeout=httpx.Timeout(timeout_s or self.timeout_s),
             headers=headers,

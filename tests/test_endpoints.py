@@ -388,3 +388,60 @@ def test_endpoints_declared_is_read_each_time(settings):
     declare(settings)
     assert endpoints_declared() == {}
     assert endpoints.endpoints_of(CHAT) == []
+
+
+def _certificate(folder, name: str):
+    """A self-signed certificate for ``name`` (openssl, made here)."""
+    import subprocess
+
+    cert, key = folder / f"{name}.crt", folder / f"{name}.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            f"/CN={name}",
+            "-addext",
+            f"subjectAltName=DNS:{name}",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+@pytest.mark.parametrize(("served_as", "works"), [("localhost", True), ("elsewhere.test", False)])
+def test_tls_to_a_pinned_address_still_checks_the_certificate_against_the_name(
+    settings, tmp_path, served_as, works
+):
+    """Connected at the checked address, the TLS handshake still names the host (SNI) and
+    checks its certificate against it: a certificate for another name is refused."""
+    import ssl
+
+    settings.STEPWISE_ENDPOINT_URLS = True
+    settings.STEPWISE_ENDPOINT_HOSTS = ["localhost", "127.0.0.0/8"]
+    cert, key = _certificate(tmp_path, served_as)
+    with StubServer() as server:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+        port = server.httpd.server_address[1]
+        endpoint = endpoint_for_url(f"https://localhost:{port}/v1", kind=CHAT)
+        with endpoint.client(verify=ssl.create_default_context(cafile=str(cert))) as client:
+            if works:
+                response = client.post(endpoint.url("chat/completions"), json=_body())
+                assert response.status_code == 200
+            else:
+                with pytest.raises(httpx.ConnectError, match=r"certificate|hostname"):
+                    client.post(endpoint.url("chat/completions"), json=_body())
+    assert len(server.script.requests) == (1 if works else 0)
