@@ -9,18 +9,19 @@ queued), publishing ``labeling.events.solutions_imported`` after each batch so t
 scores them. A job stopped half way keeps its finished batches; run again (by the jobs' sweep
 when its worker died, or resumed by a person), it asks only for the sample keys that are missing.
 
-Security: the API key is read from an environment variable named by the job, one of
-``settings.STEPWISE_GENERATION_KEY_VARS`` (so a manager cannot send the worker's other secrets to
-an endpoint of their choice); it is never stored, and scrubbed from every message kept. Endpoints
-are plain ``http``/``https`` URLs without credentials, on ``STEPWISE_GENERATION_HOSTS`` when set;
-anything else (``file:``, ``ftp:``...) is refused, and the worker only ever POSTs JSON to
-``<base_url>/chat/completions``.
+Security: a job names an endpoint the operator declared (``common.endpoints``); its URL and the
+environment variable of its key are the operator's, so a manager can neither point the worker at
+a host of their choice nor send a key anywhere but to its endpoint. A free-form URL exists only
+where the operator allows them, to listed hosts checked after resolution, and never with a key.
+The key is never stored, and scrubbed from every message kept; the worker only ever POSTs JSON
+to ``<base_url>/chat/completions``. The prompt template is data (``imports.prompts``) and a
+split pattern runs on RE2 (``imports.splitting``): no request can make the worker allocate or
+loop without bound.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -33,6 +34,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from common.endpoints import EndpointRefused
 from common.jobs import (
     DONE,
     FAILED,
@@ -45,14 +47,14 @@ from common.jobs import (
     stage_pause,
 )
 from imports.endpoint import (
-    Endpoint,
+    ChatClient,
     GenerationRefused,
     Sample,
-    check_base_url,
-    check_key_env,
-    render_prompt,
+    endpoint_choose,
+    job_endpoint,
 )
 from imports.models import GenerationJob
+from imports.prompts import TemplateError, template_check
 from imports.records import ProblemIn, SolutionIn
 from imports.splitting import SplitError, check_mode, split
 from labeling import events
@@ -69,16 +71,11 @@ MAX_SAMPLES = 1000
 
 
 def check_template(template: str) -> str:
-    if "{problem}" not in (template or ""):
-        raise GenerationRefused("The prompt template must contain {problem}.")
+    """``template`` if it can be used (``imports.prompts``), else refused naming the problem."""
     try:
-        render_prompt(template, "x")
-    except (KeyError, IndexError, ValueError) as e:
-        raise GenerationRefused(
-            f"The prompt template has a placeholder other than {{problem}} ({e}); write a "
-            "literal brace as {{ or }}."
-        ) from None
-    return template
+        return template_check(template)
+    except TemplateError as e:
+        raise GenerationRefused(str(e), field="prompt_template") from None
 
 
 def default_template(campaign: Campaign) -> str:
@@ -98,9 +95,9 @@ def generation_job_create(
     *,
     campaign: Campaign,
     created_by: AbstractBaseUser | None,
-    base_url: str,
-    model: str,
-    api_key_env: str = "",
+    endpoint: str = "",
+    model: str = "",
+    base_url: str = "",
     samples_per_problem: int = 4,
     selection: str = GenerationJob.Selection.ALL,
     problem_filter: dict | None = None,
@@ -110,39 +107,57 @@ def generation_job_create(
     max_tokens: int = 1024,
     split: str = "auto",
     concurrency: int = 4,
-    timeout_s: float = 120.0,
+    timeout_s: float | None = None,
     max_retries: int = 5,
     generator: str = "",
     grade: bool = True,
     enqueue: bool = True,
 ) -> GenerationJob:
-    """Check a generation request and queue it (``enqueue=False``: the caller runs it)."""
-    if not (model or "").strip():
-        raise GenerationRefused("Name the model to ask.")
+    """Check a generation request and queue it (``enqueue=False``: the caller runs it).
+
+    ``endpoint`` names a declared chat endpoint and ``model`` one of its models (blank: its
+    first); ``base_url`` is a free-form URL instead, where the operator allows them.
+    ``timeout_s`` defaults to the endpoint's, and neither it nor ``concurrency`` may pass the
+    endpoint's bounds.
+    """
+    chosen = endpoint_choose(endpoint=endpoint, base_url=base_url)
+    try:
+        model = chosen.model(model)
+    except EndpointRefused as e:
+        raise GenerationRefused(str(e), field="model") from None
     if not 1 <= samples_per_problem <= MAX_SAMPLES:
-        raise GenerationRefused(f"Ask for 1 to {MAX_SAMPLES} samples per problem.")
+        raise GenerationRefused(
+            f"Ask for 1 to {MAX_SAMPLES} samples per problem.", field="samples_per_problem"
+        )
     if selection not in GenerationJob.Selection.values:
-        raise GenerationRefused(f"selection must be one of {', '.join(GenerationJob.Selection)}.")
+        raise GenerationRefused(
+            f"selection must be one of {', '.join(GenerationJob.Selection)}.", field="selection"
+        )
     if not 0 <= temperature <= 2 or not 0 < top_p <= 1:
         raise GenerationRefused("temperature must be in [0, 2] and top_p in (0, 1].")
     if not 1 <= max_tokens <= 131072:
-        raise GenerationRefused("max_tokens must be between 1 and 131072.")
-    limit = settings.STEPWISE_GENERATION_MAX_CONCURRENCY
+        raise GenerationRefused("max_tokens must be between 1 and 131072.", field="max_tokens")
+    limit = min(settings.STEPWISE_GENERATION_MAX_CONCURRENCY, chosen.max_concurrency)
     if not 1 <= concurrency <= limit:
-        raise GenerationRefused(f"concurrency must be between 1 and {limit}.")
-    if not 1 <= timeout_s <= 3600 or not 0 <= max_retries <= 20:
-        raise GenerationRefused("timeout_s must be 1-3600 s and max_retries 0-20.")
+        raise GenerationRefused(f"concurrency must be between 1 and {limit}.", field="concurrency")
+    timeout_s = chosen.timeout_s if timeout_s is None else timeout_s
+    if not 1 <= timeout_s <= chosen.timeout_s:
+        raise GenerationRefused(
+            f"timeout_s must be 1-{chosen.timeout_s:g} s for this endpoint.", field="timeout_s"
+        )
+    if not 0 <= max_retries <= 20:
+        raise GenerationRefused("max_retries must be 0-20.", field="max_retries")
     try:
         split = check_mode(split)
     except SplitError as e:
-        raise GenerationRefused(str(e)) from None
+        raise GenerationRefused(str(e), field="split") from None
     problem_filter = _check_filter(problem_filter or {}, selection)
     job = GenerationJob(
         campaign=campaign,
         created_by=created_by,
-        base_url=check_base_url(base_url),
-        model=model.strip()[:200],
-        api_key_env=check_key_env(api_key_env),
+        endpoint=chosen.name,
+        base_url="" if chosen.declared else chosen.base_url,
+        model=model,
         generator=(generator or "").strip()[:200],
         samples_per_problem=samples_per_problem,
         selection=selection,
@@ -166,10 +181,14 @@ def generation_job_create(
 
 def _check_filter(value: dict, selection: str) -> dict:
     if not isinstance(value, dict):
-        raise GenerationRefused("The problem filter is an object {subject, level, search}.")
+        raise GenerationRefused(
+            "The problem filter is an object {subject, level, search}.", field="problem_filter"
+        )
     unknown = set(value) - {"subject", "level", "search"}
     if unknown:
-        raise GenerationRefused(f"Unknown filter keys: {', '.join(sorted(unknown))}.")
+        raise GenerationRefused(
+            f"Unknown filter keys: {', '.join(sorted(unknown))}.", field="problem_filter"
+        )
     clean = {k: str(v).strip()[:200] for k, v in value.items() if str(v or "").strip()}
     if selection == GenerationJob.Selection.FILTER and not clean:
         raise GenerationRefused("Give a subject, level or search text for the filter.")
@@ -264,36 +283,43 @@ def _generation_work(
     rest in batches of ``BATCH``. Ends ``done``, or ``failed`` when no sample came back at all.
 
     The job's own failures are recorded here, not by ``job_run``: every message kept is scrubbed
-    of the API key first (``Endpoint.scrub``).
+    of the API key first (``ChatClient.scrub``).
     """
     if not job.plan:
         job.plan = make_plan(job)
         job.requested = sum(n for _, n in job.plan)
         attempt.update(plan=job.plan, requested=job.requested)
-    if job.api_key_env and not os.environ.get(job.api_key_env):
-        message = f"the worker's environment has no {job.api_key_env}: nothing was asked"
+    try:
+        endpoint = job_endpoint(job)
+        if endpoint.key_env and not endpoint.key():
+            raise GenerationRefused(
+                f"the worker's environment has no {endpoint.key_env} (the key of endpoint "
+                f"{endpoint.name!r}): nothing was asked"
+            )
+        chat = ChatClient(job, endpoint, client=client, sleep=sleep)
+    except (GenerationRefused, TemplateError) as refused:
+        message = str(refused)
         attempt.finish(
             FAILED, errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:]
         )
         return
     todo = _missing(job)
-    endpoint = Endpoint(job, client=client, sleep=sleep)
     writer = _BatchWriter(job, attempt)
     try:
-        for sample in _complete_all(endpoint, todo, job.concurrency):
+        for sample in _complete_all(chat, todo, job.concurrency):
             writer.add(sample)
         writer.flush()
     except JobSuperseded:
         raise
     except Exception as error:
         log.exception("generation job %s failed", job.pk)
-        writer.errors.append({"key": "", "message": endpoint.scrub(type(error).__name__)})
+        writer.errors.append({"key": "", "message": chat.scrub(type(error).__name__)})
         writer.flush(final_state=FAILED)
     else:
         ok = writer.done_before + writer.completed > 0 or not todo
         writer.flush(final_state=DONE if ok else FAILED)
     finally:
-        endpoint.close()
+        chat.close()
 
 
 def _missing(job: GenerationJob) -> list[tuple[str, Problem]]:
@@ -318,7 +344,7 @@ def _missing(job: GenerationJob) -> list[tuple[str, Problem]]:
 
 
 def _complete_all(
-    endpoint: Endpoint, todo: list[tuple[str, Problem]], concurrency: int
+    chat: ChatClient, todo: list[tuple[str, Problem]], concurrency: int
 ) -> Iterator[Sample]:
     """Completed samples as they come back, at most ``concurrency`` requests in flight."""
     if not todo:
@@ -333,7 +359,7 @@ def _complete_all(
             except StopIteration:
                 return False
             sample = Sample(key=key, problem_id=problem.pk)
-            running.add(pool.submit(endpoint.complete, sample, problem.text))
+            running.add(pool.submit(chat.complete, sample, _prompt_values(problem)))
             return True
 
         for _ in range(concurrency):
@@ -345,6 +371,16 @@ def _complete_all(
                 running.discard(future)
                 submit()
                 yield future.result()
+
+
+def _prompt_values(problem: Problem) -> dict[str, str]:
+    """The fields a prompt template may name (``imports.prompts.FIELDS``) for one problem."""
+    return {
+        "problem": problem.text,
+        "answer": problem.ground_truth_answer,
+        "subject": problem.subject,
+        "level": str(problem.level or ""),
+    }
 
 
 class _BatchWriter:

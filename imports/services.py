@@ -44,6 +44,13 @@ def upload_limit_bytes() -> int:
     return settings.STEPWISE_MAX_UPLOAD_MB * 1024 * 1024
 
 
+def declared_length(request) -> int:
+    """The request's Content-Length, 0 when it is missing or not a number (as Django reads it:
+    a made-up header is no reason for a 500)."""
+    value = str(request.META.get("CONTENT_LENGTH") or "")
+    return int(value) if value.isascii() and value.isdigit() and len(value) < 19 else 0
+
+
 def upload_too_large_message(size: int) -> str:
     return (
         f"The file is {size / 1024 / 1024:.1f} MB; uploads are limited to "

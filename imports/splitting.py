@@ -10,6 +10,10 @@ else. Modes (``SPLIT_MODES``; any other value is a regular expression that separ
   item; a reasoning model's ``<think>`` section is cut into its paragraphs; PRM800K's
   ``# Answer`` heading stays with the answer; a paragraph longer than ``MAX_STEP_CHARS`` is cut
   at sentence ends.
+- a regular expression (any other value): the text is cut wherever it matches. It runs on RE2
+  (``google-re2``), whose matching time grows linearly with the text whatever the pattern, so
+  no pattern (``(a+)+$`` on a long run of ``a``) can hold a web request or a worker; patterns RE2
+  cannot run (backreferences, lookaround) are refused with a message saying so.
 - ``paragraphs``: blank lines, or lines when the text has no blank line (the splitter imports
   had before ``auto``). ``lines``: every line. ``numbered``: numbered items, ``Step
   n:`` and bullets.
@@ -23,6 +27,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+
+import re2
 
 SPLIT_MODES = ("auto", "paragraphs", "lines", "numbered")
 DEFAULT_SPLIT = "auto"
@@ -66,15 +73,40 @@ def check_mode(mode: str | None) -> str:
         return mode
     if len(mode) > MAX_PATTERN_CHARS:
         raise SplitError(f"a split pattern is at most {MAX_PATTERN_CHARS} characters")
+    if _user_pattern(mode).match(""):
+        raise SplitError("a split pattern must not match the empty string")
+    return mode
+
+
+def _re2_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # a person's mistake is theirs to read, not the log's
+    return options
+
+
+@lru_cache(maxsize=256)
+def _user_pattern(mode: str):
+    """A person's pattern compiled by RE2 (linear time in the text, whatever the pattern), or
+    ``SplitError`` naming the problem: RE2 runs no backreference and no lookaround."""
     try:
-        pattern = re.compile(mode)
+        return re2.compile(mode, options=_re2_options())
+    except re2.error as e:
+        detail = (
+            e.args[0].decode(errors="replace")
+            if e.args and isinstance(e.args[0], bytes)
+            else str(e)
+        )
+    try:
+        re.compile(mode)
     except re.error as e:
         raise SplitError(
             f"split must be one of {', '.join(SPLIT_MODES)} or a regular expression ({e})"
         ) from None
-    if pattern.match(""):
-        raise SplitError("a split pattern must not match the empty string")
-    return mode
+    raise SplitError(
+        "split patterns run on RE2 (matching time stays linear on any text), which has no "
+        f"backreferences (\\1, (?P=name)) and no lookaround ((?=, (?!, (?<=, (?<!): {detail}; "
+        "write the pattern without them"
+    ) from None
 
 
 def split(text: str, mode: str = DEFAULT_SPLIT) -> list[SplitStep]:
@@ -92,7 +124,7 @@ def split(text: str, mode: str = DEFAULT_SPLIT) -> list[SplitStep]:
     elif mode == "numbered":
         raws = _items(text.split("\n"), bullets=True)
     else:
-        raws = re.split(mode, text)
+        raws = _user_pattern(mode).split(text)
     out = []
     for raw in raws:
         raw = (raw or "").strip()

@@ -30,7 +30,7 @@ def import_list(request: HttpRequest, slug: str) -> HttpResponse:
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
     status, refused = 200, None
     form = UploadForm()
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    length = services.declared_length(request)
     if request.method == "POST" and length > services.upload_limit_bytes() + 65536:
         # Refused on the request's size, before the form reads the file.
         refused, status = services.upload_too_large_message(length), 413
@@ -136,7 +136,8 @@ def generation_list(request: HttpRequest, slug: str) -> HttpResponse:
                     campaign=campaign, created_by=request.user, **form.job_kwargs()
                 )
             except generation.GenerationRefused as error:
-                form.add_error(None, str(error))
+                field = "model" if error.field == "endpoint" else error.field
+                form.add_error(field if field in form.fields else None, str(error))
             else:
                 return redirect("imports:generations", slug=campaign.slug)
         status = 400

@@ -6,12 +6,14 @@ kombu's filesystem broker under ``var/``, so a fresh checkout works at once.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -289,19 +291,42 @@ STEPWISE_MODEL_ROOT = Path(envstr("STEPWISE_MODEL_ROOT", str(VAR_DIR / "models")
 STEPWISE_CAMPAIGN_CREATORS = envstr("STEPWISE_CAMPAIGN_CREATORS", "users")
 # Largest import file accepted from the browser, in MB (bigger files: manage.py import_solutions).
 STEPWISE_MAX_UPLOAD_MB = envint("STEPWISE_MAX_UPLOAD_MB", "200")
-# Solutions generated from OpenAI-compatible endpoints (docs/generation.md). A job names the
-# environment variable its API key is read from, one of these (the key is never stored);
-# endpoints must be http(s) on one of STEPWISE_GENERATION_HOSTS (empty: any host).
-STEPWISE_GENERATION_KEY_VARS = [
-    name.strip()
-    for name in envstr(
-        "STEPWISE_GENERATION_KEY_VARS", "STEPWISE_GENERATION_API_KEY,OPENAI_API_KEY"
-    ).split(",")
-    if name.strip()
+# Model endpoints (common/endpoints.py; docs/settings.md, "Model endpoints"): the operator declares
+# every endpoint the server may call (generation, scoring, rollouts, a judge), as a JSON list of
+# {name, kind, base_url, models, key_env, timeout_s, max_concurrency, label} in STEPWISE_ENDPOINTS
+# and/or the file STEPWISE_ENDPOINTS_FILE; managers choose them by name. Free-form URLs only with
+# STEPWISE_ENDPOINT_URLS on, and then only to STEPWISE_ENDPOINT_HOSTS (names, addresses,
+# networks; private and loopback addresses only where listed). Checked when the app starts.
+
+
+def _endpoints_declared() -> list:
+    declared: list = []
+    sources = []
+    if path := envstr("STEPWISE_ENDPOINTS_FILE", ""):
+        try:
+            sources.append(("STEPWISE_ENDPOINTS_FILE", Path(path).read_text()))
+        except OSError as e:
+            raise ImproperlyConfigured(f"STEPWISE_ENDPOINTS_FILE: cannot read {path}: {e}") from e
+    if text := envstr("STEPWISE_ENDPOINTS", "").strip():
+        sources.append(("STEPWISE_ENDPOINTS", text))
+    for name, text in sources:
+        try:
+            value = json.loads(text)
+        except ValueError as e:
+            raise ImproperlyConfigured(f"{name} is not valid JSON: {e}") from e
+        if not isinstance(value, list):
+            raise ImproperlyConfigured(f"{name} must be a JSON list of endpoint objects.")
+        declared += value
+    return declared
+
+
+STEPWISE_ENDPOINTS = _endpoints_declared()
+STEPWISE_ENDPOINT_URLS = envbool("STEPWISE_ENDPOINT_URLS", "False")
+STEPWISE_ENDPOINT_HOSTS = [
+    h.strip() for h in envstr("STEPWISE_ENDPOINT_HOSTS", "").split(",") if h.strip()
 ]
-STEPWISE_GENERATION_HOSTS = [
-    h.strip() for h in envstr("STEPWISE_GENERATION_HOSTS", "").split(",") if h.strip()
-]
+# Generation jobs (docs/generation.md): requests one job may have in flight (and at most its
+# endpoint's max_concurrency).
 STEPWISE_GENERATION_MAX_CONCURRENCY = envint("STEPWISE_GENERATION_MAX_CONCURRENCY", "16")
 # First wait before retrying a 429/5xx answer (doubled each try, Retry-After honoured).
 STEPWISE_GENERATION_BACKOFF_MS = envint("STEPWISE_GENERATION_BACKOFF_MS", "1000")
@@ -330,11 +355,25 @@ else:
             "LOCATION": str(VAR_DIR / "cache"),
         }
     }
-# Failed logins allowed per username within the window (five times as many per IP address).
+# Failed logins (and wrong old passwords on the password-change form: the same count) allowed
+# per username within the window, five times as many per IP address; a browser that has logged
+# in as that user before has a count of its own (its device cookie), so a guesser cannot lock
+# the user out. Wrong API tokens: five times as many per address (a valid token is served).
 STEPWISE_LOGIN_FAILURES = envint("STEPWISE_LOGIN_FAILURES", "5")
 STEPWISE_LOGIN_WINDOW = envint("STEPWISE_LOGIN_WINDOW", "900")
-# Reverse proxies in front of the app that append to X-Forwarded-For (0: ignore the header).
+# Reverse proxies in front of the app that append to X-Forwarded-For (0: ignore the header), and
+# the addresses or networks they connect from (empty: believe the header from any address).
 STEPWISE_TRUSTED_PROXY_HOPS = envint("STEPWISE_TRUSTED_PROXY_HOPS", "0")
+STEPWISE_TRUSTED_PROXIES = [
+    p.strip() for p in envstr("STEPWISE_TRUSTED_PROXIES", "").split(",") if p.strip()
+]
+for _proxy in STEPWISE_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError as e:
+        raise ImproperlyConfigured(
+            f"STEPWISE_TRUSTED_PROXIES: {_proxy!r} is not an address or network: {e}"
+        ) from e
 # Content-Security-Policy-Report-Only instead of the enforced header (to try a change).
 STEPWISE_CSP_REPORT_ONLY = envbool("STEPWISE_CSP_REPORT_ONLY", "False")
 # Email (password reset links): off unless EMAIL_HOST is set.

@@ -186,20 +186,26 @@ def test_a_killed_import_out_of_attempts_fails_with_the_reason_on_its_page(
 
 
 def test_a_worker_killed_mid_generation_keeps_its_batch_and_the_sweep_asks_only_for_the_rest(
-    celery_workers,
+    celery_workers, settings
 ):
     campaign = make_campaign(slug="killed-generation")
     for i in range(2):
         make_problem(
             campaign=campaign, text=f"Problem {i}: what is $1+1$?", ground_truth_answer="2"
         )
-    doomed = celery_workers(STEPWISE_JOB_PAUSE='{"generation.written": 600}', **FAST)
     with StubServer() as server:
+        # The operator declares the endpoint, for this process and the workers alike.
+        settings.STEPWISE_ENDPOINTS = [
+            {"name": "stub", "kind": "chat", "base_url": server.base_url, "models": ["stub"]}
+        ]
+        declared = {"STEPWISE_ENDPOINTS": json.dumps(settings.STEPWISE_ENDPOINTS)}
+        doomed = celery_workers(
+            STEPWISE_JOB_PAUSE='{"generation.written": 600}', **FAST, **declared
+        )
         job = generation_job_create(  # autocommit: sent at once
             campaign=campaign,
             created_by=None,
-            base_url=server.base_url,
-            model="stub",
+            endpoint="stub",
             samples_per_problem=30,
             concurrency=2,
             grade=False,
@@ -212,7 +218,7 @@ def test_a_worker_killed_mid_generation_keeps_its_batch_and_the_sweep_asks_only_
         assert (job.status, job.attempts, job.completed, kept) == ("running", 1, 25, 25)
         asked_before = len(server.script.requests)
 
-        rescuer = celery_workers(beat=True, **FAST)  # nobody presses Resume
+        rescuer = celery_workers(beat=True, **FAST, **declared)  # nobody presses Resume
         job = _wait(lambda: _finished(job), proc=rescuer, what="the resumed generation")
         asked_again = len(server.script.requests) - asked_before
 

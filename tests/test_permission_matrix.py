@@ -144,6 +144,7 @@ ROUTES: dict[str, Route] = {
     "api-imports": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
     "api-import": Route("api-manage", {"GET": 200}, ("slug", "import_job")),
     "api-generations": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "api-generation-endpoints": Route("api-manage", {"GET": 200}, ("slug",)),
     "api-generation": Route("api-manage", {"GET": 200}, ("slug", "generation_job")),
     "api-generation-resume": Route("api-manage", {"POST": 409}, ("slug", "generation_job")),
     "api-problems": Route("api-review", {"GET": 200}, ("slug",)),

@@ -25,6 +25,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from common.pages import query_id
 from labeling.curation import actions, filters, history
 from labeling.models import (
     Assignment,
@@ -156,10 +157,7 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _int(raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        return 0
+    return int(raw) if is_db_id(raw) else 0
 
 
 def _generators(campaign) -> list[str]:
@@ -186,18 +184,34 @@ def _annotators(campaign) -> list[tuple[int, str]]:
     )
 
 
+def is_db_id(value: object) -> bool:
+    """A database id as a form sends it (``common.pages.query_id``: ASCII digits, at most 18;
+    ``"²".isdigit()`` is true, and a 20-digit number is no 64-bit id: both are refused here,
+    before any work starts)."""
+    return isinstance(value, str) and query_id(value) is not None
+
+
 class BulkActionForm(forms.Form):
     """What to do, and to what: the ticked solutions (``id``) or all the filter matches."""
 
     action = forms.ChoiceField(choices=BULK_ACTIONS)
     scope = forms.ChoiceField(choices=(("selected", "selected"), ("all", "all matching")))
     query = forms.CharField(required=False, max_length=20_000)
-    id = forms.TypedMultipleChoiceField(required=False, coerce=int, choices=())
+    id = forms.TypedMultipleChoiceField(
+        required=False,
+        coerce=int,
+        choices=(),
+        error_messages={"invalid_choice": "%(value)s is not a solution id."},
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # Ids are checked against the campaign when the filter is applied, not listed here.
-        self.fields["id"].valid_value = lambda value: str(value).isdigit()
+        self.fields["id"].valid_value = is_db_id
+
+    def problems(self) -> str:
+        """What is wrong with the request, in words (for the 400)."""
+        return " ".join(f"{name}: {' '.join(errors)}" for name, errors in self.errors.items())
 
     def selection(self) -> filters.SolutionFilter:
         """The solutions the action applies to, as a filter (a list of ids is one too)."""
@@ -217,7 +231,11 @@ def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
     form = BulkActionForm(request.POST)
     back = reverse("labeling:browser", kwargs={"slug": campaign.slug})
     if not form.is_valid():
-        return HttpResponse("Choose an action and the solutions to apply it to.", status=400)
+        return HttpResponse(
+            f"Choose an action and the solutions to apply it to ({form.problems()})",
+            status=400,
+            content_type="text/plain",
+        )
     query = form.cleaned_data["query"]
     try:
         selection = form.selection()
@@ -262,6 +280,12 @@ class GoldFromLabelsForm(forms.Form):
     source = forms.CharField(
         max_length=20, help_text="An assignment id (that annotator's ratings) or 'consensus'."
     )
+
+    def clean_source(self) -> str:
+        source = self.cleaned_data["source"]
+        if source != "consensus" and not is_db_id(source):
+            raise forms.ValidationError("source is an assignment id or 'consensus'.")
+        return source
 
 
 class GroundTruthForm(forms.Form):
@@ -375,7 +399,12 @@ def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpRespon
     else:
         form = GoldFromLabelsForm(request.POST)
         if not form.is_valid():
-            return HttpResponse("Choose the kind and whose ratings to use.", status=400)
+            problems = " ".join(" ".join(errors) for errors in form.errors.values())
+            return HttpResponse(
+                f"Choose the kind and whose ratings to use ({problems})",
+                status=400,
+                content_type="text/plain",
+            )
         try:
             gold = _gold_from(solution, form.cleaned_data["source"])
             actions.solution_gold_set(solution=solution, kind=form.cleaned_data["kind"], gold=gold)
@@ -412,7 +441,7 @@ def _gold_from(solution: Solution, source: str) -> list[int | None]:
         ):
             by_step.setdefault(step_id, []).append(rating)
         return [actions.consensus(by_step.get(step_id, [])) for step_id, _ in steps]
-    if not source.isdigit() or not submitted.filter(pk=int(source)).exists():
+    if not is_db_id(source) or not submitted.filter(pk=int(source)).exists():
         raise actions.CurationError("Choose a submitted assignment of this solution.")
     ratings = dict(
         StepLabel.objects.filter(assignment_id=int(source)).values_list("step_id", "rating")
