@@ -17,12 +17,6 @@ from annotators import services
 from annotators.models import ApiToken
 from common.api import CursorPagination
 
-# --- Campaigns -------------------------------------------------------------------------------
-
-
-# --- Imports ---------------------------------------------------------------------------------
-
-
 # --- API tokens (the caller's own) ------------------------------------------------------------
 
 
@@ -80,7 +74,7 @@ class TokenList(generics.ListAPIView):
 
 @extend_schema(tags=["tokens"], request=None, responses={200: ApiTokenSerializer})
 @api_view(["POST"])
-def token_revoke(request: Request, pk: int) -> Response:
+def token_revoke_api(request: Request, pk: int) -> Response:
     """Revoke one of your tokens: it is refused (401) from now on."""
     token = get_object_or_404(ApiToken, user=request.user, pk=pk)
     return Response(ApiTokenSerializer(services.api_token_revoke(token=token)).data)

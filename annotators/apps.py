@@ -6,7 +6,7 @@ class AnnotatorsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotators.services import SNAPSHOT_JOBS
+        from annotators.snapshots import SNAPSHOT_JOBS
         from common.jobs import job_kind_register
 
         job_kind_register(SNAPSHOT_JOBS)

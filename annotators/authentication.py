@@ -29,21 +29,26 @@ class TokenAuthentication(authentication.TokenAuthentication):
     model = ApiToken
 
     def authenticate(self, request):
-        """Wrong tokens are counted per client address; past the limit (five times
-        ``STEPWISE_LOGIN_FAILURES`` in ``STEPWISE_LOGIN_WINDOW``, as for logins) a token is
-        answered 429 without being looked up, so keys cannot be guessed at speed."""
+        """A valid token is always served: throttling counts only wrong ones, per client
+        address, and answers them 429 past the limit (five times ``STEPWISE_LOGIN_FAILURES`` in
+        ``STEPWISE_LOGIN_WINDOW``, as for logins), so a guesser's requests are refused as such
+        while the scripts behind the same address (a NAT, or a proxy the app is not told about)
+        keep working. Keys are 256 random bits: what guessing can find is nothing; the
+        throttle keeps the noise bounded and visible."""
         parts = authentication.get_authorization_header(request).split()
         if not parts or parts[0].lower() != self.keyword.lower().encode():
             return None
-        failures = _token_failures(request)
-        if (wait := failures.blocked_for()) is not None:
-            raise exceptions.Throttled(
-                wait=wait, detail="Too many requests with invalid tokens from this address."
-            )
         try:
             return super().authenticate(request)
         except exceptions.AuthenticationFailed:
+            failures = _token_failures(request)
+            throttled = failures.blocked_for() is not None  # before this one is counted
             failures.failed()
+            if throttled:
+                raise exceptions.Throttled(
+                    wait=failures.blocked_for(),
+                    detail="Too many requests with invalid tokens from this address.",
+                ) from None
             raise
 
     def authenticate_credentials(self, key: str):

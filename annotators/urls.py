@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotators import browser, review_views, views
+from annotators import views
+from annotators.review import views as review_views
 
 app_name = "annotators"
 
@@ -20,18 +21,8 @@ urlpatterns = [
     ),
     path(campaign + "gold/", views.gold_list, name="gold"),
     path(campaign + "gold/<int:pk>/", views.gold_edit, name="gold-edit"),
-    path(campaign + "browse/", browser.solution_browser, name="browser"),
-    path(campaign + "browse/actions/", browser.solution_browser_action, name="browser-action"),
-    path(campaign + "browse/jobs/<int:pk>/", browser.bulk_action_status, name="browser-job"),
-    path(campaign + "browse/<int:pk>/", browser.solution_item, name="browser-item"),
-    path(
-        campaign + "browse/<int:pk>/actions/",
-        browser.solution_item_action,
-        name="browser-item-action",
-    ),
     path(campaign + "dashboard/", views.dashboard, name="dashboard"),
     path(campaign + "figures/refresh/", views.snapshot_refresh, name="snapshot-refresh"),
-    path(campaign + "figures/status/", views.snapshot_status, name="snapshot-status"),
     path(campaign + "agreement/", views.agreement, name="agreement"),
     path(campaign + "reviews/", review_views.review_list, name="reviews"),
     path(campaign + "reviews/<int:pk>/", review_views.review_detail, name="review"),

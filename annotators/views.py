@@ -11,9 +11,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRefresh
 
-from annotators import selectors, services
+from annotators import selectors, services, snapshots
 from annotators.dashboard import dashboard_context
 from annotators.forms import (
     GoldForm,
@@ -21,11 +20,12 @@ from annotators.forms import (
     MemberForm,
     SignUpForm,
 )
-from annotators.models import ApiToken, CampaignSnapshot
+from annotators.models import ApiToken
 from annotators.stats import qc_agreement
 from common import charts
 from common.pages import page_number, posted, query_id
 from common.tables import Column, table
+from labeling.curation.actions import CurationError, solution_gold_set
 from labeling.models import Campaign, Invitation, Membership, Solution, Step
 from labeling.permissions import (
     MANAGE,
@@ -114,7 +114,7 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         title=f"{member.user.get_username()}: agreement with gold by day (UTC)",
         points=[(d["day"][5:], d["agreement"]) for d in qc["days"]],
     )
-    figures = selectors.annotator_figures(services.snapshot_current(campaign=campaign))
+    figures = selectors.annotator_figures(snapshots.snapshot_current(campaign=campaign))
     return campaign_page(
         request,
         "annotators/member_detail.html",
@@ -253,10 +253,8 @@ def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     form = GoldForm(posted(request), initial=initial, step_indexes=[s.index for s in steps])
     if request.method == "POST" and form.is_valid():
         try:
-            services.solution_gold_set(
-                solution=solution, kind=form.cleaned_data["kind"], gold=form.gold()
-            )
-        except services.ManageError as error:
+            solution_gold_set(solution=solution, kind=form.cleaned_data["kind"], gold=form.gold())
+        except CurationError as error:
             form.add_error(None, str(error))
         else:
             messages.success(request, f"Solution {solution.pk} saved.")
@@ -281,13 +279,15 @@ def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def _snapshot_context(campaign: Campaign) -> dict:
     """The figures to show, how old they really are (from when their reading began, and the
     solutions submitted since), and whether fresher ones are being computed (the page polls)."""
-    snapshot = services.snapshot_current(campaign=campaign)
+    snapshot = snapshots.snapshot_current(campaign=campaign)
+    pending = snapshots.snapshot_pending(campaign=campaign)
     return {
         "snapshot": snapshot,
-        "shown": snapshot.pk if snapshot else "",
         "as_of": (snapshot.started_at or snapshot.computed_at) if snapshot else None,
         "submitted_since": selectors.snapshot_submitted_since(snapshot) if snapshot else 0,
-        "pending": services.snapshot_pending(campaign=campaign),
+        # The figures' job the page follows (labeling.job_views): the one being computed, else
+        # the one shown.
+        "figures_job": pending or snapshot,
     }
 
 
@@ -311,37 +311,11 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
 def snapshot_refresh(request: HttpRequest, slug: str) -> HttpResponse:
     """Ask a worker for fresh figures now; back to the page that asked."""
     campaign, _ = campaign_for(request.user, slug, roles=REVIEW)
-    services.snapshot_request(campaign=campaign)
+    snapshots.snapshot_request(campaign=campaign)
     back = request.POST.get("next", "")
     if not back.startswith(f"/campaigns/{campaign.slug}/"):
         back = reverse("annotators:dashboard", kwargs={"slug": campaign.slug})
     return redirect(back)
-
-
-@login_required
-@require_GET
-def snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
-    """Polled by htmx: every 2 s while figures are being computed, every 30 s otherwise (so
-    figures gone stale after new submissions are recomputed with the page left open); reloads
-    the page once newer figures are in."""
-    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
-    shown = request.GET.get("shown", "")
-    services.snapshot_current(campaign=campaign)  # asks for fresh figures if these are stale
-    latest = (
-        CampaignSnapshot.objects.filter(campaign=campaign, status=CampaignSnapshot.Status.DONE)
-        .order_by("-computed_at", "-id")
-        .values_list("pk", flat=True)
-        .first()
-    )
-    if latest is not None and str(latest) != shown:
-        return HttpResponseClientRefresh()
-    return campaign_page(
-        request,
-        "annotators/_snapshot.html#snapshot-status",
-        campaign,
-        membership,
-        {"pending": services.snapshot_pending(campaign=campaign), "shown": shown},
-    )
 
 
 AGREEMENT_COLUMNS = [

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import prm
     from labeling.models import Step
-    from learning.active_learning import queue_order, solutions_rewrite
+    from learning.ordering import queue_order, solutions_rewrite
     from learning.rescoring import _score_open
 
     call_command("migrate", verbosity=0)

@@ -158,10 +158,8 @@ def main() -> None:
             url = client.get(url, headers=headers).json()["next"]
         report(f"{name}: page {args.deep + 1}", *timed(client, url, args.requests, headers))
     report(
-        "solutions?answer_is_correct=false&generator=g",
-        *timed(
-            client, base + "solutions/?answer_is_correct=false&generator=g", args.requests, headers
-        ),
+        "solutions?answer=wrong&generator=g",
+        *timed(client, base + "solutions/?answer=wrong&generator=g", args.requests, headers),
     )
 
 

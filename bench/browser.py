@@ -60,7 +60,7 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int, in
     manager = get_user_model().objects.get(username="bench-manager")
     client = Client(HTTP_HOST="localhost")
     client.force_login(manager)
-    browse = reverse("annotators:browser", kwargs={"slug": campaign.slug})
+    browse = reverse("labeling:browser", kwargs={"slug": campaign.slug})
     annotator = Assignment.objects.filter(campaign=campaign).order_by("pk").first().annotator_id
     two = (
         Assignment.objects.filter(campaign=campaign, status="submitted")
@@ -73,7 +73,7 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int, in
     one = Solution.objects.filter(campaign=campaign, assignment_count=1).order_by("pk").first().pk
 
     def item(pk: int) -> str:
-        return reverse("annotators:browser-item", kwargs={"slug": campaign.slug, "pk": pk})
+        return reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": pk})
 
     first_page = "?q=%22probability+expected%22&answer=wrong&negative=true&sort=queue"
     page = client.get(browse + first_page)
@@ -112,8 +112,8 @@ def time_requeue(campaign) -> tuple[int, float, float]:
     """A bulk requeue of the 10,000 solutions with the highest ids (a selection of ids)."""
     from django.contrib.auth import get_user_model
 
-    from labeling import curation
-    from labeling.filters import SolutionFilter
+    from labeling.curation import actions as curation
+    from labeling.curation.filters import SolutionFilter
     from labeling.models import Solution
 
     manager = get_user_model().objects.get(username="bench-manager")
@@ -136,8 +136,8 @@ def time_requeue(campaign) -> tuple[int, float, float]:
 
 def time_requeue_by_filter(campaign) -> tuple[int, float]:
     """A bulk requeue of everything a filter matches (PRM score 0.9 and up: about 10%)."""
-    from labeling import curation
-    from labeling.filters import SolutionFilter
+    from labeling.curation import actions as curation
+    from labeling.curation.filters import SolutionFilter
 
     started = time.perf_counter()
     job = curation.bulk_action_create(

@@ -25,13 +25,59 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
-# The bench computes the figures itself, once: pages must not ask a worker for fresh ones.
-os.environ["STEPWISE_SNAPSHOT_MAX_AGE"] = str(10**9)
+
+from common.columns import USER  # noqa: E402  (after the sys.path fix)
+from labeling.columns import ASSIGNMENT, MEMBERSHIP, REVIEW, STEP_LABEL  # noqa: E402
 
 SLUG = "bench-dashboard"
 BASE_LABELS = 800_000
 MARKER = "bench/dashboard.py v2"
+
+# The columns the INSERTs below name, checked against the tables' declarations
+# (``common.columns``) at import: the database fills the others.
+USER_COLUMNS = USER.sql(
+    "password",
+    "is_superuser",
+    "username",
+    "first_name",
+    "last_name",
+    "email",
+    "is_staff",
+    "is_active",
+    "date_joined",
+)
+MEMBERSHIP_COLUMNS = MEMBERSHIP.sql(
+    "user_id", "campaign_id", "role", "status", "screening", "screening_score", "joined_at"
+)
+ASSIGNMENT_COLUMNS = ASSIGNMENT.sql(
+    "id",
+    "campaign_id",
+    "solution_id",
+    "annotator_id",
+    "status",
+    "leased_at",
+    "lease_expires_at",
+    "submitted_at",
+    "finish_reason",
+    "total_time_ms",
+    "submission_key",
+    "source",
+)
+LABEL_COLUMNS = STEP_LABEL.sql(
+    "assignment_id",
+    "step_id",
+    "rating",
+    "flagged",
+    "time_spent_ms",
+    "completion_index",
+    "alternatives",
+    "human_completion",
+    "chosen_completion",
+    "created_at",
+)
+REVIEW_COLUMNS = REVIEW.sql(
+    "assignment_id", "reviewer_id", "decision", "comment", "corrections", "created_at"
+)
 
 
 def build(*, rebuild: bool):
@@ -73,18 +119,16 @@ def build(*, rebuild: bool):
         (n_labelers,) = cur.fetchone()
         for name in ("bench-manager", "bench-reviewer"):
             cur.execute(
-                """
-                INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,
-                                       email, is_staff, is_active, date_joined)
+                f"""
+                INSERT INTO auth_user ({USER_COLUMNS})
                 VALUES ('!', false, %s, '', '', '', false, true, now())
                 ON CONFLICT (username) DO NOTHING
                 """,
                 [name],
             )
         cur.execute(
-            """
-            INSERT INTO annotators_membership (user_id, campaign_id, role, status, screening,
-                                               screening_score, joined_at)
+            f"""
+            INSERT INTO annotators_membership ({MEMBERSHIP_COLUMNS})
             SELECT id, %s, 'annotator', 'active', 'passed', 0.9, now() FROM labelers
             UNION ALL
             SELECT id, %s, CASE username WHEN 'bench-manager' THEN 'manager' ELSE 'reviewer' END,
@@ -109,10 +153,8 @@ def build(*, rebuild: bool):
             [n_labelers, c],
         )
         cur.execute(
-            """
-            INSERT INTO labeling_assignment (id, campaign_id, solution_id, annotator_id, status,
-                leased_at, lease_expires_at, submitted_at, finish_reason, total_time_ms,
-                submission_key, source)
+            f"""
+            INSERT INTO labeling_assignment ({ASSIGNMENT_COLUMNS})
             SELECT new_id, %s, solution_id, annotator_id, 'submitted', submitted_at, NULL,
                    submitted_at, finish_reason, total_time_ms, NULL, 'synthetic'
             FROM copies
@@ -120,9 +162,8 @@ def build(*, rebuild: bool):
             [c],
         )
         cur.execute(
-            """
-            INSERT INTO labeling_steplabel (assignment_id, step_id, rating, flagged, time_spent_ms,
-                completion_index, alternatives, human_completion, chosen_completion, created_at)
+            f"""
+            INSERT INTO labeling_steplabel ({LABEL_COLUMNS})
             SELECT m.new_id, l.step_id,
                    CASE WHEN random() < 0.15 THEN (floor(random() * 3) - 1)::int ELSE l.rating END,
                    random() < 0.02, l.time_spent_ms, 0, '[]', NULL, l.chosen_completion,
@@ -163,13 +204,13 @@ def build(*, rebuild: bool):
         )
         # 5% of the work reviewed: most accepted, some with a correction, some rejected.
         cur.execute(
-            """
-            INSERT INTO labeling_review (assignment_id, reviewer_id, decision, comment,
-                                         corrections, created_at)
+            f"""
+            INSERT INTO labeling_review ({REVIEW_COLUMNS})
             SELECT a.id, (SELECT id FROM auth_user WHERE username = 'bench-reviewer'),
                    CASE WHEN a.id %% 100 < 15 THEN 'rejected' ELSE 'accepted' END,
                    CASE WHEN a.id %% 100 < 15 THEN 'Step 2 is wrong.' ELSE '' END,
-                   CASE WHEN a.id %% 100 BETWEEN 15 AND 30 THEN '{"0": -1}' ELSE '{}' END::jsonb,
+                   CASE WHEN a.id %% 100 BETWEEN 15 AND 30 THEN '{{"0": -1}}' ELSE '{{}}'
+                   END::jsonb,
                    a.submitted_at + interval '1 day'
             FROM labeling_assignment a
             WHERE a.campaign_id = %s AND a.id %% 20 = 0
@@ -246,15 +287,20 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int]]:
         ("review list, rejected", reviewer, url("reviews") + "?state=rejected"),
         ("review detail (2 annotators)", reviewer, url("review", pk=overlapped.pk)),
         ("my reviews (annotator)", annotator, url("my-reviews")),
-        ("campaign overview", manager, url("detail")),
-        ("settings", manager, url("settings")),
-        ("imports", manager, url("imports")),
+        ("campaign overview", manager, reverse("labeling:campaign", kwargs={"slug": s})),
+        ("settings", manager, reverse("labeling:campaign-settings", kwargs={"slug": s})),
+        ("imports", manager, reverse("imports:list", kwargs={"slug": s})),
         ("invitations", manager, url("invitations")),
         ("gold list", manager, url("gold")),
         ("gold edit", manager, url("gold-edit", pk=qc_solution.pk)),
-        ("figures status poll", manager, url("snapshot-status") + "?shown=0"),
         ("campaign list", manager, reverse("labeling:campaigns")),
     ]  # fmt: skip
+    figures = campaign.snapshots.filter(status="done").order_by("-computed_at").first()
+    if figures is not None:  # what an open page polls (htmx), the one job status view
+        status = reverse(
+            "labeling:job-status", kwargs={"slug": s, "kind": "snapshots", "pk": figures.pk}
+        )
+        pages.append(("figures status poll (htmx)", manager, status + "?state=done"))
     clients = {}
     results = []
     for label, user, path in pages:
@@ -262,15 +308,16 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int]]:
         if client is None:
             client = clients[user.pk] = Client(HTTP_HOST="localhost")
             client.force_login(user)
+        headers = {"HX-Request": "true"} if "(htmx)" in label else {}
         for _ in range(2):
-            response = client.get(path)
+            response = client.get(path, headers=headers)
         status = response.status_code
         samples = []
         queries = 0
         for _ in range(runs):
             with CaptureQueriesContext(connection) as captured:
                 started = time.perf_counter()
-                client.get(path)
+                client.get(path, headers=headers)
                 samples.append((time.perf_counter() - started) * 1000)
             queries = len(captured)
         results.append((label, samples, queries, status))
@@ -285,6 +332,9 @@ def main(argv: list[str] | None = None) -> None:
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         sys.exit("bench/dashboard.py measures PostgreSQL: set DATABASE_URL=postgres://...")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
+    # The bench computes the figures itself, once: pages must not ask a worker for fresh ones.
+    os.environ["STEPWISE_SNAPSHOT_MAX_AGE"] = str(10**9)
 
     import django
 
@@ -292,7 +342,7 @@ def main(argv: list[str] | None = None) -> None:
     from django.core.management import call_command
 
     from annotators.models import CampaignSnapshot
-    from annotators.services import snapshot_run
+    from annotators.snapshots import snapshot_run
 
     call_command("migrate", verbosity=0)
     campaign = build(rebuild=args.rebuild)

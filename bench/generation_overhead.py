@@ -46,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         if "DATABASE_URL" not in os.environ:
             os.environ["DATABASE_URL"] = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
         os.environ.setdefault("STEPWISE_VAR_DIR", str(Path(tmp) / "var"))
+        # The fake endpoint, declared as an operator would (its client is the mock below).
+        os.environ["STEPWISE_ENDPOINTS"] = (
+            '[{"name": "instant", "kind": "chat", "base_url": "http://fake.invalid/v1", '
+            '"models": ["instant"], "max_concurrency": 64}]'
+        )
         import django
 
         django.setup()
@@ -104,7 +109,7 @@ def _run(args) -> int:
         job = generation_job_create(
             campaign=campaign,
             created_by=None,
-            base_url="http://fake.invalid/v1",
+            endpoint="instant",
             model="instant",
             samples_per_problem=args.k,
             concurrency=args.concurrency,

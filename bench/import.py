@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     call_command("migrate", verbosity=0)  # the database may predate the newest migrations
 
     from bench.synthetic import write_jsonl
-    from imports.service import import_file
+    from imports.pipeline import import_file
     from labeling.grading import Grader, solutions_grade
     from labeling.models import Campaign, Solution
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from bench.prm_common import ROOT, require, shared_data
+from imports.splitting import split_texts
 from prm.data import read_dataset, sha256_file
 from prm.metrics import AGGREGATIONS, aggregate, best_of_n
 
@@ -37,9 +38,7 @@ def normalise(text: str) -> str:
 
 def split_steps(text: str) -> list[str]:
     """Blank lines separate steps when there are any; else each line is a step."""
-    text = text.strip()
-    parts = re.split(r"\n\s*\n", text) if re.search(r"\n\s*\n", text) else text.split("\n")
-    return [p.strip() for p in parts if p.strip()]
+    return split_texts(text, "paragraphs")
 
 
 def qwen_groups(path: Path) -> list[dict]:

@@ -11,11 +11,14 @@ open solutions for the scaling comparison. Then, in one run:
 2. closed loop: 100 annotators with no think time (next, submit, next...) for ``--seconds``:
    claims per second;
 3. scaling: ``next`` latency with 100,000 open solutions against 1,000, same light load;
-4. raw SQL: the single-statement claim (``WITH ... FOR NO KEY UPDATE SKIP LOCKED``, update,
-   insert: one round trip) from 32 clients (cut to fit ``--max-db-connections``, 48 by
-   default: the server's connections are shared), as the ceiling the app's claims/s is compared
-   with;
-5. invariants over every row afterwards (all must be 0).
+4. raw SQL: the app's own single-statement claim (``labeling.queue.claim.CLAIM_SKIP_LOCKED``:
+   ``WITH ... FOR NO KEY UPDATE SKIP LOCKED``, update, insert: one round trip) run straight from
+   psycopg by 32 clients (cut to fit ``--max-db-connections``, 48 by default: the server's
+   connections are shared), as the ceiling the app's claims/s is compared with;
+5. invariants over every row afterwards (all must be 0), most of them the models' own rules.
+
+It prints the machine's load average at the start and the end (figures from a loaded machine
+are not comparable with an idle one's: compare runs one after the other).
 
     .venv/bin/python bench/queue_claims.py                     # full size, about 6 minutes
     .venv/bin/python bench/queue_claims.py --open 5000 --seconds 10 --raw-seconds 5   # a quick look
@@ -332,6 +335,21 @@ def fit_connections(args: argparse.Namespace) -> int:
     return args.workers * args.threads + args.raw_clients + 2
 
 
+def django_setup(url: str) -> None:
+    """Django on the benchmark's database, for the app's claim statement and rules (this process
+    only opens a connection when it reads them)."""
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
+    import django
+
+    django.setup()
+
+
+def load_average() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min), {os.cpu_count()} cores"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
@@ -377,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
 
     started = time.perf_counter()
-    print(f"database {url}", flush=True)
+    django_setup(url)
+    print(f"database {url}; {load_average()}", flush=True)
     if args.no_load:
         setup = loaded(url)
     else:
@@ -398,8 +417,11 @@ def main(argv: list[str] | None = None) -> int:
             (setup["big"],),
         ).fetchone()[0]
     roles = {k: [Annotator(pk, key) for pk, key in v] for k, v in setup["roles"].items()}
-    big_ms = explain_claim(url, setup["big"], roles["closed"][0].pk)
-    small_ms = explain_claim(url, setup["small"], roles["scale_small"][0].pk)
+    big_ms, big_index = explain_claim(url, setup["big"], roles["closed"][0].pk)
+    small_ms, small_index = explain_claim(url, setup["small"], roles["scale_small"][0].pk)
+    from django.db import connections
+
+    connections.close_all()  # not held while the server runs (the connections are counted)
 
     print(f"open solutions in the big campaign: {open_big}", flush=True)
     # ``timeout`` and Ctrl-C: still stop gunicorn (it runs in its own session).
@@ -466,7 +488,8 @@ def main(argv: list[str] | None = None) -> int:
             line("1k", sm),
             f"  ratio 100k / 1k: p50 {pct(b, 0.5) / pct(sm, 0.5):.2f}x,"
             f" p95 {pct(b, 0.95) / pct(sm, 0.95):.2f}x",
-            f"  claim SELECT alone (EXPLAIN ANALYZE median): {big_ms:.3f} ms vs {small_ms:.3f} ms",
+            f"  claim SELECT alone (EXPLAIN ANALYZE median): {big_ms:.3f} ms vs {small_ms:.3f} ms"
+            f" (reads {big_index} / {small_index})",
         )
     finally:
         stop(server)
@@ -484,7 +507,10 @@ def main(argv: list[str] | None = None) -> int:
     broken = invariants(url)
     say("invariants over every row:", *(f"  {n:>6}  {name}" for name, n in broken.items()))
     total = sum(broken.values())
-    say(f"  violations: {total}", f"total time {time.perf_counter() - started:.0f} s")
+    say(
+        f"  violations: {total}",
+        f"total time {time.perf_counter() - started:.0f} s; {load_average()}",
+    )
     return 1 if total else 0
 
 

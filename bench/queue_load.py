@@ -15,7 +15,10 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
+from annotators.columns import API_TOKEN
 from bench.synthetic import records
+from common.columns import USER
+from labeling.columns import ASSIGNMENT, CAMPAIGN, MEMBERSHIP, PROBLEM, SOLUTION, STEP, STEP_LABEL
 
 OVERLAP = 3
 
@@ -59,7 +62,10 @@ class Loader:
         self.conn.commit()
 
 
-USER_COLS = (
+# The columns each COPY below fills, checked against the tables' declarations
+# (``common.columns``): the database fills the others, and a column it cannot fill fails here,
+# at import, and in tests/test_rules_columns.py, not half-way through a load.
+USER_COLS = USER.insert(
     "password",
     "is_superuser",
     "username",
@@ -70,9 +76,29 @@ USER_COLS = (
     "is_active",
     "date_joined",
 )
-
-
-PROBLEM_COLS = (
+TOKEN_COLS = API_TOKEN.insert("user_id", "name", "key_hash", "key_hint", "created_at")
+MEMBERSHIP_COLS = MEMBERSHIP.insert(
+    "user_id", "campaign_id", "role", "status", "screening", "joined_at"
+)
+CAMPAIGN_COLS = CAMPAIGN.insert(
+    "slug",
+    "name",
+    "instructions",
+    "overlap",
+    "lease_seconds",
+    "stop_at_first_error",
+    "qc_rate",
+    "requires_screening",
+    "screening_threshold",
+    "bad_problem_limit",
+    "active_learning",
+    "al_wrong_answer_share",
+    "al_retrain_every",
+    "al_backbone",
+    "is_paused",
+    "created_at",
+)
+PROBLEM_COLS = PROBLEM.insert(
     "campaign_id",
     "text",
     "ground_truth_answer",
@@ -82,9 +108,7 @@ PROBLEM_COLS = (
     "content_hash",
     "created_at",
 )
-
-
-SOLUTION_COLS = (
+SOLUTION_COLS = SOLUTION.insert(
     "campaign_id",
     "problem_id",
     "generator",
@@ -102,12 +126,8 @@ SOLUTION_COLS = (
     "content_hash",
     "created_at",
 )
-
-
-STEP_COLS = ("solution_id", "index", "text")
-
-
-ASSIGNMENT_COLS = (
+STEP_COLS = STEP.insert("solution_id", "index", "text")
+ASSIGNMENT_COLS = ASSIGNMENT.insert(
     "campaign_id",
     "solution_id",
     "annotator_id",
@@ -120,9 +140,7 @@ ASSIGNMENT_COLS = (
     "submission_key",
     "source",
 )
-
-
-LABEL_COLS = (
+LABEL_COLS = STEP_LABEL.insert(
     "assignment_id",
     "step_id",
     "rating",
@@ -142,11 +160,9 @@ def load(url: str, args: argparse.Namespace) -> dict:
 
         def campaign(slug: str) -> int:
             return conn.execute(
-                "INSERT INTO labeling_campaign (slug, name, instructions, overlap, lease_seconds,"
-                " stop_at_first_error, qc_rate, requires_screening, screening_threshold,"
-                " bad_problem_limit, active_learning, al_wrong_answer_share, al_retrain_every,"
-                " al_backbone, is_paused, created_at) VALUES (%s, %s, '', %s, 1800, true, 0,"
-                " false, 0.75, 2, false, 0.8, 500, 'bow', false, now()) RETURNING id",
+                f"INSERT INTO labeling_campaign ({', '.join(CAMPAIGN_COLS)}) VALUES (%s, %s, '',"
+                " %s, 1800, true, 0, false, 0.75, 2, false, 0.8, 500, 'bow', false, now())"
+                " RETURNING id",
                 (slug, slug, OVERLAP),
             ).fetchone()[0]
 
@@ -180,10 +196,7 @@ def load(url: str, args: argparse.Namespace) -> dict:
         loader.flush("auth_user")
         with (
             conn.cursor() as cur,
-            cur.copy(
-                "COPY annotators_apitoken (user_id, name, key_hash, key_hint, created_at)"
-                " FROM STDIN"
-            ) as copy,
+            cur.copy(f"COPY annotators_apitoken ({', '.join(TOKEN_COLS)}) FROM STDIN") as copy,
         ):
             for key, pk in tokens:
                 copy.write_row(
@@ -192,8 +205,7 @@ def load(url: str, args: argparse.Namespace) -> dict:
         with (
             conn.cursor() as cur,
             cur.copy(
-                "COPY annotators_membership"
-                " (user_id, campaign_id, role, status, screening, joined_at) FROM STDIN"
+                f"COPY annotators_membership ({', '.join(MEMBERSHIP_COLS)}) FROM STDIN"
             ) as copy,
         ):
             for pk, cid in memberships:

@@ -1,8 +1,15 @@
-"""The SQL the queue benchmark runs beside the app: the raw one-statement claim (the baseline the
-app's claims/s are compared with), the invariants checked over every row afterwards, and the
-claim's own time from EXPLAIN ANALYZE.
+"""The SQL the queue benchmark runs beside the app: the app's own one-statement claim run straight
+from psycopg (the ceiling the app's claims/s are compared with), the invariants checked over every
+row afterwards, and the claim's candidate SELECT timed and planned with EXPLAIN ANALYZE.
 
-Used by ``bench/queue_claims.py``.
+The claim is the app's (``labeling.queue.claim.CLAIM_SKIP_LOCKED`` with ``claim_params``), not a
+copy: a ceiling that leaves out a condition of the app's (it once lacked ``NOT archived``, so
+PostgreSQL could not read the partial index ``solution_queue`` and the "ceiling" was a tenth of
+what the statement makes) measures something else. The invariants are the rules themselves
+(``Assignment.holds_slot_q``, ``open_expression``, ``Assignment.live_lease_q``) where the
+models have them.
+
+Used by ``bench/queue_claims.py``, which sets Django up on the benchmark's database first.
 """
 
 from __future__ import annotations
@@ -11,54 +18,49 @@ import statistics
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
 
 import psycopg
 
-from bench.queue_load import OVERLAP
 
-RAW_CLAIM = """
-WITH cand AS (
-    SELECT s.id FROM labeling_solution s
-    WHERE s.campaign_id = %(campaign)s AND s.kind = 'regular' AND s.is_open
-      AND NOT EXISTS (SELECT 1 FROM labeling_assignment a
-                      WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s)
-    ORDER BY s.priority DESC, s.id
-    LIMIT 1
-    FOR NO KEY UPDATE SKIP LOCKED
-), upd AS (
-    UPDATE labeling_solution s
-    SET assignment_count = s.assignment_count + 1, is_open = s.assignment_count + 1 < %(overlap)s
-    FROM cand WHERE s.id = cand.id
-    RETURNING s.id
-)
-INSERT INTO labeling_assignment (campaign_id, solution_id, annotator_id, status, leased_at,
-                                 lease_expires_at, finish_reason, source)
-SELECT %(campaign)s, upd.id, %(annotator)s, 'leased', now(), now() + interval '30 minutes', '', ''
-FROM upd
-RETURNING id
-"""
+def claim_statement(campaign_id: int, annotators: list[int]) -> tuple[str, list[dict]]:
+    """The app's SKIP LOCKED claim and each annotator's parameters for it (regular solutions)."""
+    from labeling.models import Campaign, Solution
+    from labeling.queue.claim import CLAIM_SKIP_LOCKED, claim_params
+
+    campaign = Campaign.objects.get(pk=campaign_id)
+    now = datetime.now(UTC)
+    params = []
+    for a in annotators:
+        p = claim_params(campaign=campaign, annotator_id=a, kind=Solution.Kind.REGULAR, now=now)
+        # Plain strings for psycopg in the worker processes (the model's choices are enums).
+        p["kind"], p["serve_again"] = str(p["kind"]), [str(s) for s in p["serve_again"]]
+        params.append(p)
+    return CLAIM_SKIP_LOCKED, params
 
 
-def _raw_worker(url: str, campaign: int, annotators: list[int], seconds: float) -> tuple[int, list]:
+def _raw_worker(url: str, sql: str, clients: list[dict], seconds: float) -> tuple[int, list]:
     done, latencies, lock = [0], [], threading.Lock()
     start_at = time.time() + 1.0  # every process starts together
 
-    def client(annotator):
+    def client(params: dict) -> None:
+        lease = params["expires"] - params["now"]
         with psycopg.connect(url, autocommit=True) as conn:
-            params = {"campaign": campaign, "annotator": annotator, "overlap": OVERLAP}
-            conn.execute(RAW_CLAIM, params, prepare=True)
+            conn.execute(sql, params, prepare=True).fetchall()
             time.sleep(max(0.0, start_at - time.time()))
             end = time.perf_counter() + seconds
             n, lat = 0, []
             while (t := time.perf_counter()) < end:
-                if conn.execute(RAW_CLAIM, params, prepare=True).fetchone():
+                params["now"] = datetime.now(UTC)
+                params["expires"] = params["now"] + lease
+                if conn.execute(sql, params, prepare=True).fetchone():
                     n += 1
                 lat.append(time.perf_counter() - t)
             with lock:
                 done[0] += n
                 latencies.extend(lat)
 
-    threads = [threading.Thread(target=client, args=(a,)) for a in annotators]
+    threads = [threading.Thread(target=client, args=(p,)) for p in clients]
     for t in threads:
         t.start()
     for t in threads:
@@ -67,43 +69,27 @@ def _raw_worker(url: str, campaign: int, annotators: list[int], seconds: float) 
 
 
 def raw_sql(url: str, campaign: int, annotators: list[int], seconds: float, procs: int = 4):
-    chunks = [annotators[i::procs] for i in range(procs)]
+    """Claims per second of the app's claim statement alone, one connection per annotator."""
+    from django.db import connections
+
+    sql, params = claim_statement(campaign, annotators)
+    connections.close_all()  # the worker processes are forked: they must not share it
+    procs = max(1, min(procs, len(params)))
+    chunks = [params[i::procs] for i in range(procs)]
     with ProcessPoolExecutor(procs) as pool:
         results = list(
-            pool.map(_raw_worker, [url] * procs, [campaign] * procs, chunks, [seconds] * procs)
+            pool.map(_raw_worker, [url] * procs, [sql] * procs, chunks, [seconds] * procs)
         )
     claims = sum(n for n, _ in results)
     latencies = [x for _, lat in results for x in lat]
     return claims / seconds, latencies
 
 
-HELD = (
-    "(a.status = 'leased'"
-    " OR (a.status = 'submitted' AND a.finish_reason NOT IN ('give_up', 'bad_problem')))"
-)
-
-
-INVARIANTS = {
+# Checks with no rule of their own in the models, in plain SQL.
+PLAIN_INVARIANTS = {
     "an annotator with two assignments on one solution": """
         SELECT count(*) FROM (SELECT 1 FROM labeling_assignment
         GROUP BY annotator_id, solution_id HAVING count(*) > 1) x""",
-    "regular solutions holding more slots than the overlap": f"""
-        SELECT count(*) FROM (SELECT s.id FROM labeling_solution s
-        JOIN labeling_campaign c ON c.id = s.campaign_id
-        JOIN labeling_assignment a ON a.solution_id = s.id AND {HELD}
-        WHERE s.kind = 'regular' GROUP BY s.id, c.overlap HAVING count(*) > c.overlap) x""",
-    "assignment_count different from a recount": f"""
-        SELECT count(*) FROM labeling_solution s WHERE s.assignment_count <>
-        (SELECT count(*) FROM labeling_assignment a WHERE a.solution_id = s.id AND {HELD})""",
-    "is_open different from the rule": """
-        SELECT count(*) FROM labeling_solution s JOIN labeling_campaign c ON c.id = s.campaign_id
-        WHERE s.kind = 'regular' AND s.is_open <>
-              (s.assignment_count < c.overlap AND s.bad_problem_reports < c.bad_problem_limit)""",
-    "annotators holding two live leases in a campaign (raw SQL clients only claim: left out)": """
-        SELECT count(*) FROM (SELECT 1 FROM labeling_assignment
-        WHERE status = 'leased' AND lease_expires_at > now()
-          AND annotator_id NOT IN (SELECT id FROM auth_user WHERE username LIKE 'raw%')
-        GROUP BY campaign_id, annotator_id HAVING count(*) > 1) x""",
     "labels after the first negative step (stop at first error)": """
         SELECT count(*) FROM labeling_steplabel l JOIN labeling_step st ON st.id = l.step_id
         WHERE EXISTS (SELECT 1 FROM labeling_steplabel l2
@@ -119,22 +105,78 @@ INVARIANTS = {
 
 
 def invariants(url: str) -> dict[str, int]:
+    """Every invariant's number of violating rows (all must be 0)."""
+    from django.db.models import Count, F, OuterRef, Q, Subquery
+    from django.db.models.functions import Coalesce
+
+    from labeling.models import Assignment, Solution, open_expression
+
+    held = Coalesce(
+        Subquery(
+            Assignment.objects.filter(Assignment.holds_slot_q(), solution=OuterRef("pk"))
+            .order_by()
+            .values("solution")
+            .annotate(n=Count("pk"))
+            .values("n")
+        ),
+        0,
+    )
+    solutions = Solution.objects.annotate(held=held)
+    rule = open_expression(
+        Q(assignment_count__lt=F("campaign__overlap") + F("extra_labels")),
+        Q(bad_problem_reports__lt=F("campaign__bad_problem_limit")),
+    )
+    out = {
+        "regular solutions holding more slots than they want": solutions.filter(
+            kind=Solution.Kind.REGULAR, held__gt=F("campaign__overlap") + F("extra_labels")
+        ).count(),
+        "assignment_count different from a recount": solutions.exclude(
+            assignment_count=F("held")
+        ).count(),
+        "is_open different from the rule": Solution.objects.annotate(rule=rule)
+        .exclude(is_open=F("rule"))
+        .count(),
+        "annotators holding two live leases in a campaign (raw SQL clients only claim: left out)": (
+            Assignment.objects.live_leases()
+            .exclude(annotator__username__startswith="raw")
+            .values("campaign_id", "annotator_id")
+            .annotate(n=Count("pk"))
+            .filter(n__gt=1)
+            .count()
+        ),
+    }
     with psycopg.connect(url) as conn:
-        return {name: conn.execute(sql).fetchone()[0] for name, sql in INVARIANTS.items()}
+        for name, sql in PLAIN_INVARIANTS.items():
+            out[name] = conn.execute(sql).fetchone()[0]
+    return out
 
 
-def explain_claim(url: str, campaign: int, annotator: int) -> float:
-    """Execution time (ms) of the app's claim SELECT as PostgreSQL plans it (rolled back)."""
-    sql = """EXPLAIN (ANALYZE, FORMAT JSON)
-        SELECT s.id FROM labeling_solution s
-        WHERE s.campaign_id = %s AND s.kind = 'regular' AND s.is_open
-          AND NOT EXISTS (SELECT 1 FROM labeling_assignment a WHERE a.solution_id = s.id
-                          AND a.annotator_id = %s AND NOT a.status = 'expired')
-        ORDER BY s.priority DESC, s.id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED"""
+def explain_claim(url: str, campaign: int, annotator: int) -> tuple[float, str]:
+    """The app's claim SELECT as PostgreSQL plans it (rolled back): the median execution time
+    (ms) of 20 runs and the index its scan reads (``solution_queue`` is the partial index the
+    claim is built on)."""
+    from labeling.queue.claim import CANDIDATES_SQL
+
+    _, (params,) = claim_statement(campaign, [annotator])
+    explain = (
+        "EXPLAIN (ANALYZE, FORMAT JSON) SELECT s.id"
+        + CANDIDATES_SQL
+        + " LIMIT 1 FOR NO KEY UPDATE OF s SKIP LOCKED"
+    )
     with psycopg.connect(url) as conn:
-        times = [
-            conn.execute(sql, (campaign, annotator)).fetchone()[0][0]["Execution Time"]
-            for _ in range(20)
-        ]
+        plans = [conn.execute(explain, params).fetchone()[0][0] for _ in range(20)]
         conn.rollback()
-    return statistics.median(times)
+    return statistics.median(p["Execution Time"] for p in plans), _index_of(plans[-1]["Plan"])
+
+
+def _index_of(plan: dict) -> str:
+    """The first index a plan node (or one under it) scans on the solution table."""
+    if plan.get("Relation Name") == "labeling_solution" and plan.get("Index Name"):
+        return plan["Index Name"]
+    if plan.get("Relation Name") == "labeling_solution":
+        return plan.get("Node Type", "?")
+    for child in plan.get("Plans", []):
+        found = _index_of(child)
+        if found:
+            return found
+    return ""

@@ -1,44 +1,66 @@
-"""What every background job shares beyond its row (``common.models.BackgroundJob``).
+"""Background jobs: one mechanism for every kind of work a Celery worker does for a page.
 
-Durable jobs: a job's row is the truth about it, not the broker's message. A worker takes a job
-with ``job_claim`` (one conditional UPDATE that counts an attempt), beats its heartbeat with
-``job_heartbeat`` and writes its outcome with ``job_update`` (only while its attempt still owns
-the job). Every kind of job registers a ``JobKind``; one beat-scheduled sweep (``jobs_sweep``,
-the task ``common.jobs_sweep``) sends again a job whose worker went silent, and fails it with a
-reason after its attempts. So a job survives a killed worker whichever broker carries it.
+A job's row is the truth about it, not the broker's message. Every kind of job (an upload
+import, a generation, an export, the dashboard's figures, an active-learning run, a bulk action
+of the data browser) is one ``JobKind``, registered with ``job_kind_register`` in its app's
+``ready()``; from it come
 
-``JobBeat`` writes a running job's liveness or progress from a thread with its own database
-connection: the job itself works inside one long transaction (an import) or one long call (PRM
-training), and whatever it wrote there would only be seen at its end. Import jobs report their
-phase and progress with it; active-learning runs beat their heartbeat, which the recovery sweep
-reads to tell a live run from one whose worker died.
+- its Celery task (named by the kind, ``acks_late`` with ``reject_on_worker_lost``, routed by
+  ``CELERY_TASK_ROUTES``), whose body is ``job_run``: load the row, claim it (``job_claim``: one
+  conditional UPDATE that counts an attempt), beat its heartbeat from a thread while the kind's
+  ``work`` runs, and record a failure with its reason;
+- ``kind.send(pk)``, which sends that task once the current transaction commits;
+- its place in the one sweep (``jobs_sweep``, the beat task ``common.jobs_sweep``), which sends
+  again a job whose worker went silent, to the same task and so the same queue, and fails it with
+  a reason after its attempts;
+- its status on every page, through one partial and one view polled every
+  ``STEPWISE_JOB_POLL_SECONDS`` (``JobPage``; ``labeling.job_views``).
+
+A job's ``work(job, attempt)`` writes through its ``JobAttempt``: every write is conditional on
+this attempt still owning the job (``JobSuperseded`` otherwise), and ``attempt.report(...)``
+hands progress to the heartbeat thread, which writes it through its own database connection, so a
+page sees it while the job's own transaction or long call is still open.
+
+So a job survives a killed worker whichever broker carries it, runs its effects once, and ends
+done or failed with its reason. How to add a kind: docs/architecture.md, "How to add a job kind".
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import OperationalError, connection, connections, models, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 log = logging.getLogger(__name__)
+
+# A job's state as every page says it, whatever its model calls it (``JobKind`` maps them).
+PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+FINISHED = (DONE, FAILED)
+STATE_WORDS = {PENDING: "waiting for a worker", RUNNING: "running", DONE: "done", FAILED: "failed"}
+# How often the heartbeat thread looks for progress to write (it beats the heartbeat itself every
+# ``heartbeat_seconds``): often enough for a page polling every second or two, rarely enough that
+# a million-row job spends nothing on it.
+PROGRESS_EVERY_S = 0.5
 
 
 class JobBeat:
     """Calls ``tick()`` every ``every`` seconds from a thread, until stopped.
 
-    The thread has its own connection. On SQLite (one writer at a time) a tick that finds the
-    database busy with the job's own transaction is skipped, not waited for; any other error of
-    a tick is logged and the next tick tries again. Use it as a context manager, or ``start()``
-    and ``stop()``.
+    The thread has its own connection, opened at its first tick (a job that ends sooner opens
+    none). On SQLite (one writer at a time) a tick that finds the database busy with the job's
+    own transaction is skipped, not waited for; any other error of a tick is logged and the next
+    tick tries again. Use it as a context manager, or ``start()`` and ``stop()``.
     """
 
     def __init__(self, tick: Callable[[], None], *, every: float, name: str) -> None:
@@ -51,7 +73,7 @@ class JobBeat:
         self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def start(self) -> None:
@@ -63,10 +85,12 @@ class JobBeat:
 
     def _loop(self) -> None:
         try:
-            if connection.vendor == "sqlite":
-                with connection.cursor() as cursor:
-                    cursor.execute("PRAGMA busy_timeout = 0")
+            first = True
             while not self._stop.wait(self.every):
+                if first and connection.vendor == "sqlite":
+                    with connection.cursor() as cursor:
+                        cursor.execute("PRAGMA busy_timeout = 0")
+                first = False
                 try:
                     self.tick()
                 except OperationalError:
@@ -77,7 +101,7 @@ class JobBeat:
             connections.close_all()  # this thread's connections only
 
 
-# --- Durable jobs: claim, heartbeat, sweep ----------------------------------------------------
+# --- Kinds --------------------------------------------------------------------------------------
 
 
 class JobSuperseded(Exception):
@@ -85,28 +109,64 @@ class JobSuperseded(Exception):
 
 
 @dataclass(frozen=True)
-class JobKind:
-    """One kind of job (a model with ``RecoverableJob``'s fields), registered with the sweep.
+class JobPage:
+    """How pages show one kind of job: the one status partial (``labeling/_job.html``) wraps
+    ``template``, the kind's own part (its columns or its sentence), in an ``element`` that htmx
+    polls every ``STEPWISE_JOB_POLL_SECONDS`` at the one status view until the job has finished.
 
-    The status names are the model's own (active-learning runs say ``queued`` and ``succeeded``
-    where the others say ``pending`` and ``done``). ``send`` enqueues the job's task on commit.
-    ``stale_setting`` and ``attempts_setting`` name the settings that bound its silence and its
-    attempts, read at each use. ``failed_fields`` adds fields to write when the sweep gives up
-    (an import shows its reason in ``errors``).
+    ``viewers``: the campaign roles that may see it. ``url``: the name of the page that lists the
+    kind's jobs (the status view sends a visitor without htmx there). ``reload_when_done``: the
+    job's outcome is the rest of the page (a run's new model, fresh figures), so the page reloads
+    when it ends instead of swapping the element. ``follow``: for a kind that recurs (the
+    figures), the job the page should show now instead of the one it shows (a newer one, perhaps
+    requested just now); the page then keeps polling after the job has finished.
+    """
+
+    template: str
+    url: str
+    viewers: tuple[str, ...]
+    element: str = "div"
+    css_class: str = ""
+    reload_when_done: bool = False
+    follow: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class JobKind:
+    """One kind of job: a model with ``RecoverableJob``'s fields and a ``status`` and ``campaign``,
+    the Celery task that runs it, the function that does its work, and how pages show it.
+
+    ``work(job, attempt, **options)`` does the job (a dotted path is imported at its first use,
+    for a kind whose work lives in a module too heavy or too circular to import at start): it
+    writes through ``attempt`` and ends with ``attempt.finish(...)``; an exception it raises fails
+    the job with the exception as its reason (``failed_fields`` adds what else to write: an
+    import shows the reason among its errors). ``task`` is the task's name, which
+    ``CELERY_TASK_ROUTES`` routes (heavy kinds go to the ``learning`` queue).
+
+    The status names are the model's own (``pending``/``done`` unless it says otherwise: an
+    active-learning run says ``queued`` and ``succeeded``); ``state()`` maps them to the four
+    states every page shows in the same words. ``stale_setting``, ``attempts_setting`` and
+    ``heartbeat_setting`` name the settings that bound its silence, its attempts and its beat,
+    read at each use. ``claim_fields`` are written with the claim (a fresh progress).
     """
 
     name: str
     model: type[models.Model]
-    send: Callable[[int], None]
-    queued: str = "pending"
-    running: str = "running"
-    failed: str = "failed"
+    task: str
+    work: Callable[..., None] | str
+    page: JobPage
+    related: tuple[str, ...] = ("campaign",)
+    claim_fields: dict[str, Any] = field(default_factory=dict)
+    queued: str = PENDING
+    running: str = RUNNING
+    done: str = DONE
+    failed: str = FAILED
     created_field: str = "created_at"
     finished_field: str | None = "finished_at"
     stale_setting: str = "STEPWISE_JOB_STALE_SECONDS"
     attempts_setting: str = "STEPWISE_JOB_MAX_ATTEMPTS"
     heartbeat_setting: str = "STEPWISE_JOB_HEARTBEAT_SECONDS"
-    failed_fields: Callable[[models.Model, str], dict[str, Any]] | None = None
+    failed_fields: Callable[[Any, str], dict[str, Any]] | None = None
 
     @property
     def stale_seconds(self) -> float:
@@ -120,18 +180,67 @@ class JobKind:
     def heartbeat_seconds(self) -> float:
         return getattr(settings, self.heartbeat_setting)
 
+    def status(self, state: str) -> str:
+        """The model's name for one of the four states."""
+        return {PENDING: self.queued, RUNNING: self.running, DONE: self.done, FAILED: self.failed}[
+            state
+        ]
+
+    def state(self, job: models.Model) -> str:
+        """The job's state in the words of every page: pending, running, done or failed."""
+        names = {self.queued: PENDING, self.running: RUNNING, self.done: DONE, self.failed: FAILED}
+        return names[job.status]
+
+    def send(self, pk: int) -> None:
+        """Send the job's task once the current transaction commits (at once outside one)."""
+        task = job_task(self)
+        transaction.on_commit(lambda: task.delay(pk))
+
 
 _KINDS: dict[str, JobKind] = {}
+_TASKS: dict[str, Any] = {}
 
 
 def job_kind_register(kind: JobKind) -> JobKind:
-    """Have the sweep look after this kind of job (each app registers its kinds when ready)."""
+    """Make ``kind`` a job: its Celery task, its place in the sweep and on the pages.
+
+    Each app calls it for its kinds in ``AppConfig.ready()``, in every process (web, worker), so
+    a worker knows the task before it takes a message.
+    """
+    from celery import shared_task
+
+    def run_job(job_id: int) -> str:
+        job = job_run(kind, job_id)
+        return "missing" if job is None else job.status
+
+    run_job.__doc__ = f"Run one {kind.name} job (common.jobs.job_run); its row is its result."
+    # Late acknowledgement: a broker that redelivers (Redis, after its visibility timeout; a
+    # prefork child that died) sends the message again; the sweep recovers it on any broker.
+    _TASKS[kind.name] = shared_task(
+        name=kind.task, acks_late=True, reject_on_worker_lost=True, ignore_result=True
+    )(run_job)
     _KINDS[kind.name] = kind
     return kind
 
 
 def job_kinds() -> dict[str, JobKind]:
     return dict(_KINDS)
+
+
+def job_kind_of(job: models.Model) -> JobKind:
+    """The registered kind whose model ``job`` is."""
+    for kind in _KINDS.values():
+        if isinstance(job, kind.model):
+            return kind
+    raise LookupError(f"{type(job).__name__} is no registered kind of job")
+
+
+def job_task(kind: JobKind) -> Any:
+    """The Celery task of a registered kind (calling it runs one job here, as a worker would)."""
+    return _TASKS[kind.name]
+
+
+# --- Running a job ------------------------------------------------------------------------------
 
 
 def job_claim(kind: JobKind, pk: int, **fields: Any) -> int | None:
@@ -166,21 +275,132 @@ def job_claim(kind: JobKind, pk: int, **fields: Any) -> int | None:
     return kind.model.objects.values_list("attempts", flat=True).get(pk=pk)
 
 
-def job_update(kind: JobKind, pk: int, attempt: int, **fields: Any) -> bool:
-    """Write ``fields`` to the job only while this attempt owns it; False when it no longer does."""
-    return bool(
-        kind.model.objects.filter(pk=pk, attempts=attempt, status=kind.running).update(**fields)
-    )
+class JobAttempt:
+    """One attempt's hold on its job (``number``: the attempt ``job_claim`` counted).
+
+    The kind's work writes through it, and every write holds only while this attempt owns the
+    job: ``update`` and ``finish`` raise ``JobSuperseded`` otherwise, so a worker the sweep gave
+    up on (alive after all, but silent) stops at its next write instead of racing the attempt
+    that replaced it. Inside a transaction, ``lock()`` makes the rest of it this attempt's alone.
+    """
+
+    def __init__(self, kind: JobKind, pk: int, number: int) -> None:
+        self.kind, self.pk, self.number = kind, pk, number
+        self._reported: dict[str, Any] = {}
+        self._written: dict[str, Any] = {}
+        self._beat_at = 0.0
+        self._lock = threading.Lock()
+
+    def owned(self) -> QuerySet:
+        return self.kind.model.objects.filter(
+            pk=self.pk, attempts=self.number, status=self.kind.running
+        )
+
+    def update(self, **fields: Any) -> None:
+        if not self.owned().update(**fields):
+            raise JobSuperseded()
+
+    def lock(self) -> None:
+        """Lock the job's row for the rest of the current transaction, if this attempt owns it."""
+        if not self.owned().select_for_update().exists():
+            raise JobSuperseded()
+
+    def finish(self, state: str, **fields: Any) -> None:
+        """End the job ``done`` or ``failed``, writing ``fields`` too (in the caller's
+        transaction, if any)."""
+        fields["status"] = self.kind.status(state)
+        if self.kind.finished_field:
+            fields[self.kind.finished_field] = timezone.now()
+        self.update(**fields)
+
+    def fail(self, reason: str, job: models.Model | None = None) -> None:
+        """End the job ``failed``, saying why (and what the kind adds: ``failed_fields``)."""
+        fields: dict[str, Any] = {"error": reason[:5000]}
+        if self.kind.failed_fields is not None and job is not None:
+            fields |= self.kind.failed_fields(job, reason)
+        self.finish(FAILED, **fields)
+
+    def report(self, **fields: Any) -> None:
+        """Progress (``progress=0.4``, ``phase="writing"``...) for the heartbeat thread to write.
+
+        Written through the thread's own connection within ``PROGRESS_EVERY_S``, so a page sees
+        it while the job's own transaction is still open (it would commit only at its end).
+        """
+        with self._lock:
+            self._reported.update(fields)
+
+    def beat(self) -> None:
+        """Write the heartbeat now, with what was reported since the last write (any thread)."""
+        with self._lock:
+            fields = dict(self._reported)
+        self.owned().update(heartbeat_at=timezone.now(), **fields)
+        with self._lock:
+            self._written = fields
+            self._beat_at = time.monotonic()
+
+    def _tick(self) -> None:
+        with self._lock:
+            changed = self._reported != self._written
+            due = time.monotonic() - self._beat_at >= self.kind.heartbeat_seconds
+        if changed or due:
+            self.beat()
+
+    def heartbeat(self) -> JobBeat:
+        """The thread that beats the heartbeat and writes the reported progress while it runs."""
+        every = max(0.05, min(PROGRESS_EVERY_S, float(self.kind.heartbeat_seconds)))
+        self._beat_at = time.monotonic()  # the claim wrote the first heartbeat
+        return JobBeat(self._tick, every=every, name=f"{self.kind.name}-{self.pk}-heartbeat")
 
 
-def job_heartbeat(kind: JobKind, pk: int, attempt: int) -> JobBeat:
-    """A ``JobBeat`` that beats the job's ``heartbeat_at`` while this attempt owns it."""
+def job_run(kind: JobKind, job: models.Model | int, **options: Any) -> models.Model | None:
+    """Run one job of ``kind`` (a row, or its id) in this process: the body of its Celery task.
 
-    def beat() -> None:
-        job_update(kind, pk, attempt, heartbeat_at=timezone.now())
+    Claims it (a job that is finished, taken by a live worker or out of attempts is returned as
+    it is: a repeated message does nothing), then calls the kind's work with the attempt and
+    ``options`` while a thread beats the heartbeat. An exception from the work fails the job with
+    the exception as its reason, and is raised again (so the task says it failed); an attempt
+    that lost the job to another (``JobSuperseded``) just stops. Returns the job as it now is
+    (the row given, refreshed), or None when there is no such job (a message for a deleted one).
+    """
+    pk = job if isinstance(job, int) else job.pk
+    number = job_claim(kind, pk, **kind.claim_fields)
+    if isinstance(job, int):
+        job = kind.model.objects.select_related(*kind.related).filter(pk=pk).first()
+    else:
+        try:
+            job.refresh_from_db()
+        except kind.model.DoesNotExist:
+            job = None
+    if job is None or number is None:
+        return job
+    attempt = JobAttempt(kind, pk, number)
+    work = import_string(kind.work) if isinstance(kind.work, str) else kind.work
+    with attempt.heartbeat():
+        try:
+            work(job, attempt, **options)
+        except JobSuperseded:
+            log.warning("%s job %s: a later attempt took it over", kind.name, pk)
+        except Exception as error:
+            log.exception("%s job %s failed", kind.name, pk)
+            with contextlib.suppress(JobSuperseded):
+                attempt.fail(f"{type(error).__name__}: {error}", job)
+            raise
+    job.refresh_from_db()
+    return job
 
-    every = max(0.2, float(kind.heartbeat_seconds))
-    return JobBeat(beat, every=every, name=f"{kind.name}-{pk}-heartbeat")
+
+def job_is_silent(kind: JobKind, job: models.Model) -> bool:
+    """Whether a running job's worker went silent (by the sweep's own rule, ``_silent``)."""
+    cutoff = timezone.now() - timedelta(seconds=kind.stale_seconds)
+    return kind.model.objects.filter(_silent(cutoff), pk=job.pk).exists()
+
+
+def _silent(cutoff) -> Q:
+    """No heartbeat since ``cutoff`` (or none at all, and started before it)."""
+    return Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+
+
+# --- The sweep ----------------------------------------------------------------------------------
 
 
 def jobs_sweep(*, stale_seconds: float | None = None) -> dict[str, dict[str, int]]:
@@ -199,9 +419,11 @@ def job_kind_sweep(kind: JobKind, *, stale_seconds: float | None = None) -> dict
 
     - running with a heartbeat older than the stale bound (or none, from before heartbeats): the
       worker died. The embedded broker never redelivers, Redis only after its visibility timeout.
-      Back to waiting and sent again; after its attempts it fails with an error that says so;
+      Back to waiting and sent again (its own task, so its own queue); after its attempts it
+      fails with an error that says so;
     - waiting and not taken within the stale bound of being sent: the message was lost (or every
-      worker was busy that long: a duplicate message is harmless, the claim takes a job once).
+      worker was busy that long: a duplicate message is harmless, the claim takes a job once);
+      one that has no attempts left (a person resumed it after its last one) fails instead.
 
     Every change is one conditional UPDATE, so a job that came back to life in between is left
     alone.
@@ -211,20 +433,25 @@ def job_kind_sweep(kind: JobKind, *, stale_seconds: float | None = None) -> dict
     cutoff = now - timedelta(seconds=stale_s)
     max_attempts = kind.max_attempts
     objects = kind.model.objects
-    silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    silent = _silent(cutoff)
     dead = objects.filter(silent, status=kind.running)
     out = {"requeued": 0, "resent": 0, "failed": 0}
     reason = (
         f"gave up after {max_attempts} attempts: each time the worker stopped beating the job's "
         "heartbeat (killed, or out of memory) before it finished"
     )
-    for job in dead.filter(attempts__gte=max_attempts):
+    created_before = {f"{kind.created_field}__lt": cutoff}
+    lost = Q(status=kind.queued) & (
+        Q(heartbeat_at__isnull=True, **created_before) | Q(heartbeat_at__lt=cutoff)
+    )
+    spent = (Q(silent, status=kind.running) | lost) & Q(attempts__gte=max_attempts)
+    for job in objects.filter(spent):
         fields: dict[str, Any] = {"status": kind.failed, "error": reason}
         if kind.finished_field:
             fields[kind.finished_field] = now
         if kind.failed_fields is not None:
             fields |= kind.failed_fields(job, reason)
-        out["failed"] += objects.filter(silent, pk=job.pk, status=kind.running).update(**fields)
+        out["failed"] += objects.filter(spent, pk=job.pk).update(**fields)
     for pk in dead.filter(attempts__lt=max_attempts).values_list("pk", flat=True):
         with transaction.atomic():
             # heartbeat_at of a waiting job means "sent at": the bound for resending it below.
@@ -234,11 +461,7 @@ def job_kind_sweep(kind: JobKind, *, stale_seconds: float | None = None) -> dict
             if taken_back:
                 out["requeued"] += 1
                 kind.send(pk)
-    created_before = {f"{kind.created_field}__lt": cutoff}
-    lost = objects.filter(status=kind.queued).filter(
-        Q(heartbeat_at__isnull=True, **created_before) | Q(heartbeat_at__lt=cutoff)
-    )
-    for pk in lost.values_list("pk", flat=True):
+    for pk in objects.filter(lost, attempts__lt=max_attempts).values_list("pk", flat=True):
         with transaction.atomic():
             if objects.filter(pk=pk, status=kind.queued).update(heartbeat_at=timezone.now()):
                 out["resent"] += 1

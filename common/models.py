@@ -8,7 +8,8 @@ from django.utils import timezone
 
 
 class RecoverableJob(models.Model):
-    """What a job needs to outlive the worker that runs it (see ``common.jobs``).
+    """What a job needs to outlive the worker that runs it (see ``common.jobs``: every kind of job's
+    model has these fields).
 
     A worker claims the job with one conditional UPDATE that counts an attempt, then beats
     ``heartbeat_at`` from a thread while it works. The sweep sends again a job whose heartbeat

@@ -1,4 +1,7 @@
-"""Celery tasks of the shared mechanisms: the sweep that recovers jobs whose worker died."""
+"""Celery tasks of the shared mechanisms: the sweep that recovers jobs whose worker died.
+
+The tasks that run jobs are made from their kinds when each is registered (``common.jobs``).
+"""
 
 from __future__ import annotations
 

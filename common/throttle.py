@@ -11,6 +11,8 @@ one machine's file cache) and expire by themselves soon after a window.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
+import logging
 import math
 import time
 
@@ -18,18 +20,64 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest
 
+log = logging.getLogger(__name__)
+
 
 def client_ip(request: HttpRequest) -> str:
-    """The client's address. Behind a reverse proxy, ``STEPWISE_TRUSTED_PROXY_HOPS`` says how
-    many proxies append to ``X-Forwarded-For`` (the client is that many entries from the end);
-    without it the header is ignored, since anyone can send one."""
+    """The client's address. Behind reverse proxies, ``STEPWISE_TRUSTED_PROXY_HOPS`` says how
+    many of them append to ``X-Forwarded-For`` (the client is that many entries from the end),
+    and, where ``STEPWISE_TRUSTED_PROXIES`` lists them, the header is believed only from those
+    addresses (a client that reaches the app directly cannot make up its own). Without hops the
+    header is ignored, since anyone can send one: then every request through a proxy has the
+    proxy's address, which is logged once so that the operator can set the hops."""
+    remote = request.META.get("REMOTE_ADDR", "") or "unknown"
+    forwarded_for = request.META.get("HTTP_X_FORWARDED_FOR", "")
     hops = getattr(settings, "STEPWISE_TRUSTED_PROXY_HOPS", 0)
-    if hops:
-        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
-        forwarded = [a for a in forwarded if a]
-        if len(forwarded) >= hops:
-            return forwarded[-hops]
-    return request.META.get("REMOTE_ADDR", "") or "unknown"
+    if not hops:
+        if forwarded_for:
+            _warn_untrusted_forwarding(remote)
+        return remote
+    if not _from_trusted_proxy(remote):
+        return remote
+    forwarded = [a.strip() for a in forwarded_for.split(",") if a.strip()]
+    if len(forwarded) >= hops:
+        client = forwarded[-hops]
+        try:
+            return str(ipaddress.ip_address(client.strip("[]")))
+        except ValueError:
+            return remote  # not an address: the header was garbled somewhere
+    return remote
+
+
+def _from_trusted_proxy(remote: str) -> bool:
+    trusted = getattr(settings, "STEPWISE_TRUSTED_PROXIES", []) or []
+    if not trusted:
+        return True
+    try:
+        address = ipaddress.ip_address(remote)
+    except ValueError:
+        return False
+    for network in trusted:
+        try:
+            if address in ipaddress.ip_network(network, strict=False):
+                return True
+        except ValueError:  # refused when the settings load; never a 500 here
+            continue
+    return False
+
+
+_warned: set[str] = set()
+
+
+def _warn_untrusted_forwarding(remote: str) -> None:
+    if remote not in _warned:
+        _warned.add(remote)
+        log.warning(
+            "requests from %s carry X-Forwarded-For but STEPWISE_TRUSTED_PROXY_HOPS is 0: "
+            "behind a reverse proxy every client then has its address for the throttles "
+            "(docs/security.md)",
+            remote,
+        )
 
 
 def failure_key(kind: str, value: str) -> str:

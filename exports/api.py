@@ -21,7 +21,7 @@ from exports.formats.registry import FORMATS
 from exports.models import Export
 from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
 from exports.services import export_create
-from labeling.filters import FilterError, SolutionFilter
+from labeling.curation.filters import FilterError, SolutionFilter
 from labeling.permissions import MANAGE, campaign_for
 
 

@@ -10,7 +10,7 @@ from django.http import QueryDict
 from exports.formats.math_shepherd import DEFAULT_STEP_TAG
 from exports.formats.registry import FORMATS
 from exports.policy import POLICY_OPTIONS, LabelPolicy, Option
-from labeling.filters import FilterError, SolutionFilter
+from labeling.curation.filters import FilterError, SolutionFilter
 
 
 def policy_field(option: Option) -> forms.Field:

@@ -1,4 +1,4 @@
-"""Export jobs: one row per dataset snapshot a manager asked for (see exports/writer.py).
+"""Export jobs: one row per dataset snapshot a manager asked for (see exports/files.py).
 
 The row is the job's record and its result: the policy it ran with, its progress while a Celery
 worker writes the files, then the files with their checksums and the manifest written beside them.
@@ -31,7 +31,7 @@ class Export(BackgroundJob):
     selection = models.JSONField(
         default=dict,
         blank=True,
-        help_text="The data browser's filters (labeling.filters): only the solutions they match.",
+        help_text="The data browser's filters (labeling.curation.filters): only what they match.",
     )
 
     def __str__(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from itertools import groupby
 from operator import itemgetter
@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from common.readahead import read_ahead
 from exports.policy import LabelPolicy, is_math500
-from labeling.filters import SolutionFilter
+from labeling.curation.filters import SolutionFilter
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -33,9 +33,25 @@ from labeling.models import (
 Progress = Callable[[int, int], None]
 
 
+def _column(path: str):
+    """A field read from ``path`` (an ORM lookup) rather than from the column of its own name."""
+    return field(metadata={"column": path})
+
+
+def _columns(data: type, *, until: str | None = None) -> tuple[str, ...]:
+    """What a reader's ``values_list`` reads for each field of ``data`` (before ``until``), in
+    order: the dataclass is the one list of the columns, and rows fill it positionally."""
+    out = []
+    for f in fields(data):
+        if f.name == until:
+            break
+        out.append(f.metadata.get("column", f.name))
+    return tuple(out)
+
+
 @dataclass(slots=True)
 class LabelData:
-    index: int
+    index: int = _column("step__index")
     rating: int | None
     flagged: bool | None
     time_spent_ms: int | None
@@ -75,10 +91,10 @@ class SolutionData:
     id: int
     campaign_id: int
     problem_id: int
-    problem_text: str
-    ground_truth_answer: str
-    ground_truth_solution: str | None
-    unique_id: str
+    problem_text: str = _column("problem__text")
+    ground_truth_answer: str = _column("problem__ground_truth_answer")
+    ground_truth_solution: str | None = _column("problem__ground_truth_solution")
+    unique_id: str = _column("problem__unique_id")
     generator: str
     generation: int | None
     kind: str
@@ -93,22 +109,9 @@ class SolutionData:
     adjudications: dict[int, int] = field(default_factory=dict)
 
 
-_SOLUTION_FIELDS = (
-    "id",
-    "campaign_id",
-    "problem_id",
-    "problem__text",
-    "problem__ground_truth_answer",
-    "problem__ground_truth_solution",
-    "problem__unique_id",
-    "generator",
-    "generation",
-    "kind",
-    "pre_generated",
-    "answer",
-    "answer_is_correct",
-    "verifier_score",
-)
+# What a solution's row reads: every field of ``SolutionData`` up to its split.
+_SOLUTION_FIELDS = _columns(SolutionData, until="split")
+_LABEL_FIELDS = _columns(LabelData)
 
 
 @dataclass
@@ -130,7 +133,8 @@ def iter_solutions(
 ) -> Iterator[SolutionData]:
     """Yield the campaign's solutions that have exportable labels, ordered by problem.
 
-    ``selection``: only the solutions these data-browser filters match (``labeling.filters``).
+    ``selection``: only the solutions these data-browser filters match
+    (``labeling.curation.filters``).
 
     Exportable: a submitted assignment on a solution of an included kind, not rejected by a
     reviewer (and accepted, with ``reviewed_only``), on a problem the policy keeps; with
@@ -284,17 +288,7 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
             assignment__solution_id__in=solutions, assignment__status__in=statuses
         )
         .order_by("assignment_id", "step__index")
-        .values_list(
-            "assignment_id",
-            "step__index",
-            "rating",
-            "flagged",
-            "time_spent_ms",
-            "completion_index",
-            "alternatives",
-            "human_completion",
-            "chosen_completion",
-        )
+        .values_list("assignment_id", *_LABEL_FIELDS)
     ):
         assignment = by_assignment.get(a_id)
         if assignment is not None:

@@ -9,6 +9,5 @@ app_name = "exports"
 # Mounted under campaigns/<slug:slug>/exports/ by stepwise/urls.py.
 urlpatterns = [
     path("", views.export_list, name="list"),
-    path("<int:pk>/", views.export_status, name="status"),
     path("<int:pk>/files/<str:name>", views.export_download, name="download"),
 ]

@@ -1,18 +1,19 @@
-"""The managers' export page: list, create, progress while running, download when done."""
+"""The managers' export page: list, create, download when done (each export's row polls the
+one job status view while it runs: ``labeling.job_views``)."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_http_methods
 
 from exports.forms import ExportForm
 from exports.models import Export
 from exports.policy import ExportError
 from exports.services import export_create
-from labeling.filters import FilterError, SolutionFilter, count_capped
+from labeling.curation.filters import FilterError, SolutionFilter, count_capped
 from labeling.models import Campaign, Solution
 from labeling.permissions import MANAGE, campaign_for, campaign_page
 
@@ -72,21 +73,6 @@ def _selection_count(campaign: Campaign, selection: SolutionFilter | None) -> tu
     if selection is None:
         return (0, False)
     return count_capped(selection.apply(Solution.objects.filter(campaign=campaign)))
-
-
-@login_required
-@require_GET
-def export_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """One export's row; htmx polls it while the export runs. Without htmx: the list page."""
-    campaign = _get_campaign_for_manager(request, slug)
-    export = get_object_or_404(Export, campaign=campaign, pk=pk)
-    if not request.htmx:
-        return redirect("exports:list", slug=campaign.slug)
-    return render(
-        request,
-        "exports/export_list.html#export-row",
-        {"campaign": campaign, "export": export},
-    )
 
 
 @login_required

@@ -12,9 +12,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from common.api import CursorPagination, ErrorSerializer
+from common.endpoints import CHAT, endpoints_of
 from imports import services
 from imports.forms import UploadForm
 from imports.models import GenerationJob, ImportJob
+from imports.prompts import MAX_TEMPLATE_CHARS
+from imports.splitting import MAX_PATTERN_CHARS
 from labeling.permissions import (
     MANAGE,
     campaign_for,
@@ -73,7 +76,7 @@ class ImportUploadSerializer(serializers.Serializer):
 
 
 def _too_large(request: Request) -> Response | None:
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    length = services.declared_length(request)
     if length > services.upload_limit_bytes() + 65536:
         body = {"code": "too_large", "detail": services.upload_too_large_message(length)}
         return Response(body, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
@@ -141,17 +144,17 @@ def import_detail(request: Request, slug: str, pk: int) -> Response:
 class GenerationJobSerializer(serializers.ModelSerializer):
     """A generation job: ``status`` pending → running → done or failed, with its counts.
 
-    ``api_key_env`` is the name of the worker's environment variable that holds the key; the
-    key itself is never stored or returned.
+    ``endpoint`` is the declared endpoint's name (its URL and key are the operator's and are
+    not shown); ``base_url`` is set only for a free-form URL.
     """
 
     class Meta:
         model = GenerationJob
         fields = [
             "id",
+            "endpoint",
             "base_url",
             "model",
-            "api_key_env",
             "generator",
             "samples_per_problem",
             "selection",
@@ -183,17 +186,28 @@ class GenerationJobSerializer(serializers.ModelSerializer):
 
 
 class GenerationCreateSerializer(serializers.Serializer):
-    base_url = serializers.CharField(
-        max_length=500, help_text="OpenAI-compatible base URL, e.g. http://localhost:8000/v1."
-    )
-    model = serializers.CharField(max_length=200)
-    api_key_env = serializers.CharField(
-        max_length=100,
+    endpoint = serializers.CharField(
+        max_length=50,
         required=False,
         allow_blank=True,
         default="",
-        help_text="Name of the worker's environment variable holding the API key, one of "
-        "STEPWISE_GENERATION_KEY_VARS. Never the key itself.",
+        help_text="The name of a chat endpoint the operator declared (GET "
+        "generations/endpoints/ lists them with their models).",
+    )
+    model = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="One of the endpoint's models; blank: its first.",
+    )
+    base_url = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Instead of endpoint, a free-form OpenAI-compatible base URL: only where the "
+        "operator allows them (STEPWISE_ENDPOINT_URLS), to the hosts listed; no key is sent.",
     )
     samples_per_problem = serializers.IntegerField(min_value=1, max_value=1000, default=4)
     selection = serializers.ChoiceField(choices=GenerationJob.Selection.values, default="all")
@@ -204,17 +218,26 @@ class GenerationCreateSerializer(serializers.Serializer):
         help_text="{subject, level, search} for selection 'filter'.",
     )
     prompt_template = serializers.CharField(
+        max_length=MAX_TEMPLATE_CHARS,
         required=False,
         allow_blank=True,
         default="",
-        help_text="With {problem}; default: the campaign's last one, else PRM800K's format.",
+        help_text="With {problem}, and optionally {answer}, {subject}, {level}; no format "
+        "specs or attribute access; default: the campaign's last one, else PRM800K's format.",
     )
     temperature = serializers.FloatField(min_value=0, max_value=2, default=1.0)
     top_p = serializers.FloatField(min_value=0.000001, max_value=1, default=1.0)
     max_tokens = serializers.IntegerField(min_value=1, max_value=131072, default=1024)
-    split = serializers.CharField(max_length=200, default="auto")
-    concurrency = serializers.IntegerField(min_value=1, default=4)
-    timeout_s = serializers.FloatField(min_value=1, max_value=3600, default=120.0)
+    split = serializers.CharField(max_length=MAX_PATTERN_CHARS, default="auto")
+    concurrency = serializers.IntegerField(min_value=1, max_value=256, default=4)
+    timeout_s = serializers.FloatField(
+        min_value=1,
+        max_value=3600,
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="Seconds per request; default: the endpoint's.",
+    )
     max_retries = serializers.IntegerField(min_value=0, max_value=20, default=5)
     generator = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     grade = serializers.BooleanField(default=True)
@@ -255,8 +278,38 @@ class GenerationList(generics.ListAPIView):
                 campaign=campaign, created_by=request.user, **values
             )
         except generation.GenerationRefused as error:
-            raise exceptions.ValidationError({"detail": [str(error)]}) from error
+            raise exceptions.ValidationError({error.field or "detail": [str(error)]}) from error
         return Response(GenerationJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class EndpointSerializer(serializers.Serializer):
+    """A chat endpoint the operator declared: what a generation job names (never its URL)."""
+
+    name = serializers.CharField()
+    label = serializers.CharField()
+    models = serializers.ListField(
+        child=serializers.CharField(), help_text="The first is the default."
+    )
+    timeout_s = serializers.FloatField()
+    max_concurrency = serializers.IntegerField()
+
+
+@extend_schema(tags=["generation"], responses={200: EndpointSerializer(many=True)})
+@api_view(["GET"])
+def generation_endpoints(request: Request, slug: str) -> Response:
+    """The chat endpoints a generation job may name, with their models (managers)."""
+    campaign_for(request.user, slug, roles=MANAGE)
+    rows = [
+        {
+            "name": e.name,
+            "label": e.label or e.name,
+            "models": list(e.models),
+            "timeout_s": e.timeout_s,
+            "max_concurrency": e.max_concurrency,
+        }
+        for e in endpoints_of(CHAT)
+    ]
+    return Response(EndpointSerializer(rows, many=True).data)
 
 
 @extend_schema(tags=["generation"], responses={200: GenerationJobSerializer})

@@ -1,24 +1,34 @@
-"""An OpenAI-compatible endpoint as a generation job talks to it: the checks of its URL and of
-the environment variable holding its key, and a client with a timeout per request, bounded
-concurrency and retries with backoff (``Retry-After`` honoured) on 408/409/429/5xx.
+"""A generation job's chat endpoint: which declared endpoint (``common.endpoints``) a job
+talks to, and a client for it with a timeout per request, bounded concurrency and retries with
+backoff (``Retry-After`` honoured) on 408/409/429/5xx.
 
-The key is read from the environment when a job runs and never stored or shown.
+The endpoint, its URL and its key are the operator's (``STEPWISE_ENDPOINTS``); a job names the
+endpoint. The key is read from the environment when a job runs, sent to that endpoint alone, and
+never stored or shown.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
 
+from common.endpoints import (
+    CHAT,
+    Endpoint,
+    EndpointRefused,
+    endpoint_by_url,
+    endpoint_error_message,
+    endpoint_for_url,
+    endpoint_get,
+)
 from imports.models import GenerationJob
+from imports.prompts import PromptTemplate, TemplateError
 
 MAX_BACKOFF_S = 60.0
 
@@ -27,46 +37,51 @@ RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 
 
 class GenerationRefused(Exception):
-    """A generation request that cannot become a job; the text is shown to the person."""
+    """A generation request that cannot become a job (or a job that cannot run); the text is
+    shown to the person. ``field``: the form or API field at fault, if one is."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
-def check_base_url(url: str) -> str:
-    """An endpoint the worker may call: http(s), a host, no credentials, no query; or refused."""
-    url = (url or "").strip().rstrip("/")
+def endpoint_choose(*, endpoint: str = "", base_url: str = "") -> Endpoint:
+    """The chat endpoint a new job asks: a declared one by name, or a free-form URL where the
+    operator allows them (``common.endpoints``); refused with the reason otherwise."""
     try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise GenerationRefused("The endpoint is not a valid URL.") from None
-    if parts.scheme not in ("http", "https"):
-        raise GenerationRefused("The endpoint must be an http:// or https:// URL.")
-    if not parts.hostname:
-        raise GenerationRefused("The endpoint URL has no host.")
-    if parts.username or parts.password:
+        if (endpoint or "").strip():
+            return endpoint_get(endpoint, kind=CHAT)
+        if (base_url or "").strip():
+            return endpoint_for_url(base_url, kind=CHAT)
+    except EndpointRefused as e:
         raise GenerationRefused(
-            "Put no credentials in the URL: the API key comes from an environment variable."
-        )
-    if parts.query or parts.fragment:
-        raise GenerationRefused("The endpoint URL takes no query or fragment.")
-    allowed = settings.STEPWISE_GENERATION_HOSTS
-    if allowed and parts.hostname not in allowed:
-        raise GenerationRefused(
-            f"Endpoints are limited to these hosts (STEPWISE_GENERATION_HOSTS): "
-            f"{', '.join(allowed)}."
-        )
-    if port is not None and not 0 < port < 65536:
-        raise GenerationRefused("The endpoint's port is not valid.")
-    return url
+            str(e), field="base_url" if base_url and not endpoint else "endpoint"
+        ) from None
+    raise GenerationRefused("Choose the endpoint to ask.", field="endpoint")
 
 
-def check_key_env(name: str) -> str:
-    name = (name or "").strip()
-    if name and name not in settings.STEPWISE_GENERATION_KEY_VARS:
-        choices = ", ".join(settings.STEPWISE_GENERATION_KEY_VARS) or "none configured"
+def job_endpoint(job: GenerationJob) -> Endpoint:
+    """The endpoint a job asks when it runs: its declared endpoint by name; for a job made
+    before endpoints were declared (it has only a URL), the declared endpoint with that URL, or
+    the URL itself where free-form URLs are allowed. Refused with a reason for the job's page
+    when none of these holds: nothing is asked then."""
+    try:
+        if job.endpoint:
+            return endpoint_get(job.endpoint, kind=CHAT)
+        if declared := endpoint_by_url(job.base_url, kind=CHAT):
+            return declared
+        return endpoint_for_url(job.base_url, kind=CHAT)
+    except EndpointRefused as e:
+        if job.endpoint:
+            raise GenerationRefused(
+                f"the endpoint {job.endpoint!r} is no longer declared on this site: nothing "
+                "was asked (start a new job with a declared endpoint)"
+            ) from e
         raise GenerationRefused(
-            f"The API key variable must be one of STEPWISE_GENERATION_KEY_VARS ({choices})."
-        )
-    return name
+            "this job's endpoint URL is not a declared endpoint (STEPWISE_ENDPOINTS) and "
+            "free-form URLs to it are not allowed: nothing was asked (start a new job with a "
+            "declared endpoint)"
+        ) from e
 
 
 @dataclass
@@ -81,34 +96,28 @@ class Sample:
     error: str = ""
 
 
-class Endpoint:
-    """One OpenAI-compatible chat endpoint: POSTs with retries and backoff on 429 and 5xx.
+class ChatClient:
+    """POSTs chat completions to one job's endpoint, with retries and backoff on 429 and 5xx.
 
-    ``sleep`` is injectable so that tests and the overhead benchmark do not wait.
+    ``client`` and ``sleep`` are injectable so that tests and the overhead benchmark do not
+    wait (an injected client is used as it is: it gets no key).
     """
 
     def __init__(
         self,
         job: GenerationJob,
+        endpoint: Endpoint,
         *,
         client: httpx.Client | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.job = job
-        self.key = os.environ.get(job.api_key_env, "") if job.api_key_env else ""
-        headers = {"Content-Type": "application/json"}
-        if self.key:
-            headers["Authorization"] = f"Bearer {self.key}"
-        self.client = client or httpx.Client(
-            timeout=httpx.Timeout(job.timeout_s),
-            headers=headers,
-            follow_redirects=False,  # a redirect could point the worker anywhere
-            limits=httpx.Limits(max_connections=job.concurrency),
-            trust_env=False,
+        self.endpoint = endpoint
+        self.template = PromptTemplate.parse(job.prompt_template)
+        self.client = client or endpoint.client(
+            timeout_s=job.timeout_s, max_connections=job.concurrency
         )
-        if client is not None:
-            self.client.headers.update(headers)
-        self.url = f"{job.base_url}/chat/completions"
+        self.url = endpoint.url("chat/completions")
         self.sleep = sleep
         self.backoff_s = settings.STEPWISE_GENERATION_BACKOFF_MS / 1000
 
@@ -116,32 +125,35 @@ class Endpoint:
         self.client.close()
 
     def scrub(self, message: str) -> str:
-        """A message safe to keep and show: never the key."""
-        message = str(message)[:500]
-        return message.replace(self.key, "[key]") if self.key else message
+        """A message safe to keep and show: never the key, nor a part of it."""
+        return self.endpoint.scrub(message)
 
-    def body(self, problem_text: str) -> dict[str, Any]:
+    def body(self, values: dict[str, str]) -> dict[str, Any]:
         return {
             "model": self.job.model,
-            "messages": [
-                {"role": "user", "content": render_prompt(self.job.prompt_template, problem_text)}
-            ],
+            "messages": [{"role": "user", "content": self.template.render(values)}],
             "temperature": self.job.temperature,
             "top_p": self.job.top_p,
             "max_tokens": self.job.max_tokens,
             "n": 1,
         }
 
-    def complete(self, sample: Sample, problem_text: str) -> Sample:
-        body = self.body(problem_text)
+    def complete(self, sample: Sample, values: dict[str, str]) -> Sample:
+        """Ask for one sample of the problem whose fields are ``values``."""
+        try:
+            body = self.body(values)
+        except TemplateError as e:
+            sample.error = str(e)
+            return sample
         for attempt in range(self.job.max_retries + 1):
             wait_s = None
             try:
                 response = self.client.post(self.url, json=body)
-            except httpx.TimeoutException:
-                sample.error = f"no answer within {self.job.timeout_s:g} s"
+            except EndpointRefused as e:  # the free-form URL's address is not allowed now
+                sample.error = endpoint_error_message(self.endpoint, e)
+                break
             except httpx.HTTPError as e:
-                sample.error = f"request failed ({type(e).__name__})"
+                sample.error = endpoint_error_message(self.endpoint, e)
             else:
                 if response.status_code == 200:
                     return self._read(sample, response)
@@ -197,7 +209,3 @@ def _retry_after(response: httpx.Response) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None
-
-
-def render_prompt(template: str, problem: str) -> str:
-    return template.format_map({"problem": problem})

@@ -1,11 +1,16 @@
-"""The upload form of the imports page."""
+"""The forms of the imports pages: an upload, and a generation request."""
 
 from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.core.validators import MaxValueValidator
 
+from common.endpoints import CHAT, endpoints_of
 from imports.models import GenerationJob
+from imports.pipeline import FORMATS
+from imports.prompts import FIELDS as PROMPT_FIELDS
+from imports.prompts import MAX_TEMPLATE_CHARS, TemplateError, template_check
 from imports.services import upload_limit_bytes, upload_too_large_message
 from imports.splitting import DEFAULT_SPLIT, MAX_PATTERN_CHARS, SplitError, check_mode
 from labeling.models import Solution
@@ -21,10 +26,7 @@ class UploadForm(forms.Form):
         "match is refused with the format it looks like.",
         choices=[
             ("auto", "guess from the first record"),
-            ("jsonl", "jsonl: problems with solutions (generic, GSM8K, Qwen2.5-Math)"),
-            ("prm800k", "prm800k: PRM800K label lines (phase 1 or 2)"),
-            ("prm800k-trajectories", "prm800k-trajectories: PRM800K phase 1 trajectories"),
-            ("processbench", "processbench: ProcessBench records"),
+            *((name, f"{name}: {f.description}") for name, f in FORMATS.items()),
         ],
     )
     as_gold = forms.ChoiceField(
@@ -66,18 +68,24 @@ class UploadForm(forms.Form):
 
 
 class GenerationForm(forms.Form):
-    """K solutions per problem from an OpenAI-compatible endpoint (``imports.generation``)."""
+    """K solutions per problem from a chat endpoint (``imports.generation``): the model is
+    chosen among the declared endpoints' models (``common.endpoints``); a URL may be typed only
+    where the operator allows free-form URLs."""
 
+    URL = "url:"  # the choice that means "the URL below"
+
+    model = forms.ChoiceField(
+        label="Model",
+        help_text="The endpoints and models the operator declared (STEPWISE_ENDPOINTS).",
+    )
     base_url = forms.CharField(
         max_length=500,
-        label="Endpoint",
-        help_text="OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (vLLM).",
-    )
-    model = forms.CharField(max_length=200)
-    api_key_env = forms.ChoiceField(
         required=False,
-        label="API key from",
-        help_text="The environment variable of the worker that holds the key (never stored).",
+        label="Endpoint URL",
+        help_text="OpenAI-compatible base URL on a host the operator allows; no key is sent.",
+    )
+    url_model = forms.CharField(
+        max_length=200, required=False, label="Model at that URL", help_text="As it names it."
     )
     samples_per_problem = forms.IntegerField(min_value=1, max_value=1000, initial=4, label="K")
     selection = forms.ChoiceField(choices=GenerationJob.Selection.choices, initial="all")
@@ -85,26 +93,51 @@ class GenerationForm(forms.Form):
     level = forms.CharField(max_length=20, required=False, help_text="For the filter.")
     search = forms.CharField(max_length=200, required=False, help_text="For the filter.")
     prompt_template = forms.CharField(
+        max_length=MAX_TEMPLATE_CHARS,
         widget=forms.Textarea(attrs={"rows": 6}),
-        help_text="{problem} is replaced by the problem's text. Default: PRM800K's format.",
+        help_text="The fields "
+        + ", ".join("{" + name + "}" for name in PROMPT_FIELDS)
+        + " are replaced by the problem's; {problem} is required. A literal brace is {{ or }}. "
+        "Default: PRM800K's format.",
     )
     temperature = forms.FloatField(min_value=0, max_value=2, initial=1.0)
     top_p = forms.FloatField(min_value=0.01, max_value=1, initial=1.0)
     max_tokens = forms.IntegerField(min_value=1, max_value=131072, initial=1024)
     split = forms.CharField(max_length=MAX_PATTERN_CHARS, initial=DEFAULT_SPLIT)
     concurrency = forms.IntegerField(min_value=1, initial=4)
-    timeout_s = forms.FloatField(min_value=1, max_value=3600, initial=120, label="Timeout (s)")
+    timeout_s = forms.FloatField(
+        min_value=1,
+        max_value=3600,
+        required=False,
+        label="Timeout (s)",
+        help_text="Per request; blank: the endpoint's.",
+    )
     max_retries = forms.IntegerField(min_value=0, max_value=20, initial=5)
     generator = forms.CharField(max_length=200, required=False, help_text="Default: the model.")
     grade = forms.BooleanField(required=False, initial=True, label="Grade final answers")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        names = settings.STEPWISE_GENERATION_KEY_VARS
-        self.fields["api_key_env"].choices = [("", "no key"), *((n, n) for n in names)]
+        groups: list = [
+            (e.title, [(f"{e.name}:{m}", m) for m in e.models]) for e in endpoints_of(CHAT)
+        ]
+        if settings.STEPWISE_ENDPOINT_URLS:
+            groups.append(("Elsewhere", [(self.URL, "the URL below")]))
+        else:
+            del self.fields["base_url"], self.fields["url_model"]
+        self.fields["model"].choices = groups
+        if not groups:
+            self.fields["model"].help_text = (
+                "No endpoint is declared on this site: the operator declares them in "
+                "STEPWISE_ENDPOINTS (docs/generation.md)."
+            )
+        limit = settings.STEPWISE_GENERATION_MAX_CONCURRENCY
+        self.fields["concurrency"].max_value = limit
+        self.fields["concurrency"].validators.append(MaxValueValidator(limit))
+        self.fields["concurrency"].widget.attrs["max"] = limit
         self.fields[
             "concurrency"
-        ].help_text = f"Requests at a time, at most {settings.STEPWISE_GENERATION_MAX_CONCURRENCY}."
+        ].help_text = f"Requests at a time, at most {limit} (and the endpoint's own bound)."
 
     def clean_split(self) -> str:
         try:
@@ -112,7 +145,30 @@ class GenerationForm(forms.Form):
         except SplitError as e:
             raise forms.ValidationError(str(e)) from None
 
+    def clean_prompt_template(self) -> str:
+        try:
+            return template_check(self.cleaned_data.get("prompt_template") or "")
+        except TemplateError as e:
+            raise forms.ValidationError(str(e)) from None
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("model") == self.URL:
+            if not data.get("base_url"):
+                self.add_error("base_url", "Give the endpoint's URL.")
+            if not data.get("url_model"):
+                self.add_error("url_model", "Name the model to ask at that URL.")
+        return data
+
     def job_kwargs(self) -> dict:
+        """The fields as ``generation_job_create`` takes them."""
         data = dict(self.cleaned_data)
         data["problem_filter"] = {k: data.pop(k) for k in ("subject", "level", "search")}
+        choice = data.pop("model")
+        base_url, url_model = data.pop("base_url", ""), data.pop("url_model", "")
+        if choice == self.URL:
+            data |= {"endpoint": "", "base_url": base_url, "model": url_model}
+        else:
+            name, _, model = choice.partition(":")
+            data |= {"endpoint": name, "model": model}
         return data

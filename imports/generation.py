@@ -1,25 +1,27 @@
 """Fresh solutions from an OpenAI-compatible endpoint (vLLM, ``transformers serve``, a hosted API).
 
-``generation_job_create`` checks what a manager asked for and queues it; a Celery worker (or
-``manage.py generate_solutions``) runs ``generation_job_run``: it asks the endpoint for every
-sample of the job's plan that the campaign does not have yet, ``concurrency`` requests at a time,
-and writes the answers in batches through the import path (``service.import_solutions``: split
-into steps, deduplicated, graded, queued), publishing ``labeling.events.solutions_imported`` after
-each batch so the active PRM scores them. A job stopped half way keeps its finished batches; run
-again, it asks only for the sample keys that are missing.
+``generation_job_create`` checks what a manager asked for and queues it; a Celery worker (the job
+kind ``GENERATION_JOBS``, ``common.jobs``) or ``manage.py generate_solutions``
+(``generation_job_run``) runs it: it asks the endpoint for every sample of the job's plan that the
+campaign does not have yet, ``concurrency`` requests at a time, and writes the answers in batches
+through the import path (``pipeline.import_solutions``: split into steps, deduplicated, graded,
+queued), publishing ``labeling.events.solutions_imported`` after each batch so the active PRM
+scores them. A job stopped half way keeps its finished batches; run again (by the jobs' sweep
+when its worker died, or resumed by a person), it asks only for the sample keys that are missing.
 
-Security: the API key is read from an environment variable named by the job, one of
-``settings.STEPWISE_GENERATION_KEY_VARS`` (so a manager cannot send the worker's other secrets to
-an endpoint of their choice); it is never stored, and scrubbed from every message kept. Endpoints
-are plain ``http``/``https`` URLs without credentials, on ``STEPWISE_GENERATION_HOSTS`` when set;
-anything else (``file:``, ``ftp:``...) is refused, and the worker only ever POSTs JSON to
-``<base_url>/chat/completions``.
+Security: a job names an endpoint the operator declared (``common.endpoints``); its URL and the
+environment variable of its key are the operator's, so a manager can neither point the worker at
+a host of their choice nor send a key anywhere but to its endpoint. A free-form URL exists only
+where the operator allows them, to listed hosts checked after resolution, and never with a key.
+The key is never stored, and scrubbed from every message kept; the worker only ever POSTs JSON
+to ``<base_url>/chat/completions``. The prompt template is data (``imports.prompts``) and a
+split pattern runs on RE2 (``imports.splitting``): no request can make the worker allocate or
+loop without bound.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -32,20 +34,33 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from common.endpoints import EndpointRefused
+from common.jobs import (
+    DONE,
+    FAILED,
+    JobAttempt,
+    JobKind,
+    JobPage,
+    JobSuperseded,
+    job_is_silent,
+    job_run,
+    stage_pause,
+)
 from imports.endpoint import (
-    Endpoint,
+    ChatClient,
     GenerationRefused,
     Sample,
-    check_base_url,
-    check_key_env,
-    render_prompt,
+    endpoint_choose,
+    job_endpoint,
 )
 from imports.models import GenerationJob
+from imports.prompts import TemplateError, template_check
 from imports.records import ProblemIn, SolutionIn
 from imports.splitting import SplitError, check_mode, split
 from labeling import events
 from labeling.grading import extract_answer
 from labeling.models import Campaign, Problem, Solution
+from labeling.permissions import MANAGE
 
 log = logging.getLogger(__name__)
 
@@ -56,16 +71,11 @@ MAX_SAMPLES = 1000
 
 
 def check_template(template: str) -> str:
-    if "{problem}" not in (template or ""):
-        raise GenerationRefused("The prompt template must contain {problem}.")
+    """``template`` if it can be used (``imports.prompts``), else refused naming the problem."""
     try:
-        render_prompt(template, "x")
-    except (KeyError, IndexError, ValueError) as e:
-        raise GenerationRefused(
-            f"The prompt template has a placeholder other than {{problem}} ({e}); write a "
-            "literal brace as {{ or }}."
-        ) from None
-    return template
+        return template_check(template)
+    except TemplateError as e:
+        raise GenerationRefused(str(e), field="prompt_template") from None
 
 
 def default_template(campaign: Campaign) -> str:
@@ -85,9 +95,9 @@ def generation_job_create(
     *,
     campaign: Campaign,
     created_by: AbstractBaseUser | None,
-    base_url: str,
-    model: str,
-    api_key_env: str = "",
+    endpoint: str = "",
+    model: str = "",
+    base_url: str = "",
     samples_per_problem: int = 4,
     selection: str = GenerationJob.Selection.ALL,
     problem_filter: dict | None = None,
@@ -97,41 +107,57 @@ def generation_job_create(
     max_tokens: int = 1024,
     split: str = "auto",
     concurrency: int = 4,
-    timeout_s: float = 120.0,
+    timeout_s: float | None = None,
     max_retries: int = 5,
     generator: str = "",
     grade: bool = True,
     enqueue: bool = True,
 ) -> GenerationJob:
-    """Check a generation request and queue it (``enqueue=False``: the caller runs it)."""
-    from imports.tasks import generation_run_task
+    """Check a generation request and queue it (``enqueue=False``: the caller runs it).
 
-    if not (model or "").strip():
-        raise GenerationRefused("Name the model to ask.")
+    ``endpoint`` names a declared chat endpoint and ``model`` one of its models (blank: its
+    first); ``base_url`` is a free-form URL instead, where the operator allows them.
+    ``timeout_s`` defaults to the endpoint's, and neither it nor ``concurrency`` may pass the
+    endpoint's bounds.
+    """
+    chosen = endpoint_choose(endpoint=endpoint, base_url=base_url)
+    try:
+        model = chosen.model(model)
+    except EndpointRefused as e:
+        raise GenerationRefused(str(e), field="model") from None
     if not 1 <= samples_per_problem <= MAX_SAMPLES:
-        raise GenerationRefused(f"Ask for 1 to {MAX_SAMPLES} samples per problem.")
+        raise GenerationRefused(
+            f"Ask for 1 to {MAX_SAMPLES} samples per problem.", field="samples_per_problem"
+        )
     if selection not in GenerationJob.Selection.values:
-        raise GenerationRefused(f"selection must be one of {', '.join(GenerationJob.Selection)}.")
+        raise GenerationRefused(
+            f"selection must be one of {', '.join(GenerationJob.Selection)}.", field="selection"
+        )
     if not 0 <= temperature <= 2 or not 0 < top_p <= 1:
         raise GenerationRefused("temperature must be in [0, 2] and top_p in (0, 1].")
     if not 1 <= max_tokens <= 131072:
-        raise GenerationRefused("max_tokens must be between 1 and 131072.")
-    limit = settings.STEPWISE_GENERATION_MAX_CONCURRENCY
+        raise GenerationRefused("max_tokens must be between 1 and 131072.", field="max_tokens")
+    limit = min(settings.STEPWISE_GENERATION_MAX_CONCURRENCY, chosen.max_concurrency)
     if not 1 <= concurrency <= limit:
-        raise GenerationRefused(f"concurrency must be between 1 and {limit}.")
-    if not 1 <= timeout_s <= 3600 or not 0 <= max_retries <= 20:
-        raise GenerationRefused("timeout_s must be 1-3600 s and max_retries 0-20.")
+        raise GenerationRefused(f"concurrency must be between 1 and {limit}.", field="concurrency")
+    timeout_s = chosen.timeout_s if timeout_s is None else timeout_s
+    if not 1 <= timeout_s <= chosen.timeout_s:
+        raise GenerationRefused(
+            f"timeout_s must be 1-{chosen.timeout_s:g} s for this endpoint.", field="timeout_s"
+        )
+    if not 0 <= max_retries <= 20:
+        raise GenerationRefused("max_retries must be 0-20.", field="max_retries")
     try:
         split = check_mode(split)
     except SplitError as e:
-        raise GenerationRefused(str(e)) from None
+        raise GenerationRefused(str(e), field="split") from None
     problem_filter = _check_filter(problem_filter or {}, selection)
     job = GenerationJob(
         campaign=campaign,
         created_by=created_by,
-        base_url=check_base_url(base_url),
-        model=model.strip()[:200],
-        api_key_env=check_key_env(api_key_env),
+        endpoint=chosen.name,
+        base_url="" if chosen.declared else chosen.base_url,
+        model=model,
         generator=(generator or "").strip()[:200],
         samples_per_problem=samples_per_problem,
         selection=selection,
@@ -149,51 +175,54 @@ def generation_job_create(
     with transaction.atomic():
         job.save()
         if enqueue:
-            transaction.on_commit(lambda: generation_run_task.delay(job.pk))
+            GENERATION_JOBS.send(job.pk)
     return job
 
 
 def _check_filter(value: dict, selection: str) -> dict:
     if not isinstance(value, dict):
-        raise GenerationRefused("The problem filter is an object {subject, level, search}.")
+        raise GenerationRefused(
+            "The problem filter is an object {subject, level, search}.", field="problem_filter"
+        )
     unknown = set(value) - {"subject", "level", "search"}
     if unknown:
-        raise GenerationRefused(f"Unknown filter keys: {', '.join(sorted(unknown))}.")
+        raise GenerationRefused(
+            f"Unknown filter keys: {', '.join(sorted(unknown))}.", field="problem_filter"
+        )
     clean = {k: str(v).strip()[:200] for k, v in value.items() if str(v or "").strip()}
     if selection == GenerationJob.Selection.FILTER and not clean:
         raise GenerationRefused("Give a subject, level or search text for the filter.")
     return clean
 
 
-STALE_S = 120  # a running job whose heartbeat is older than this lost its worker
-
-
 def generation_job_resume(
     *, job: GenerationJob, enqueue: bool = True, force: bool = False
 ) -> GenerationJob:
-    """Queue a job again (stopped, failed, or its worker died): it asks only for what is missing.
+    """Queue a job again (finished with samples missing, or failed): it asks only for what is
+    missing. A person's resume starts its attempts afresh.
 
-    A job that is running with a live heartbeat (written after every batch) is refused, unless
+    A job whose worker died needs no resume: the jobs' sweep sends it again (``common.jobs``).
+    One that is running with a live heartbeat (by the sweep's own rule) is refused, unless
     ``force`` (the caller knows its worker is gone: ``generate_solutions --resume --force``).
     """
-    from imports.tasks import generation_run_task
-
     job.refresh_from_db()
     if job.status == GenerationJob.Status.PENDING:
         raise GenerationRefused("The job is already waiting for a worker.")
-    if (
-        not force
-        and job.status == GenerationJob.Status.RUNNING
-        and job.heartbeat_at
-        and ((timezone.now() - job.heartbeat_at).total_seconds() < STALE_S)
-    ):
+    running = job.status == GenerationJob.Status.RUNNING
+    if running and not force and not job_is_silent(GENERATION_JOBS, job):
         raise GenerationRefused("The job is running; resume it once it has stopped.")
+    fields: dict[str, Any] = {"status": GenerationJob.Status.PENDING, "finished_at": None}
+    if not running:  # nobody holds it: a new start (a running one keeps its attempt numbers)
+        fields |= {"attempts": 0, "error": ""}
     with transaction.atomic():
-        GenerationJob.objects.filter(pk=job.pk).update(
-            status=GenerationJob.Status.PENDING, finished_at=None
-        )
+        # heartbeat_at of a waiting job is when it was sent (the sweep's bound for a lost one).
+        resumed = GenerationJob.objects.filter(
+            pk=job.pk, status=job.status, attempts=job.attempts
+        ).update(heartbeat_at=timezone.now(), **fields)
+        if not resumed:
+            raise GenerationRefused("The job changed in the meantime; look again.")
         if enqueue:
-            transaction.on_commit(lambda: generation_run_task.delay(job.pk))
+            GENERATION_JOBS.send(job.pk)
     job.refresh_from_db()
     return job
 
@@ -238,53 +267,59 @@ def generation_job_run(
     client: httpx.Client | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> GenerationJob:
-    """Run a generation job to its end (the Celery task, or the command).
+    """Run a generation job in this process (the command; its Celery task does the same through
+    ``common.jobs.job_run``). A job that is finished, or taken by a live worker, is returned as
+    it is."""
+    return job_run(GENERATION_JOBS, job, client=client, sleep=sleep) or job
 
-    Claims a pending job (a job already running elsewhere is left alone), fixes its plan on the
-    first run, skips the sample keys the campaign has, and writes the rest in batches of
-    ``BATCH``. Ends ``done``, or ``failed`` when no sample came back at all.
+
+def _generation_work(
+    job: GenerationJob,
+    attempt: JobAttempt,
+    client: httpx.Client | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Fix the job's plan on its first run, skip the sample keys the campaign has, and write the
+    rest in batches of ``BATCH``. Ends ``done``, or ``failed`` when no sample came back at all.
+
+    The job's own failures are recorded here, not by ``job_run``: every message kept is scrubbed
+    of the API key first (``ChatClient.scrub``).
     """
-    claimed = GenerationJob.objects.filter(pk=job.pk, status=GenerationJob.Status.PENDING).update(
-        status=GenerationJob.Status.RUNNING,
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-    )
-    if not claimed:
-        job.refresh_from_db()
-        return job
-    job.refresh_from_db()
     if not job.plan:
         job.plan = make_plan(job)
         job.requested = sum(n for _, n in job.plan)
-        GenerationJob.objects.filter(pk=job.pk).update(plan=job.plan, requested=job.requested)
-    if job.api_key_env and not os.environ.get(job.api_key_env):
-        message = f"the worker's environment has no {job.api_key_env}: nothing was asked"
-        GenerationJob.objects.filter(pk=job.pk).update(
-            status=GenerationJob.Status.FAILED,
-            finished_at=timezone.now(),
-            errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:],
-        )
-        job.refresh_from_db()
-        return job
-    todo = _missing(job)
-    endpoint = Endpoint(job, client=client, sleep=sleep)
-    writer = _BatchWriter(job)
+        attempt.update(plan=job.plan, requested=job.requested)
     try:
-        for sample in _complete_all(endpoint, todo, job.concurrency):
+        endpoint = job_endpoint(job)
+        if endpoint.key_env and not endpoint.key():
+            raise GenerationRefused(
+                f"the worker's environment has no {endpoint.key_env} (the key of endpoint "
+                f"{endpoint.name!r}): nothing was asked"
+            )
+        chat = ChatClient(job, endpoint, client=client, sleep=sleep)
+    except (GenerationRefused, TemplateError) as refused:
+        message = str(refused)
+        attempt.finish(
+            FAILED, errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:]
+        )
+        return
+    todo = _missing(job)
+    writer = _BatchWriter(job, attempt)
+    try:
+        for sample in _complete_all(chat, todo, job.concurrency):
             writer.add(sample)
         writer.flush()
+    except JobSuperseded:
+        raise
     except Exception as error:
         log.exception("generation job %s failed", job.pk)
-        writer.errors.append({"key": "", "message": endpoint.scrub(type(error).__name__)})
-        writer.flush(final_status=GenerationJob.Status.FAILED)
+        writer.errors.append({"key": "", "message": chat.scrub(type(error).__name__)})
+        writer.flush(final_state=FAILED)
     else:
         ok = writer.done_before + writer.completed > 0 or not todo
-        status = GenerationJob.Status.DONE if ok else GenerationJob.Status.FAILED
-        writer.flush(final_status=status)
+        writer.flush(final_state=DONE if ok else FAILED)
     finally:
-        endpoint.close()
-    job.refresh_from_db()
-    return job
+        chat.close()
 
 
 def _missing(job: GenerationJob) -> list[tuple[str, Problem]]:
@@ -309,7 +344,7 @@ def _missing(job: GenerationJob) -> list[tuple[str, Problem]]:
 
 
 def _complete_all(
-    endpoint: Endpoint, todo: list[tuple[str, Problem]], concurrency: int
+    chat: ChatClient, todo: list[tuple[str, Problem]], concurrency: int
 ) -> Iterator[Sample]:
     """Completed samples as they come back, at most ``concurrency`` requests in flight."""
     if not todo:
@@ -324,7 +359,7 @@ def _complete_all(
             except StopIteration:
                 return False
             sample = Sample(key=key, problem_id=problem.pk)
-            running.add(pool.submit(endpoint.complete, sample, problem.text))
+            running.add(pool.submit(chat.complete, sample, _prompt_values(problem)))
             return True
 
         for _ in range(concurrency):
@@ -338,11 +373,21 @@ def _complete_all(
                 yield future.result()
 
 
+def _prompt_values(problem: Problem) -> dict[str, str]:
+    """The fields a prompt template may name (``imports.prompts.FIELDS``) for one problem."""
+    return {
+        "problem": problem.text,
+        "answer": problem.ground_truth_answer,
+        "subject": problem.subject,
+        "level": str(problem.level or ""),
+    }
+
+
 class _BatchWriter:
     """Collects completed samples and writes them through the import path, ``BATCH`` at a time."""
 
-    def __init__(self, job: GenerationJob) -> None:
-        self.job = job
+    def __init__(self, job: GenerationJob, attempt: JobAttempt) -> None:
+        self.job, self.attempt = job, attempt
         self.pending: list[Sample] = []
         self.errors: list[dict] = list(job.errors or [])
         self.done_before = job.completed
@@ -396,8 +441,8 @@ class _BatchWriter:
     def _error(self, key: str, message: str) -> None:
         self.errors = [*self.errors, {"key": key, "message": message}][-MAX_ERRORS_KEPT:]
 
-    def flush(self, final_status: str | None = None) -> None:
-        from imports.service import import_solutions
+    def flush(self, final_state: str | None = None) -> None:
+        from imports.pipeline import import_solutions
 
         batch, self.pending = self.pending, []
         records = []
@@ -411,24 +456,29 @@ class _BatchWriter:
             else:
                 self.completed += 1
                 records.append(record)
-        created = 0
-        if records:
-            _, ids = import_solutions(
-                records, campaign=self.job.campaign, source=SOURCE, grade=self.job.grade
-            )
-            created = len(ids)
-            self.created += created
-            if created:
-                events.publish(
-                    events.solutions_imported,
-                    campaign_id=self.job.campaign_id,
-                    solutions_created=created,
-                    labels_created=0,
+        # The batch and the counters that count it commit together, only while this attempt
+        # owns the job: a worker killed in between leaves neither, and a resumed job asks again.
+        with transaction.atomic():
+            created = 0
+            if records:
+                _, ids = import_solutions(
+                    records, campaign=self.job.campaign, source=SOURCE, grade=self.job.grade
                 )
-        self._save(created, final_status)
+                created = len(ids)
+            self._save(created, final_state)
+        self.created += created
+        if created:
+            events.publish(
+                events.solutions_imported,
+                campaign_id=self.job.campaign_id,
+                solutions_created=created,
+                labels_created=0,
+            )
+        stage_pause("generation.written")
 
-    def _save(self, created: int, final_status: str | None) -> None:
-        """Counters on the row: totals of this run added to what earlier runs left."""
+    def _save(self, created: int, final_state: str | None) -> None:
+        """Counters on the row: totals of this run added to what earlier runs left (only while
+        this attempt owns the job: ``JobSuperseded`` stops a worker that lost it)."""
         job = self.job
         done = self.done_before + self.completed
         tokens = (self.prompt_tokens, self.completion_tokens, self.retries)
@@ -440,10 +490,24 @@ class _BatchWriter:
             "prompt_tokens": F("prompt_tokens") + tokens[0],
             "completion_tokens": F("completion_tokens") + tokens[1],
             "retries": F("retries") + tokens[2],
-            "heartbeat_at": timezone.now(),
             "errors": self.errors,
             "progress": min(1.0, (done + self.failed) / job.requested) if job.requested else 1.0,
         }
-        if final_status:
-            fields |= {"status": final_status, "finished_at": timezone.now()}
-        GenerationJob.objects.filter(pk=job.pk).update(**fields)
+        if final_state:
+            self.attempt.finish(final_state, **fields)
+        else:
+            self.attempt.update(**fields)
+
+
+GENERATION_JOBS = JobKind(
+    name="generation",
+    model=GenerationJob,
+    task="imports.generation_run",
+    work=_generation_work,
+    page=JobPage(
+        template="imports/_generation_job.html",
+        url="imports:generations",
+        viewers=MANAGE,
+        element="tr",
+    ),
+)

@@ -39,6 +39,7 @@ from .records import (
     as_str,
     level_text,
     need,
+    shown_steps,
     split_text,
 )
 
@@ -80,7 +81,7 @@ def _generic(record: dict, options: dict) -> list[SolutionIn]:
         s = as_dict(value, path)
         raw = None
         if "steps" in s:
-            steps = as_steps(s["steps"], f"{path}.steps")
+            steps, raw = shown_steps(as_steps(s["steps"], f"{path}.steps"))
         elif "text" in s:
             text = as_str(s["text"], f"{path}.text")
             steps, raw = split_text(text, options.get("split"), f"{path}.text")

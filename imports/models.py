@@ -15,7 +15,7 @@ from labeling.models import Campaign
 
 
 class ImportJob(BackgroundJob):
-    """One uploaded file, imported by a Celery worker with ``imports.service.import_file``.
+    """One uploaded file, imported by a Celery worker with ``imports.pipeline.import_file``.
 
     The import is all or nothing: a job ends ``done`` with its counts, or ``failed`` with the
     importer's errors (file, line, field, message) and nothing written. While it runs, ``phase``
@@ -73,8 +73,9 @@ class GenerationJob(BackgroundJob):
     campaign does not have. ``plan`` fixes at the first run which problems get how many samples
     (``fewer_than_k`` counts open solutions then), so a resumed job asks for the same ones.
 
-    The API key is never stored: ``api_key_env`` names the environment variable the worker reads
-    it from, one of ``settings.STEPWISE_GENERATION_KEY_VARS``.
+    ``endpoint`` names the operator's declared endpoint (``common.endpoints``), whose URL and
+    key are the operator's and are never stored here; ``base_url`` is only for a free-form URL
+    (where the operator allows them) and for jobs made before endpoints were declared.
     """
 
     class Selection(models.TextChoices):
@@ -83,11 +84,21 @@ class GenerationJob(BackgroundJob):
         FEWER_THAN_K = "fewer_than_k", "problems with fewer than K open solutions"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="generation_jobs")
-    base_url = models.CharField(max_length=500, help_text="e.g. http://localhost:8000/v1")
-    model = models.CharField(max_length=200)
-    api_key_env = models.CharField(
-        max_length=100, blank=True, help_text="Environment variable holding the API key."
+    endpoint = models.CharField(
+        max_length=50,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The declared endpoint's name (STEPWISE_ENDPOINTS).",
     )
+    base_url = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="A free-form URL, where the operator allows them.",
+    )
+    model = models.CharField(max_length=200)
     generator = models.CharField(max_length=200, blank=True, help_text="Default: the model.")
     samples_per_problem = models.PositiveIntegerField(default=4)
     selection = models.CharField(max_length=20, choices=Selection.choices, default=Selection.ALL)
@@ -124,3 +135,8 @@ class GenerationJob(BackgroundJob):
     @property
     def generator_name(self) -> str:
         return self.generator or self.model
+
+    @property
+    def endpoint_shown(self) -> str:
+        """What the job's page says it asked: the endpoint's name, or the URL a manager typed."""
+        return self.endpoint or self.base_url

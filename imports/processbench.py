@@ -23,6 +23,7 @@ from .records import (
     as_steps,
     as_str,
     need,
+    shown_steps,
 )
 
 GOLD_KINDS = (Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING)
@@ -36,7 +37,7 @@ def gold_kind(options: dict) -> str | None:
 
 
 def parse_processbench(record: dict, options: dict) -> list[SolutionIn]:
-    steps = as_steps(need(record, "steps", "steps"), "steps")
+    steps, raw = shown_steps(as_steps(need(record, "steps", "steps"), "steps"))
     label = as_int(need(record, "label", "label"), "label", minimum=-1)
     if label >= len(steps):
         raise FieldError("label", f"{label} is past the last step (there are {len(steps)})")
@@ -54,6 +55,7 @@ def parse_processbench(record: dict, options: dict) -> list[SolutionIn]:
                 text=as_str(need(record, "problem", "problem"), "problem", nonempty=True)
             ),
             steps=steps,
+            raw_steps=raw,
             answer=extract_answer("\n\n".join(steps)),
             generator=as_str(
                 record.get("generator") or options.get("generator") or "", "generator"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -205,6 +204,16 @@ def as_steps(value: Any, path: str) -> list[str]:
     return steps
 
 
+def shown_steps(steps: list[str]) -> tuple[list[str], list[str] | None]:
+    """Steps given as a list, as annotators see them, and as the source wrote them (None when
+    the same): GSM8K's calculator notes (``<<60-20=40>>``) are the model's, not the reader's, in
+    every format that may carry them, as when the splitter cuts a text."""
+    from .splitting import strip_annotations
+
+    shown = [strip_annotations(s).strip() or s for s in steps]
+    return shown, (steps if shown != steps else None)
+
+
 def as_labeler(value: Any, path: str) -> str:
     labeler = as_str(value, path, nonempty=True)
     if len(labeler) > USERNAME_MAX:
@@ -231,20 +240,6 @@ def as_timestamp(value: Any, path: str) -> datetime | None:
     except ValueError:
         raise FieldError(path, f"not an ISO 8601 timestamp: {text!r}") from None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
-
-
-def split_steps(text: str) -> list[str]:
-    """Steps of a solution given as one text: paragraphs if it has blank lines, else lines.
-
-    The splitter imports used before ``imports.splitting`` (its ``paragraphs`` mode); kept for
-    ``bench/splitter.py``'s comparison.
-    """
-    text = text.replace("\r\n", "\n").strip()
-    parts = _BLANK_LINE.split(text) if _BLANK_LINE.search(text) else text.split("\n")
-    return [p.strip() for p in parts if p.strip()]
 
 
 def split_text(text: str, mode: str | None, path: str) -> tuple[list[str], list[str] | None]:

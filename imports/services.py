@@ -1,8 +1,8 @@
-"""Uploads: an uploaded file becomes an import job that a Celery worker runs with ``import_file``.
+"""Uploads: an uploaded file becomes an import job that a Celery worker runs.
 
-Views and the API call ``import_job_create``; the task calls ``import_job_run``. An import that
-adds solutions publishes ``labeling.events.solutions_imported`` once it has committed. Import
-jobs are durable (``common.jobs``): ``IMPORT_JOBS`` is their kind, which the sweep looks after.
+Views and the API call ``import_job_create``; the job kind ``IMPORT_JOBS`` (``common.jobs``) runs
+it in a worker (``import_job_run`` in this process). An import that adds solutions publishes
+``labeling.events.solutions_imported`` once it has committed.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +18,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from common.jobs import (
-    JobBeat,
-    JobKind,
-    JobSuperseded,
-    job_claim,
-    job_update,
-    stage_pause,
-)
+from common.jobs import DONE, FAILED, JobAttempt, JobKind, JobPage, job_run, stage_pause
 from common.storage import storage_local_file, storage_local_path
 from imports import sniff
 from imports.models import ImportJob
@@ -38,6 +29,7 @@ from labeling.models import (
     Campaign,
     Solution,
 )
+from labeling.permissions import MANAGE
 
 log = logging.getLogger(__name__)
 
@@ -52,29 +44,19 @@ def upload_limit_bytes() -> int:
     return settings.STEPWISE_MAX_UPLOAD_MB * 1024 * 1024
 
 
+def declared_length(request) -> int:
+    """The request's Content-Length, 0 when it is missing or not a number (as Django reads it:
+    a made-up header is no reason for a 500)."""
+    value = str(request.META.get("CONTENT_LENGTH") or "")
+    return int(value) if value.isascii() and value.isdigit() and len(value) < 19 else 0
+
+
 def upload_too_large_message(size: int) -> str:
     return (
         f"The file is {size / 1024 / 1024:.1f} MB; uploads are limited to "
         f"{settings.STEPWISE_MAX_UPLOAD_MB} MB (STEPWISE_MAX_UPLOAD_MB). Split it, or import it "
         "with `python manage.py import_solutions` on the server."
     )
-
-
-def _send(job_id: int) -> None:
-    from imports.tasks import import_run_task
-
-    transaction.on_commit(lambda: import_run_task.delay(job_id))
-
-
-def _failed_fields(job: ImportJob, reason: str) -> dict[str, Any]:
-    """What the upload page shows of a job the sweep gave up on: the reason, as its one error."""
-    return {
-        "phase": "",
-        "errors": [{"file": job.file_name, "line": None, "field": "", "message": reason}],
-    }
-
-
-IMPORT_JOBS = JobKind(name="imports", model=ImportJob, send=_send, failed_fields=_failed_fields)
 
 
 def import_job_create(
@@ -97,7 +79,7 @@ def import_job_create(
     message, ``fmt="auto"`` takes the format the first record has, and a chosen format that the
     first record does not have is refused with the one it looks like.
     """
-    from imports.service import FORMATS
+    from imports.pipeline import FORMATS
 
     if upload.size > upload_limit_bytes():
         raise ImportRefused(upload_too_large_message(upload.size))
@@ -154,45 +136,6 @@ def _format_checked(upload: UploadedFile, fmt: str) -> str:
     return fmt
 
 
-class ImportProgress:
-    """An import's phase and progress, written to its row every half second by a ``JobBeat``.
-
-    The import writes inside one long transaction; progress written there would only appear at
-    its commit, so the beat writes it through its own connection and the page sees it as it
-    happens. A tick writes only what changed, and the job's heartbeat when it is due; given an
-    ``attempt``, every write is conditional on that attempt still owning the job.
-    """
-
-    EVERY_S = 0.5
-
-    def __init__(self, job_id: int, attempt: int | None = None) -> None:
-        self.job_id, self.attempt = job_id, attempt
-        self.phase, self.progress = "validating", 0.0
-        self.written: tuple[str, float] | None = None
-        self.beat_at = 0.0
-        self.beat = JobBeat(self._write, every=self.EVERY_S, name=f"import-{job_id}-progress")
-
-    def report(self, phase: str, progress: float) -> None:
-        self.phase, self.progress = phase, progress
-
-    def __enter__(self) -> ImportProgress:
-        self.beat.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.beat.stop()
-
-    def _write(self) -> None:
-        now = (self.phase, round(self.progress, 3))
-        due = time.monotonic() - self.beat_at >= IMPORT_JOBS.heartbeat_seconds
-        if now != self.written or due:
-            owned = ImportJob.objects.filter(pk=self.job_id, status=ImportJob.Status.RUNNING)
-            if self.attempt is not None:
-                owned = owned.filter(attempts=self.attempt)
-            owned.update(phase=now[0], progress=now[1], heartbeat_at=timezone.now())
-            self.written, self.beat_at = now, time.monotonic()
-
-
 COUNTS = (
     "lines",
     "problems_created",
@@ -209,64 +152,46 @@ COUNTS = (
 
 
 def import_job_run(*, job: ImportJob) -> ImportJob:
-    """Run an uploaded import (the Celery task): claim the job, import, record the outcome.
+    """Run an uploaded import in this process, as its Celery task does (``common.jobs.job_run``).
 
-    The claim (``common.jobs.job_claim``) lets one attempt at a time run the job: a repeated
-    message finds it taken and leaves it alone. The import's counts are written to the job in
-    the import's own transaction, and only while this attempt owns the job, so the data and the
-    record commit together or not at all: an attempt after a killed worker either imports the
-    whole file (nothing had committed) or only finishes the job, grading what was left (the
-    import had committed, the worker died while grading). The file is deleted afterwards (its
-    size and sha256 stay).
+    A job that is finished, or taken by a live worker, is returned as it is.
     """
-    from imports.service import ImportValidationError
+    return job_run(IMPORT_JOBS, job) or job
 
-    attempt = job_claim(IMPORT_JOBS, job.pk, phase="validating", progress=0.0)
-    job.refresh_from_db()
-    if attempt is None:
-        return job
+
+def _import_work(job: ImportJob, attempt: JobAttempt) -> None:
+    """Import the job's file and record the outcome (the import kind's work).
+
+    The import's counts are written to the job in the import's own transaction, and only while
+    this attempt owns the job, so the data and the record commit together or not at all: an
+    attempt after a killed worker either imports the whole file (nothing had committed) or only
+    finishes the job, grading what was left (the import had committed, the worker died while
+    grading). The file is deleted afterwards (its size and sha256 stay).
+    """
+    from imports.pipeline import ImportValidationError
+
     fields: dict[str, Any]
     if job.counts:
         log.warning("import job %s had committed before its worker died: finishing it", job.pk)
-        fields = {"status": ImportJob.Status.DONE, "progress": 1.0}
+        fields = {"progress": 1.0}
         if job.grade:
             fields["counts"] = job.counts | {"solutions_graded": _grade_rest(job, attempt)}
+        attempt.finish(DONE, phase="", **fields)
     else:
         try:
             fields = _import(job, attempt)
-        except JobSuperseded:
-            log.warning("import job %s was taken over by a later attempt", job.pk)
-            job.refresh_from_db()
-            return job
         except ImportValidationError as error:
-            fields = {
-                "status": ImportJob.Status.FAILED,
-                "errors": [
+            attempt.finish(
+                FAILED,
+                phase="",
+                errors=[
                     {"file": e.file, "line": e.line, "field": e.field, "message": e.message}
                     for e in error.errors
                 ],
-                "errors_truncated": error.truncated,
-            }
-        except Exception as error:
-            log.exception("import job %s failed", job.pk)
-            fields = {
-                "status": ImportJob.Status.FAILED,
-                "error": f"{type(error).__name__}: {error}"[:5000],
-                "errors": [
-                    {
-                        "file": job.file_name,
-                        "line": None,
-                        "field": "",
-                        "message": "the import stopped with an internal error "
-                        f"({type(error).__name__}); nothing was written",
-                    }
-                ],
-            }
-    fields |= {"phase": "", "finished_at": timezone.now()}
-    if not job_update(IMPORT_JOBS, job.pk, attempt, **fields):
-        log.warning("import job %s was taken over by a later attempt", job.pk)
-        job.refresh_from_db()
-        return job
+                errors_truncated=error.truncated,
+            )
+        else:
+            attempt.finish(DONE, phase="", **fields)
     _upload_delete(job.stored_path)
     job.refresh_from_db()
     if job.status == ImportJob.Status.DONE and job.counts.get("solutions_created"):
@@ -276,40 +201,39 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
             solutions_created=job.counts["solutions_created"],
             labels_created=job.counts.get("step_labels_created", 0),
         )
-    return job
 
 
-def _import(job: ImportJob, attempt: int) -> dict[str, Any]:
+def _import(job: ImportJob, attempt: JobAttempt) -> dict[str, Any]:
     """Import the job's file; the fields of its ``done`` row."""
-    from imports.service import import_file
+    from imports.pipeline import import_file
 
     def record(result) -> None:
         # Inside the import's transaction: the counts commit with the data, or neither does.
         stage_pause("imports.write")
-        counts = {name: getattr(result, name) for name in COUNTS}
-        if not job_update(IMPORT_JOBS, job.pk, attempt, counts=counts):
-            raise JobSuperseded()
+        attempt.update(counts={name: getattr(result, name) for name in COUNTS})
 
-    with ImportProgress(job.pk, attempt) as writer, storage_local_file(job.stored_path) as path:
+    def progress(phase: str, share: float) -> None:
+        attempt.report(phase=phase, progress=round(share, 3))
+
+    with storage_local_file(job.stored_path) as path:
         result = import_file(
             path,
             campaign=job.campaign,
             fmt=job.format,
             grade=job.grade,
-            progress=writer.report,
+            progress=progress,
             before_commit=record,
             import_job_id=job.pk,
             **job.options,
         )
     return {
-        "status": ImportJob.Status.DONE,
         "progress": 1.0,
         "counts": {name: getattr(result, name) for name in COUNTS}
         | {"seconds": round(result.seconds, 2)},
     }
 
 
-def _grade_rest(job: ImportJob, attempt: int) -> int:
+def _grade_rest(job: ImportJob, attempt: JobAttempt) -> int:
     """Grade what the committed import left ungraded (its worker died while grading).
 
     The import's new solutions are not recorded one by one, so every ungraded solution of the
@@ -317,10 +241,34 @@ def _grade_rest(job: ImportJob, attempt: int) -> int:
     """
     from labeling.grading import solutions_grade
 
-    with ImportProgress(job.pk, attempt) as writer:
-        writer.report("grading", 0.0)
-        result = solutions_grade(solutions=Solution.objects.filter(campaign=job.campaign))
+    attempt.report(phase="grading", progress=0.0)
+    result = solutions_grade(solutions=Solution.objects.filter(campaign=job.campaign))
     return result.graded
+
+
+def _failed_fields(job: ImportJob, reason: str) -> dict[str, Any]:
+    """What the upload page shows of a job that failed outside the importer's checks (the sweep
+    gave up on it, or the import stopped with an error): the reason, as its one error."""
+    return {
+        "phase": "",
+        "errors": [{"file": job.file_name, "line": None, "field": "", "message": reason}],
+    }
+
+
+IMPORT_JOBS = JobKind(
+    name="imports",
+    model=ImportJob,
+    task="imports.import_run",
+    work=_import_work,
+    claim_fields={"phase": "validating", "progress": 0.0},
+    failed_fields=_failed_fields,
+    page=JobPage(
+        template="imports/_import_job.html",
+        url="imports:list",
+        viewers=MANAGE,
+        element="tr",
+    ),
+)
 
 
 def _upload_delete(name: str) -> None:
@@ -362,9 +310,9 @@ def import_preview(
     "errors": [...]}``: each solution with its problem, steps (shown and raw) and answer; each
     error with its line.
     """
+    from imports.pipeline import FORMATS
     from imports.reading import parse_line
     from imports.records import FieldError
-    from imports.service import FORMATS
     from imports.splitting import SplitError, check_mode
 
     fmt = _format_checked(upload, fmt)
@@ -384,7 +332,7 @@ def import_preview(
         if not raw.strip():
             continue
         try:
-            parsed = parse_line(raw, FORMATS[fmt], options)
+            parsed = parse_line(raw, FORMATS[fmt].parse, options)
         except FieldError as e:
             errors.append({"line": number, "field": e.field, "message": e.message})
             continue

@@ -10,8 +10,12 @@ else. Modes (``SPLIT_MODES``; any other value is a regular expression that separ
   item; a reasoning model's ``<think>`` section is cut into its paragraphs; PRM800K's
   ``# Answer`` heading stays with the answer; a paragraph longer than ``MAX_STEP_CHARS`` is cut
   at sentence ends.
-- ``paragraphs``: blank lines, or lines when the text has no blank line (the splitter before
-  ``auto``, ``records.split_steps``). ``lines``: every line. ``numbered``: numbered items, ``Step
+- a regular expression (any other value): the text is cut wherever it matches. It runs on RE2
+  (``google-re2``), whose matching time grows linearly with the text whatever the pattern, so
+  no pattern (``(a+)+$`` on a long run of ``a``) can hold a web request or a worker; patterns RE2
+  cannot run (backreferences, lookaround) are refused with a message saying so.
+- ``paragraphs``: blank lines, or lines when the text has no blank line (the splitter imports
+  had before ``auto``). ``lines``: every line. ``numbered``: numbered items, ``Step
   n:`` and bullets.
 
 GSM8K's calculator annotations (``<<60-20=40>>``) are not for the reader: :func:`split` returns
@@ -23,6 +27,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+
+import re2
 
 SPLIT_MODES = ("auto", "paragraphs", "lines", "numbered")
 DEFAULT_SPLIT = "auto"
@@ -53,6 +60,9 @@ _BULLET = re.compile(r"^\s*[-*+•]\s+")
 _ANSWER_HEADING = re.compile(r"^#\s*Answer\s*$")
 _THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\\$])")
+_ONLY_INLINE_MATH = re.compile(r"\$[^$]+\$[.,;:]?")
+_ASY_OPEN = re.compile(r"\[asy\]")
+_BEGIN = re.compile(r"\\begin\{([a-zA-Z*]+)\}")
 _INLINE_MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$|\\\(.+?\\\)|\\\[.+?\\\]", re.DOTALL)
 
 
@@ -63,15 +73,40 @@ def check_mode(mode: str | None) -> str:
         return mode
     if len(mode) > MAX_PATTERN_CHARS:
         raise SplitError(f"a split pattern is at most {MAX_PATTERN_CHARS} characters")
+    if _user_pattern(mode).match(""):
+        raise SplitError("a split pattern must not match the empty string")
+    return mode
+
+
+def _re2_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # a person's mistake is theirs to read, not the log's
+    return options
+
+
+@lru_cache(maxsize=256)
+def _user_pattern(mode: str):
+    """A person's pattern compiled by RE2 (linear time in the text, whatever the pattern), or
+    ``SplitError`` naming the problem: RE2 runs no backreference and no lookaround."""
     try:
-        pattern = re.compile(mode)
+        return re2.compile(mode, options=_re2_options())
+    except re2.error as e:
+        detail = (
+            e.args[0].decode(errors="replace")
+            if e.args and isinstance(e.args[0], bytes)
+            else str(e)
+        )
+    try:
+        re.compile(mode)
     except re.error as e:
         raise SplitError(
             f"split must be one of {', '.join(SPLIT_MODES)} or a regular expression ({e})"
         ) from None
-    if pattern.match(""):
-        raise SplitError("a split pattern must not match the empty string")
-    return mode
+    raise SplitError(
+        "split patterns run on RE2 (matching time stays linear on any text), which has no "
+        f"backreferences (\\1, (?P=name)) and no lookaround ((?=, (?!, (?<=, (?<!): {detail}; "
+        "write the pattern without them"
+    ) from None
 
 
 def split(text: str, mode: str = DEFAULT_SPLIT) -> list[SplitStep]:
@@ -89,7 +124,7 @@ def split(text: str, mode: str = DEFAULT_SPLIT) -> list[SplitStep]:
     elif mode == "numbered":
         raws = _items(text.split("\n"), bullets=True)
     else:
-        raws = re.split(mode, text)
+        raws = _user_pattern(mode).split(text)
     out = []
     for raw in raws:
         raw = (raw or "").strip()
@@ -129,7 +164,7 @@ def _auto_plain(text: str) -> list[str]:
         return []
     blocks = _blocks(text.split("\n"))
     units: list[str] = []
-    if any(kind == "blank" for kind, _ in blocks):
+    if _separates_steps(blocks):
         paragraph: list[tuple[str, str]] = []
         for kind, chunk in [*blocks, ("blank", "")]:
             if kind != "blank":
@@ -146,12 +181,45 @@ def _auto_plain(text: str) -> list[str]:
         else:
             pieces: list[list[str]] = []
             for kind, chunk in blocks:
-                if kind == "math" and pieces and not _only_display("\n".join(pieces[-1])):
+                if kind == "blank":
+                    continue
+                if pieces and _continues(kind, chunk, pieces[-1]):
                     pieces[-1].append(chunk)
                 else:
                     pieces.append([chunk])
             units = ["\n".join(piece) for piece in pieces]
     return _long_cut(_attach(units))
+
+
+def _continues(kind: str, chunk: str, piece: list[str]) -> bool:
+    """Whether a line (or block) of a one-step-a-line text belongs to the step before it: a
+    formula, code or a figure after prose; a formula alone on its line after a sentence that
+    has not ended (``... we get:``); the items of a list a line ending with a colon introduced."""
+    last = piece[-1].rstrip()
+    if kind in ("math", "code"):
+        return not _only_display("\n".join(piece))
+    # "... is", "... we get:": a sentence that has not ended (one that ends in a formula has)
+    unfinished = last.endswith(":") or last[-1:].isalpha()
+    if unfinished and _ONLY_INLINE_MATH.fullmatch(chunk.strip()):
+        return True
+    opened_list = any(ln.rstrip().endswith(":") for ln in piece[:1]) and all(
+        _NUMBERED.match(ln) or _BULLET.match(ln) for ln in piece[1:]
+    )
+    return opened_list and bool(_NUMBERED.match(chunk) or _BULLET.match(chunk))
+
+
+def _separates_steps(blocks: list[tuple[str, str]]) -> bool:
+    """Whether blank lines separate the steps. The blank lines around PRM800K's ``# Answer``
+    heading do not: its generator wrote one step per line ("newline delimited") and set the
+    answer off with blank lines, so a text whose only blank lines are there is one step a line."""
+    for i, (kind, _) in enumerate(blocks):
+        if kind != "blank":
+            continue
+        before = next((c for k, c in reversed(blocks[:i]) if k != "blank"), "")
+        after = next((c for k, c in blocks[i + 1 :] if k != "blank"), "")
+        if not (_ANSWER_HEADING.match(before.strip()) or _ANSWER_HEADING.match(after.strip())):
+            return True
+    return False
 
 
 def _blocks(lines: list[str]) -> list[tuple[str, str]]:
@@ -171,6 +239,13 @@ def _blocks(lines: list[str]) -> list[tuple[str, str]]:
             out.append(("code", "\n".join(lines[i : j + 1])))
             i = j + 1
             continue
+        if _ASY_OPEN.search(line) and "[/asy]" not in line:
+            # an Asymptote figure, whole (one never closed is text like any other)
+            j = next((k for k in range(i + 1, len(lines)) if "[/asy]" in lines[k]), None)
+            if j is not None:
+                out.append(("code", "\n".join(lines[i : j + 1])))
+                i = j + 1
+                continue
         if m := _DISPLAY_OPEN.match(line):
             closer = {"\\[": "\\]", "$$": "$$"}.get(m.group(1), f"\\end{{{m.group(2)}}}")
             rest = line[m.end() :]
@@ -181,9 +256,24 @@ def _blocks(lines: list[str]) -> list[tuple[str, str]]:
             out.append(("math", "\n".join(lines[i : j + 1])))
             i = j + 1
             continue
-        out.append(("line", line))
-        i += 1
+        # A line that leaves an environment open (``\\begin{env}`` not closed on it) goes on to
+        # the line that closes it: the writer wrapped the formula, not the step.
+        j = i
+        while (
+            j + 1 < len(lines) and lines[j + 1].strip() and _open_math("\n".join(lines[i : j + 1]))
+        ):
+            j += 1
+        out.append(("line", "\n".join(lines[i : j + 1])))
+        i = j + 1
     return out
+
+
+def _open_math(text: str) -> bool:
+    # (An odd count of ``$`` is no sign: GSM8K's solutions write money with it.)
+    return any(
+        text.count(f"\\begin{{{env}}}") > text.count(f"\\end{{{env}}}")
+        for env in _BEGIN.findall(text)
+    )
 
 
 def _paragraph_units(paragraph: list[tuple[str, str]]) -> list[str]:

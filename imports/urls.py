@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from django.urls import path
 
+import common.converters  # noqa: F401 (registers <id:...>: ids too long are 404)
 from imports import views
 
 app_name = "imports"
 
 urlpatterns = [
     path("", views.import_list, name="list"),
-    path("<int:pk>/", views.import_status, name="status"),
-    path("<int:pk>/delete/", views.import_delete, name="delete"),
+    path("<id:pk>/delete/", views.import_delete, name="delete"),
     path("preview/", views.import_preview, name="preview"),
     path("generations/", views.generation_list, name="generations"),
-    path("generations/<int:pk>/", views.generation_status, name="generation"),
-    path("generations/<int:pk>/resume/", views.generation_resume, name="generation-resume"),
+    path("generations/<id:pk>/resume/", views.generation_resume, name="generation-resume"),
 ]

@@ -1,4 +1,5 @@
-"""The manager's imports page: upload a file, follow its job until it is done or failed."""
+"""The manager's imports page: upload a file, follow its job until it is done or failed (each
+job's row polls the one job status view while it runs: ``labeling.job_views``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from imports import services
 from imports.forms import (
@@ -29,7 +30,7 @@ def import_list(request: HttpRequest, slug: str) -> HttpResponse:
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
     status, refused = 200, None
     form = UploadForm()
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    length = services.declared_length(request)
     if request.method == "POST" and length > services.upload_limit_bytes() + 65536:
         # Refused on the request's size, before the form reads the file.
         refused, status = services.upload_too_large_message(length), 413
@@ -105,23 +106,6 @@ def _list_context(campaign) -> dict:
 
 
 @login_required
-@require_GET
-def import_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """One import's row; htmx polls it while the import runs. Without htmx: the list."""
-    return _job_row(request, slug, pk, ImportJob, "imports:list", "imports/import_list.html")
-
-
-def _job_row(request, slug: str, pk: int, model, list_url: str, template: str) -> HttpResponse:
-    """The row of one job of the campaign (the ``job-row`` partial of its list page), which htmx
-    polls while the job runs; without htmx, the list page itself."""
-    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
-    job = get_object_or_404(model, campaign=campaign, pk=pk)
-    if not request.htmx:
-        return redirect(list_url, slug=campaign.slug)
-    return campaign_page(request, f"{template}#job-row", campaign, membership, {"job": job})
-
-
-@login_required
 @require_POST
 def import_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Delete a failed import (its row and what is left of its file); back to the list."""
@@ -152,7 +136,8 @@ def generation_list(request: HttpRequest, slug: str) -> HttpResponse:
                     campaign=campaign, created_by=request.user, **form.job_kwargs()
                 )
             except generation.GenerationRefused as error:
-                form.add_error(None, str(error))
+                field = "model" if error.field == "endpoint" else error.field
+                form.add_error(field if field in form.fields else None, str(error))
             else:
                 return redirect("imports:generations", slug=campaign.slug)
         status = 400
@@ -170,18 +155,10 @@ def generation_list(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
-def generation_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """One generation job's row; htmx polls it while it runs. Without htmx: the list."""
-    return _job_row(
-        request, slug, pk, GenerationJob, "imports:generations", "imports/generation_list.html"
-    )
-
-
-@login_required
 @require_POST
 def generation_resume(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """Queue a stopped or failed job again: it asks only for the samples still missing."""
+    """Queue a finished job with samples missing, or a failed one, again: it asks only for the
+    samples still missing."""
     from imports import generation
 
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)

@@ -31,8 +31,9 @@ from common.api import (
     query_int,
     query_text,
 )
-from labeling import filters, queue, selectors, services
+from labeling import queue, selectors, services
 from labeling.backbones import backbone_choices
+from labeling.curation import filters
 from labeling.forms import CampaignForm
 from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
 from labeling.permissions import (
@@ -127,7 +128,7 @@ def assignment_detail(request: Request, pk: int) -> Response:
     responses={200: SubmitResultSerializer, **_REFUSED},
 )
 @api_view(["POST"])
-def assignment_submit(request: Request, pk: int) -> Response:
+def assignment_submit_api(request: Request, pk: int) -> Response:
     """Submit the labels of an assignment; a retry with the same submission key is harmless."""
     data = SubmitSerializer(data=request.data)
     data.is_valid(raise_exception=True)
@@ -144,7 +145,7 @@ def assignment_submit(request: Request, pk: int) -> Response:
 
 @extend_schema(tags=QUEUE, request=None, responses={200: SkipResultSerializer, **_REFUSED})
 @api_view(["POST"])
-def assignment_skip(request: Request, pk: int) -> Response:
+def assignment_skip_api(request: Request, pk: int) -> Response:
     """Hand the solution back unlabelled; it is not served to the caller again."""
     try:
         assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
@@ -198,7 +199,7 @@ class ProblemDetail(generics.RetrieveAPIView):
 
 
 def _filter_parameters() -> list[OpenApiParameter]:
-    """The solution list's query parameters, from the filter spec (``labeling.filters``)."""
+    """The solution list's query parameters, from the filter spec (``curation.filters``)."""
     kinds = {"int": int, "float": float, "bool": bool}
     params = []
     for spec in filters.FILTERS:
@@ -239,7 +240,7 @@ class SolutionPagination(CursorPagination):
 @extend_schema(tags=["solutions"], parameters=_filter_parameters())
 class SolutionList(CursorListView):
     """The campaign's solutions with their queue state (managers, reviewers), filtered and sorted
-    as in the data browser: the same filters, declared once in ``labeling.filters``."""
+    as in the data browser: the same filters, declared once in ``labeling.curation.filters``."""
 
     serializer_class = SolutionListSerializer
     pagination_class = SolutionPagination
@@ -355,11 +356,7 @@ def _form_errors(form) -> exceptions.ValidationError:
 
 
 def _campaign_body(request: Request, campaign: Campaign, status_code: int = 200) -> Response:
-    roles = dict(
-        Membership.objects.filter(user=request.user, campaign=campaign).values_list(
-            "campaign_id", "role"
-        )
-    )
+    roles = Membership.objects.filter(campaign=campaign).roles_of(request.user)
     body = CampaignSerializer(campaign, context={"roles": roles}).data
     return Response(body, status=status_code)
 
@@ -375,11 +372,7 @@ class CampaignList(generics.ListAPIView):
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
-        context["roles"] = dict(
-            Membership.objects.filter(
-                user=self.request.user, status=Membership.Status.ACTIVE
-            ).values_list("campaign_id", "role")
-        )
+        context["roles"] = Membership.objects.roles_of(self.request.user)
         return context
 
     @extend_schema(tags=["campaigns"])

@@ -34,11 +34,7 @@ from labeling.permissions import (
 @require_GET
 def campaign_list(request: HttpRequest) -> HttpResponse:
     """The campaigns this person belongs to, with their role, and a way to create one."""
-    roles = dict(
-        Membership.objects.filter(user=request.user, status=Membership.Status.ACTIVE).values_list(
-            "campaign_id", "role"
-        )
-    )
+    roles = Membership.objects.roles_of(request.user)
     campaigns = [
         {"campaign": c, "role": roles.get(c.pk, "site admin")}
         for c in campaigns_visible_to(request.user).order_by("name")

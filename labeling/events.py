@@ -5,7 +5,9 @@ next active-learning run, an import should get its new solutions scored. The low
 not import the higher one (``lint-imports`` holds that); it publishes one of the events below,
 at the call site of the service that did the work, and apps higher up subscribe to them in their
 ``AppConfig.ready()`` (``learning.apps``). These are the only signals in the project: nothing is
-sent from ``save()`` or ``post_save``, so what sets off what can be read where it happens.
+sent from ``save()`` or ``post_save``, so what sets off what can be read where it happens. An
+event says what happened; a page that needs an answer from a higher layer (a PRM's step scores)
+asks a registered function instead (``labeling.scores``).
 
 A subscriber never fails the work that published the event: errors are logged and dropped.
 """
@@ -41,18 +43,3 @@ def publish(event: Signal, **payload) -> list:
 def publish_on_commit(event: Signal, **payload) -> None:
     """Tell every subscriber once the current transaction commits (never if it rolls back)."""
     transaction.on_commit(functools.partial(publish, event, **payload), robust=True)
-
-
-# A page asks for the active PRM's score of every step of solution ``solution_id`` (campaign
-# ``campaign_id``). Not a happening but a question, asked the same way and for the same reason:
-# the PRM lives in ``learning``, above the pages that show the scores. A subscriber answers with
-# one float per step (P(step is correct)), or None when it has no model to ask.
-step_scores_wanted = Signal()
-
-
-def step_scores(*, campaign_id: int, solution_id: int) -> list[float] | None:
-    """The active PRM's per-step scores of a solution, or None when no subscriber has any."""
-    for answer in publish(step_scores_wanted, campaign_id=campaign_id, solution_id=solution_id):
-        if answer is not None:
-            return answer
-    return None

@@ -23,12 +23,10 @@ LABEL = (Role.MANAGER, Role.REVIEWER, Role.ANNOTATOR)
 
 
 def membership_for(user, campaign: Campaign) -> Membership | None:
-    """The user's active membership of the campaign, if any."""
+    """The user's active membership of the campaign, if any (``MembershipQuerySet.active``)."""
     if not user.is_authenticated:
         return None
-    return Membership.objects.filter(
-        user=user, campaign=campaign, status=Membership.Status.ACTIVE
-    ).first()
+    return Membership.objects.active().filter(user=user, campaign=campaign).first()
 
 
 def campaign_for(
@@ -52,7 +50,8 @@ def campaign_of_member(*, slug: str, user) -> Campaign:
     """The campaign with this slug if the user holds any membership of it, else ``NotAMember``.
 
     The queue's own check, on its hot path (one plain query): a paused or removed member gets
-    the campaign here and the queue's refusal (403) after, where ``campaign_for`` would 404.
+    the campaign here and the queue's refusal (403, ``Membership.is_active``) after, where
+    ``campaign_for`` would 404. Who gets in is the same (tests/test_rules_membership.py).
     """
     campaigns = Campaign.objects.raw(
         f"SELECT c.* FROM {Campaign._meta.db_table} c JOIN {Membership._meta.db_table} m"
@@ -66,12 +65,10 @@ def campaign_of_member(*, slug: str, user) -> Campaign:
 
 
 def campaigns_visible_to(user):
-    """Campaigns the user belongs to (all of them for site admins)."""
+    """Campaigns the user is a member of (all of them for site admins)."""
     if user.is_superuser:
         return Campaign.objects.all()
-    return Campaign.objects.filter(
-        memberships__user=user, memberships__status=Membership.Status.ACTIVE
-    )
+    return Campaign.objects.with_member(user)
 
 
 def may_create_campaigns(user) -> bool:

@@ -161,9 +161,8 @@ def queue_no_work(*, campaign: Campaign, annotator) -> NoWork:
     """Why ``assignment_next`` found nothing: others hold the rest (retry later), or all is done."""
     now = timezone.now()
     held = (
-        Assignment.objects.filter(
-            campaign=campaign, status=Assignment.Status.LEASED, lease_expires_at__gt=now
-        )
+        Assignment.objects.live_leases(now)
+        .filter(campaign=campaign)
         .exclude(annotator=annotator)
         .exclude(solution__assignments__annotator=annotator)
         .aggregate(first=Min("lease_expires_at"))["first"]
@@ -204,7 +203,7 @@ def campaigns_progress(*, user):
         left=_count(open_for_me),
         solutions_today=_count(done_today),
         steps_today=_count(steps_today),
-        in_progress=Exists(mine.filter(status=Assignment.Status.LEASED, lease_expires_at__gt=now)),
+        in_progress=Exists(mine.live_leases(now)),
         role=Subquery(
             Membership.objects.filter(campaign=OuterRef("pk"), user=user).values("role")[:1]
         ),

@@ -212,6 +212,3 @@ class StepLabelSerializer(serializers.ModelSerializer):
             "alternatives",
             "created_at",
         ]
-
-
-# --- Active learning (managers) ---------------------------------------------------------------

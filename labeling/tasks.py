@@ -1,4 +1,7 @@
-"""Celery tasks for the queue: thin wrappers over ``labeling.queue``."""
+"""Celery tasks for the queue: thin wrappers over ``labeling.queue``.
+
+The bulk actions' task comes from their job kind (``labeling.curation.actions.BULK_ACTIONS``).
+"""
 
 from __future__ import annotations
 
@@ -15,16 +18,3 @@ def leases_sweep() -> int:
     campaigns nobody is asking work from. Idempotent, so a lost or repeated run does no harm.
     """
     return queue.leases_reclaim(campaign=None, limit=None)
-
-
-@shared_task(name="labeling.bulk_action_run")
-def bulk_action_run_task(job_id: int) -> str:
-    """Run one bulk action of the data browser; a message for a missing job is dropped."""
-    from labeling.curation import bulk_action_run
-    from labeling.models import SolutionBulkAction
-
-    job = SolutionBulkAction.objects.select_related("campaign", "created_by").filter(pk=job_id)
-    job = job.first()
-    if job is None:
-        return "missing"
-    return bulk_action_run(job=job).status

@@ -1,10 +1,13 @@
-"""Campaigns and the labelling page (mounted at the site root by ``stepwise/urls.py``)."""
+"""Campaigns, the labelling page, the data browser and the status of every job (mounted at the
+site root by ``stepwise/urls.py``)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from labeling import campaign_views, views
+import common.converters  # noqa: F401 (registers <id:...>: ids too long are 404)
+from labeling import campaign_views, job_views, views
+from labeling.curation import views as browser
 
 app_name = "labeling"
 
@@ -16,11 +19,21 @@ urlpatterns = [
     path(campaign + "settings/", campaign_views.campaign_settings, name="campaign-settings"),
     path(campaign + "pause/", campaign_views.campaign_pause, name="campaign-pause"),
     path(campaign + "label/", views.label, name="label"),
-    path(campaign + "label/<int:pk>/rate/", views.step_rate, name="rate"),
-    path(campaign + "label/<int:pk>/undo/", views.step_undo, name="undo"),
-    path(campaign + "label/<int:pk>/flag/", views.step_flag, name="flag"),
-    path(campaign + "label/<int:pk>/submit/", views.assignment_submit, name="submit"),
-    path(campaign + "label/<int:pk>/skip/", views.assignment_skip, name="skip"),
+    path(campaign + "label/<id:pk>/rate/", views.step_rate, name="rate"),
+    path(campaign + "label/<id:pk>/undo/", views.step_undo, name="undo"),
+    path(campaign + "label/<id:pk>/flag/", views.step_flag, name="flag"),
+    path(campaign + "label/<id:pk>/submit/", views.label_submit, name="submit"),
+    path(campaign + "label/<id:pk>/skip/", views.label_skip, name="skip"),
+    path(campaign + "browse/", browser.solution_browser, name="browser"),
+    path(campaign + "browse/actions/", browser.solution_browser_action, name="browser-action"),
+    path(campaign + "browse/<id:pk>/", browser.solution_item, name="browser-item"),
+    path(
+        campaign + "browse/<id:pk>/actions/",
+        browser.solution_item_action,
+        name="browser-item-action",
+    ),
+    # The one status view of every kind of job (common.jobs), which htmx polls while one runs.
+    path(campaign + "jobs/<str:kind>/<id:pk>/", job_views.job_status, name="job-status"),
     path(campaign + "my-work/", campaign_views.my_work, name="my-work"),
-    path(campaign + "my-work/<int:pk>/", campaign_views.my_work_item, name="my-work-item"),
+    path(campaign + "my-work/<id:pk>/", campaign_views.my_work_item, name="my-work-item"),
 ]

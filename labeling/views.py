@@ -246,7 +246,7 @@ def step_flag(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def assignment_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Submit the drafts (or give up, or report a bad problem) and serve the next solution.
 
     Idempotent on the submission key the page rendered: a retry changes nothing and still gets
@@ -284,7 +284,7 @@ def assignment_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def assignment_skip(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def label_skip(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Hand the solution back unlabelled and serve the next one."""
     assignment = _assignment(request, slug=slug, pk=pk)
     try:

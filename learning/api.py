@@ -14,8 +14,8 @@ from labeling.permissions import (
     MANAGE,
     campaign_for,
 )
-from learning.active_learning import active_learning_trigger
 from learning.models import ActiveLearningRun, PRMModel
+from learning.triggers import active_learning_trigger
 
 
 class PRMModelSerializer(serializers.ModelSerializer):

@@ -9,10 +9,7 @@ class LearningConfig(AppConfig):
         # Submits and imports happen in lower layers, which publish events rather than import
         # this app (labeling/events.py).
         from labeling import events
-        from learning.active_learning import (
-            active_learning_after_import,
-            active_learning_after_submit,
-        )
+        from learning.triggers import active_learning_after_import, active_learning_after_submit
 
         events.labels_submitted.connect(
             active_learning_after_submit, dispatch_uid="learning.after_submit"
@@ -25,7 +22,8 @@ class LearningConfig(AppConfig):
 
         job_kind_register(AL_RUNS)
 
-        # The data browser's item page asks for the active PRM's step scores.
-        from learning.step_scores import step_scores_answer
+        # The data browser's item page shows the active PRM's step scores.
+        from labeling.scores import step_scorer_register
+        from learning.step_scores import active_prm_step_scores
 
-        events.step_scores_wanted.connect(step_scores_answer, dispatch_uid="learning.step_scores")
+        step_scorer_register("PRM", active_prm_step_scores)

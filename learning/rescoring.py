@@ -17,6 +17,19 @@ from learning.ordering import Scored
 SCORE_BATCH = 4096  # solutions scored at a time, per scoring process
 
 
+def campaign_cache_dir(campaign: Campaign) -> Path:
+    """Where a campaign's PRM feature caches live: the open solutions' scoring features
+    (``features-<key>.npz``) and the training items (``train-cache/``, ``prm.item_cache``).
+
+    Under this worker's ``MEDIA_ROOT``, not in the file storage: a cache is read and rewritten
+    whole by the run that uses it, and it only ever speeds a run up (whatever it holds, the
+    results are the ones without it), so a worker with a cold copy, on a machine of its own or
+    with S3 storage, just featurises more. On a shared mount the workers share it; every write
+    is a whole file renamed into place.
+    """
+    return Path(settings.MEDIA_ROOT) / "prm" / campaign.slug
+
+
 def _open_solutions(campaign: Campaign):
     return Solution.objects.filter(
         campaign=campaign, kind=Solution.Kind.REGULAR, is_open=True
@@ -43,12 +56,7 @@ def _score_open(
         .order_by("pk")
         .values_list("pk", "answer_is_correct", "content_hash", "verifier_score")
     }
-    path = (
-        Path(settings.MEDIA_ROOT)
-        / "prm"
-        / campaign.slug
-        / f"features-{feature_cache.cache_key(scorer.backbone)}.npz"
-    )
+    path = campaign_cache_dir(campaign) / f"features-{feature_cache.cache_key(scorer.backbone)}.npz"
     features, counts = feature_cache.features_for(
         path=path,
         backbone=scorer.backbone,

@@ -1,8 +1,9 @@
 """An active-learning run: export, train, evaluate, best-of-N, register, rescore and reorder.
 
-``active_learning_run`` is the body of the Celery task ``learning.tasks.active_learning_run_task``.
-It claims the run (one UPDATE, so two workers never both take it), beats its heartbeat from a
-thread while it works, and records every stage's timing on the run. The new model is registered
+``active_learning_work`` is the work of the job kind ``learning.triggers.AL_RUNS``: the Celery task
+``learning.active_learning_run`` claims the run (``common.jobs``: one UPDATE, so two workers
+never both take it) and beats its heartbeat from a thread while this works; it records every
+stage's timing on the run. The new model is registered
 inactive; only the last stage, one transaction, activates it and rewrites the queue, so a worker
 killed before that leaves the previous model active and the queue as it was.
 """
@@ -20,85 +21,40 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Max
-from django.utils import timezone
 
-from common.jobs import JobBeat, job_claim, job_heartbeat
+from common.jobs import DONE, JobAttempt, job_run, stage_pause
 from common.storage import storage_local_dir, storage_publish_dir, storage_scratch_dir
 from labeling.backbones import backbone_spec
 from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, solutions_rewrite
-from learning.rescoring import _score_open
+from learning.rescoring import _score_open, campaign_cache_dir
 from learning.strategies import strategy_order
 from learning.triggers import AL_RUNS, submitted_labels
 
 log = logging.getLogger(__name__)
 
 
-class RunSuperseded(Exception):
-    """Another attempt took this run over (the sweep thought this worker was dead)."""
-
-
 def active_learning_run(*, run: ActiveLearningRun) -> ActiveLearningRun:
-    """Export, train, evaluate, register, rescore and reorder; record every stage on the run.
+    """Export, train, evaluate, register, rescore and reorder in this process, as the run's
+    Celery task does (``common.jobs.job_run``).
 
     Safe to call for any message: a run that is finished, or running with a live heartbeat (a
     duplicate message), is returned as it is. A failure is recorded on the run (which frees the
     lock), then raised.
     """
-    attempt = _run_claim(run)
-    if attempt is None:
-        run.refresh_from_db()
-        return run
-    run.refresh_from_db()
-    heartbeat = _heartbeat(run.pk, attempt)
-    heartbeat.start()
-    try:
-        _run_stages(run, attempt=attempt, heartbeat=heartbeat)
-    except RunSuperseded:
-        log.warning("active-learning run %s was taken over by a later attempt", run.pk)
-    except Exception as exc:
-        ActiveLearningRun.objects.filter(
-            pk=run.pk, attempts=attempt, status=ActiveLearningRun.Status.RUNNING
-        ).update(
-            status=ActiveLearningRun.Status.FAILED,
-            error=f"{type(exc).__name__}: {exc}"[:5000],
-            finished_at=timezone.now(),
-        )
-        raise
-    finally:
-        heartbeat.stop()
-    run.refresh_from_db()
-    return run
-
-
-def _run_claim(run: ActiveLearningRun) -> int | None:
-    """Take the run for this worker: the attempt number, or None when it is not ours to run.
-
-    A queued run is taken; so is a running one whose heartbeat is stale (its worker died and the
-    broker redelivered the message). One UPDATE (``common.jobs.job_claim``), so two workers
-    cannot both take it.
-    """
-    return job_claim(AL_RUNS, run.pk)
-
-
-def _heartbeat(run_id: int, attempt: int) -> JobBeat:
-    """Beats ``heartbeat_at`` from a thread while the run works, so the sweep knows it is alive.
-
-    A thread, because training is one long call into the PRM; torch releases the GIL often
-    enough for a beat every few seconds.
-    """
-    return job_heartbeat(AL_RUNS, run_id, attempt)
+    return job_run(AL_RUNS, run) or run
 
 
 class _Stages:
     """Times each stage and writes the timings (and the current stage) to the run as it goes.
 
-    Every write is conditional on this attempt still owning the run, so a worker the sweep gave
-    up on (alive after all, but silent) stops at its next stage instead of racing the new one.
+    Every write is conditional on this attempt still owning the run (``JobAttempt.update``), so a
+    worker the sweep gave up on (alive after all, but silent) stops at its next stage instead of
+    racing the new one.
     """
 
-    def __init__(self, run: ActiveLearningRun, attempt: int) -> None:
+    def __init__(self, run: ActiveLearningRun, attempt: JobAttempt) -> None:
         self.run = run
         self.attempt = attempt
         self.timings: dict[str, float | str | int] = {}
@@ -108,11 +64,7 @@ class _Stages:
         return _Stage(self, name)
 
     def save(self, **fields) -> None:
-        updated = ActiveLearningRun.objects.filter(
-            pk=self.run.pk, attempts=self.attempt, status=ActiveLearningRun.Status.RUNNING
-        ).update(timings=dict(self.timings), **fields)
-        if not updated:
-            raise RunSuperseded()
+        self.attempt.update(timings=dict(self.timings), **fields)
 
 
 class _Stage:
@@ -130,7 +82,8 @@ class _Stage:
             self.stages.timings[self.name] = round(time.perf_counter() - self.t0, 3)
 
 
-def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> None:
+def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
+    """The run's stages, each timed on the run; every write only while this attempt owns it."""
     import prm
 
     campaign = run.campaign
@@ -149,21 +102,28 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
 
         # Trained into a scratch folder, published to the file storage (a rename on a
         # filesystem) once evaluated: every process loads it by its storage name.
-        checkpoint = f"prm/{campaign.slug}/run-{run.pk}/attempt-{attempt}"
+        checkpoint = f"prm/{campaign.slug}/run-{run.pk}/attempt-{attempt.number}"
         with storage_scratch_dir(checkpoint) as out:
             with stages("train"):
-                overrides = json.loads(settings.STEPWISE_AL_TRAIN or "{}")
+                stage_pause("active_learning.train")
+                # Featurised labels kept between runs: a run featurises only the new ones.
+                overrides = {
+                    "cache_dir": str(campaign_cache_dir(campaign) / "train-cache"),
+                    **json.loads(settings.STEPWISE_AL_TRAIN or "{}"),
+                }
                 train_metrics = prm.train(
-                    data["path"],
-                    out,
-                    backbone=spec,
-                    progress=False,
-                    **overrides,
+                    data["path"], out, backbone=spec, progress=False, **overrides
                 )
+            prepared = train_metrics.get("prepare") or {}
+            if prepared:  # bow: how much of the training set the cache already had
+                stages.timings["train_items_featurised"] = prepared["featurised"]
+                stages.timings["train_items_cached"] = prepared["from_cache"]
 
             with stages("evaluate"):
                 scorer = prm.load(out)
-                metrics = _evaluate(scorer, data["path"], train_metrics)
+                metrics = _evaluate(
+                    scorer, data["path"], train_metrics, cache=overrides["cache_dir"]
+                )
             stages.save(metrics=metrics)
             storage_publish_dir(out, checkpoint)
 
@@ -188,7 +148,7 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
     with stages("score"):
         counts: dict = {}
         scored = list(
-            _score_open(campaign=campaign, scorer=scorer, beat=heartbeat.tick, stats=counts)
+            _score_open(campaign=campaign, scorer=scorer, beat=attempt.beat, stats=counts)
         )
     stages.timings.update({f"solutions_{k}": v for k, v in counts.items()})
 
@@ -206,7 +166,10 @@ def _run_stages(run: ActiveLearningRun, *, attempt: int, heartbeat: JobBeat) -> 
 
     stages.timings.pop("stage", None)
     stages.timings["total"] = round(time.perf_counter() - stages.started, 3)
-    ActiveLearningRun.objects.filter(pk=run.pk, attempts=attempt).update(timings=stages.timings)
+    # After the run's last write (it is no longer running): only this attempt's own row.
+    ActiveLearningRun.objects.filter(pk=run.pk, attempts=attempt.number).update(
+        timings=stages.timings
+    )
 
 
 def _best_of_n(*, campaign: Campaign, scorer, workdir: Path) -> dict:
@@ -239,8 +202,10 @@ def _export(*, campaign: Campaign, workdir: Path) -> dict:
     return {"path": workdir / entry["name"], "solutions": counts["solutions"]}
 
 
-def _evaluate(scorer, path: Path, train_metrics: dict) -> dict:
-    """Held-out metrics (split by problem): the test split, else validation when test is empty."""
+def _evaluate(scorer, path: Path, train_metrics: dict, *, cache: str | None = None) -> dict:
+    """Held-out metrics (split by problem): the test split, else validation when test is empty.
+
+    ``cache``: the training cache (``bow``'s featurised labels), which has the validation rows."""
     import prm
 
     metrics: dict = {
@@ -252,7 +217,7 @@ def _evaluate(scorer, path: Path, train_metrics: dict) -> dict:
     }
     for split in ("test", "validation"):
         try:
-            result = prm.evaluate(scorer, path, split=split, bootstrap=200)
+            result = prm.evaluate(scorer, path, split=split, bootstrap=200, cache_dir=cache)
         except ValueError:  # no labelled rows in that split
             continue
         metrics.update(
@@ -306,7 +271,7 @@ def _model_register(
 def _activate_and_rewrite(
     *,
     run: ActiveLearningRun,
-    attempt: int,
+    attempt: JobAttempt,
     model: PRMModel,
     order: Sequence[Scored],
     head: dict,
@@ -325,26 +290,13 @@ def _activate_and_rewrite(
     for try_no in range(3):
         try:
             with transaction.atomic():
-                owned = (
-                    ActiveLearningRun.objects.select_for_update()
-                    .filter(pk=run.pk, attempts=attempt, status=ActiveLearningRun.Status.RUNNING)
-                    .exists()
-                )
-                if not owned:
-                    raise RunSuperseded()
+                attempt.lock()
                 PRMModel.objects.filter(campaign_id=run.campaign_id, is_active=True).exclude(
                     pk=model.pk
                 ).update(is_active=False)
                 PRMModel.objects.filter(pk=model.pk).update(is_active=True)
                 solutions_rewrite(ids=ids, scores=scores, priorities=priorities)
-                ActiveLearningRun.objects.filter(pk=run.pk).update(
-                    status=ActiveLearningRun.Status.SUCCEEDED,
-                    model=model,
-                    queue_head=head,
-                    strategy=strategy,
-                    finished_at=timezone.now(),
-                    error="",
-                )
+                attempt.finish(DONE, model=model, queue_head=head, strategy=strategy)
             return
         except OperationalError as error:
             if "deadlock" not in str(error).lower() or try_no == 2:

@@ -1,5 +1,5 @@
 """The active PRM's per-step scores of one solution, for pages below this app (the data browser's
-item page in ``annotators``), answered through ``labeling.events.step_scores_wanted``.
+item page, ``labeling.curation.views``): registered with ``labeling.scores`` as "PRM".
 
 Scoring one solution is cheap once the checkpoint is loaded; the loaded scorer is kept per process
 (one per model version) and the answer is cached per (model, solution), so a page that shows the
@@ -27,8 +27,8 @@ def _scorer(path: str):
     return prm.load(Path(settings.MEDIA_ROOT) / path)
 
 
-def step_scores_answer(sender=None, *, campaign_id: int, solution_id: int, **_) -> list | None:
-    """Subscriber of ``step_scores_wanted``: the active model's P(correct) of each step."""
+def active_prm_step_scores(*, campaign_id: int, solution_id: int) -> list[float] | None:
+    """The active model's P(correct) of each step, or None when the campaign has no model."""
     model = PRMModel.objects.filter(campaign_id=campaign_id, is_active=True).first()
     if model is None:
         return None

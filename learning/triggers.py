@@ -1,8 +1,10 @@
 """Triggering active learning: a run queued by hand, after enough new labels, or after an import.
 
 ``active_learning_trigger`` creates the run row, which is also the lock (see
-``ActiveLearningRun``), and enqueues the Celery task on commit. ``active_learning_after_submit``
-and ``active_learning_after_import`` are subscribed to ``labeling.events`` (``learning.apps``).
+``ActiveLearningRun``), and sends its job on commit (``AL_RUNS``, one kind of job of
+``common.jobs``; its work is ``learning.run.active_learning_work``).
+``active_learning_after_submit`` and ``active_learning_after_import`` are subscribed to
+``labeling.events`` (``learning.apps``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import logging
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from common.jobs import JobKind
+from common.jobs import JobKind, JobPage
 from labeling.models import Assignment, Campaign, StepLabel
+from labeling.permissions import MANAGE
 from learning.models import ActiveLearningRun
 
 log = logging.getLogger(__name__)
@@ -44,7 +47,7 @@ def active_learning_trigger(
         if existing is None:  # finished in between: the caller may simply ask again
             raise
         return existing
-    run_enqueue(run.pk)
+    AL_RUNS.send(run.pk)
     return run
 
 
@@ -58,25 +61,27 @@ def _active_run(campaign: Campaign) -> ActiveLearningRun | None:
     )
 
 
-def run_enqueue(run_id: int) -> None:
-    """Send the run's task when the current transaction commits (at once outside one)."""
-    from learning.tasks import active_learning_run_task
-
-    transaction.on_commit(lambda: active_learning_run_task.delay(run_id))
-
-
-# Runs are durable jobs (common.jobs) under their own status names and settings; the jobs' sweep
-# sends again a run whose worker died, and fails it after STEPWISE_AL_MAX_ATTEMPTS.
+# Runs keep their own status names (queued, succeeded: the API has always said them) and settings;
+# the jobs' sweep sends again a run whose worker died, and fails it after STEPWISE_AL_MAX_ATTEMPTS.
+# The work is named by its path: learning.run imports this module.
 AL_RUNS = JobKind(
     name="active_learning",
     model=ActiveLearningRun,
-    send=run_enqueue,
+    task="learning.active_learning_run",
+    work="learning.run.active_learning_work",
+    related=("campaign", "model"),
     queued=ActiveLearningRun.Status.QUEUED,
-    running=ActiveLearningRun.Status.RUNNING,
-    failed=ActiveLearningRun.Status.FAILED,
+    done=ActiveLearningRun.Status.SUCCEEDED,
     stale_setting="STEPWISE_AL_STALE_SECONDS",
     attempts_setting="STEPWISE_AL_MAX_ATTEMPTS",
     heartbeat_setting="STEPWISE_AL_HEARTBEAT_SECONDS",
+    page=JobPage(
+        template="learning/_run_job.html",
+        url="learning:page",
+        viewers=MANAGE,
+        css_class="snapshot-info",
+        reload_when_done=True,
+    ),
 )
 
 
@@ -98,7 +103,8 @@ def submitted_labels(*, campaign: Campaign, since=None) -> int:
 
 
 def active_learning_after_submit(*, campaign_id: int, **_) -> ActiveLearningRun | None:
-    """After a submit: trigger a run once ``al_retrain_every`` new labels have come in.
+    """After a submit: trigger a run once enough new labels have come in
+    (``Campaign.al_labels_before_retrain``: ``al_retrain_every``, more for a large campaign).
 
     Subscribed to ``labeling.events.labels_submitted``. "New" means submitted after the last run
     took its snapshot of the labels (its start); a run that failed counts too, so a campaign
@@ -113,12 +119,23 @@ def active_learning_after_submit(*, campaign_id: int, **_) -> ActiveLearningRun 
         if last is not None and last.is_active:
             return None
         since = None if last is None else (last.started_at or last.created_at)
-        if submitted_labels(campaign=campaign, since=since) < max(1, campaign.al_retrain_every):
+        trained_on = _labels_trained_on(campaign, last)
+        wanted = campaign.al_labels_before_retrain(trained_on=trained_on)
+        if submitted_labels(campaign=campaign, since=since) < wanted:
             return None
         return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
     except Exception:  # a submit must never fail because of active learning
         log.exception("active learning trigger failed for campaign %s", campaign_id)
         return None
+
+
+def _labels_trained_on(campaign: Campaign, last: ActiveLearningRun | None) -> int:
+    """How many labels the last run trained on: its own count, else (it failed before counting)
+    the newest model's."""
+    if last is not None and last.training_labels is not None:
+        return last.training_labels
+    newest = campaign.prm_models.order_by("-version").values_list("training_labels", flat=True)
+    return next(iter(newest[:1]), 0)
 
 
 def active_learning_after_import(*, campaign_id: int, **_) -> ActiveLearningRun | None:

@@ -14,8 +14,8 @@ from labeling.permissions import (
     campaign_nav,
 )
 from learning import selectors, strategies
-from learning.active_learning import active_learning_trigger
 from learning.charts import best_of_n_chart
+from learning.triggers import active_learning_trigger
 
 
 @login_required

@@ -54,6 +54,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             "device": args.device,
             "version": args.version,
             "cache_dir": args.cache_dir,
+            "workers": args.workers,
         }.items()
         if v is not None
     }
@@ -87,7 +88,9 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
     scorer = load(args.model, device=args.device)
     started = time.perf_counter()
-    result = evaluate(scorer, args.data, split=args.split, bootstrap=args.bootstrap)
+    result = evaluate(
+        scorer, args.data, split=args.split, bootstrap=args.bootstrap, cache_dir=args.cache_dir
+    )
     result["seconds"] = round(time.perf_counter() - started, 2)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -159,7 +162,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device")
     p.add_argument("--version", help="checkpoint version (default: sha256 of the weights)")
     p.add_argument("--no-holdout", action="store_true", help="train on every problem")
-    p.add_argument("--cache-dir", help="minilm: keep frozen-layer outputs here between runs")
+    p.add_argument(
+        "--cache-dir",
+        help="keep prepared features here between runs (bow: featurised steps; minilm: "
+        "frozen-layer outputs); default $PRM_CACHE_DIR",
+    )
+    p.add_argument("--workers", type=int, help="bow: featurising processes (default: CPUs)")
     p.add_argument(
         "--set",
         action="append",
@@ -195,6 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--device")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--cache-dir", help="bow: featurised steps kept by `train --cache-dir`")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("ensemble", help="combine checkpoints, weights fitted on validation")

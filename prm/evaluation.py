@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -35,14 +36,21 @@ def evaluate(
     split: str = "test",
     bootstrap: int = 1000,
     seed: int = 0,
+    cache_dir: str | Path | None = None,
 ) -> dict:
-    """All metrics of ``scorer`` on ``split`` of ``data`` (``"all"`` for every row)."""
+    """All metrics of ``scorer`` on ``split`` of ``data`` (``"all"`` for every row).
+
+    ``cache_dir``: the training cache of featurised items (``prm.item_cache``), for ``bow``:
+    the validation rows (for the threshold) were featurised by training, and the test rows are
+    kept for the next evaluation.
+    """
     dataset = read_dataset(data) if isinstance(data, str | Path) else data
+    cache_dir = cache_dir or os.environ.get("PRM_CACHE_DIR") or None
     labelled = [s for s in dataset.solutions if s.labels is not None]
     rows = labelled if split == "all" else [s for s in labelled if _in(s, split)]
     if not rows:
         raise ValueError(f"no labelled rows in split {split!r}")
-    probs = scorer.score(rows)
+    probs = _scores(scorer, rows, cache_dir)
     p, y, groups = unique_steps(rows, probs)
     low, high = bootstrap_auroc(y, p, groups, n=bootstrap, seed=seed)
     result: dict = {
@@ -58,7 +66,7 @@ def evaluate(
 
     val_rows = [s for s in labelled if _in(s, "validation")] if split != "validation" else []
     if val_rows:
-        val_probs = scorer.score(val_rows)
+        val_probs = _scores(scorer, val_rows, cache_dir)
         threshold = best_first_error_threshold(val_probs, [s.first_error for s in val_rows])
         source = "validation split of this file"
     else:
@@ -89,6 +97,27 @@ def evaluate(
             "oracle": bon["product"]["oracle"],
         }
     return result
+
+
+def _scores(scorer: Scorer, rows: list[Solution], cache_dir) -> list[list[float]]:
+    """Each row's calibrated step scores. For backbones with a walker (``bow``) through the
+    training path: each distinct step featurised once, from the cache where it has them (never
+    compacting it: training decides what it keeps); the same features and network as
+    ``scorer.score``."""
+    backbone = scorer.backbone
+    if not hasattr(backbone, "walker"):
+        return scorer.score(rows)
+    from prm.item_cache import ItemCache
+    from prm.items import default_workers
+    from prm.scoring import calibrate
+    from prm.trainset import packed_sets
+
+    cache = ItemCache(cache_dir, backbone) if cache_dir else None
+    (packed,), _ = packed_sets(
+        backbone, [rows], cache=cache, workers=default_workers(), compact=False
+    )
+    _, _, per_row = packed.calibration_points(backbone, device=scorer.device)
+    return [calibrate(z, scorer.calibration).tolist() for z in per_row]
 
 
 def _in(s: Solution, split: str) -> bool:

@@ -11,6 +11,9 @@ seen (new imports); a solution is recognised by its id *and* ``content_hash``.
 The file holds, for the solutions in order: their ids and content hashes, where each solution's
 steps start, and per feature (``words``, ``struct``, ...) the flat int32 ids with each step's
 offset: exactly what ``nn.EmbeddingBag`` takes, so scoring needs no Python per step.
+
+Training keeps the labelled steps' features the same way, by content rather than by solution id
+(``prm.item_cache``).
 """
 
 from __future__ import annotations

@@ -17,22 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
 from prm.backbones import Backbone, Item, build_backbone
-from prm.data import Dataset, Solution, read_dataset, unique_steps
+from prm.data import Dataset, Solution, read_dataset
+from prm.item_cache import ItemCache
+from prm.items import default_workers
 from prm.metrics import auroc, best_first_error_threshold, first_error_scores
 from prm.runtime import configure_threads, pick_device, seed_everything
-from prm.scoring import (
-    batch_size_for,
-    calibrate,
-    fit_calibration,
-    item_logits,
-    save_checkpoint,
-    solution_logits,
-)
+from prm.scoring import calibrate, fit_calibration, save_checkpoint
+from prm.trainset import listed_sets, packed_sets
 
 PRM_VERSION = "1.0"
 
@@ -41,10 +36,33 @@ OBJECTIVES = ("process", "outcome")
 SOLUTION_AGGREGATE = {"process": "product", "outcome": "last"}
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "bow": {"epochs": 8, "batch_size": 128, "lr": 3e-4, "weight_decay": 0.0},
+    # bow's epochs and batch size grow with the data: ``bow_epochs``, ``bow_batch_size``
+    "bow": {"lr": 3e-4, "weight_decay": 0.0},
     "minilm": {"epochs": 3, "batch_size": 32, "lr": 1e-4, "weight_decay": 0.01},
     "hf": {"epochs": 3, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.0},
 }
+
+# Validation every this many training items as well as after every epoch (``_fit``).
+EVAL_ITEMS = 250_000
+
+
+def bow_batch_size(items: int) -> int:
+    """128 (what PRM800K phase 1's 33k items were tuned with) up to 100k items, doubling with
+    each doubling of the data up to 1024 from 400k: an optimizer step costs about the same for
+    128 or 1024 items (it touches the rows of a few embedding tables), so a small batch makes a
+    million items an hour-long epoch, and on them 1024 selected a better model than 128
+    (docs/prm.md, "Training at PRM800K's size")."""
+    return 128 * 2 ** min(3, max(0, int(math.log2(max(items, 1) / 50_000))))
+
+
+def bow_epochs(items: int) -> int:
+    """At most 8 epochs, and no more than make 2M item visits (at least 2): with early stopping
+    (validation every ``EVAL_ITEMS``) this is only a ceiling; without validation (``holdout``
+    off) it is what a million items get."""
+    return max(2, min(8, math.ceil(2_000_000 / max(items, 1))))
+
+
+SIZED = {"bow": {"epochs": bow_epochs, "batch_size": bow_batch_size}}
 
 
 @dataclass
@@ -63,13 +81,17 @@ class TrainConfig:
     weight_decay: float | None = None
     head_lr: float = 1e-3  # minilm: the new head and bags learn faster than pretrained layers
     seed: int = 0
-    patience: int = 2
+    patience: int = 2  # evaluations on validation without a better AUROC before stopping
+    eval_every: int | None = None  # training items between evaluations (default EVAL_ITEMS)
     holdout: bool = True
     version: str | None = None
     device: str | None = None
     progress: bool = True
-    # minilm: keep the frozen layers' outputs here between trainings (default $PRM_CACHE_DIR)
+    # Prepared features kept here between trainings (default $PRM_CACHE_DIR): bow's featurised
+    # items (prm.item_cache), minilm's frozen-layer outputs
     cache_dir: str | None = None
+    # Processes that featurise bow's items (default $PRM_WORKERS, else the usable CPUs, max 8)
+    workers: int | None = None
 
     def resolved(self) -> TrainConfig:
         family = "hf" if self.backbone.startswith("hf") else self.backbone
@@ -80,21 +102,12 @@ class TrainConfig:
                 values[name] = value
         return TrainConfig(**values)
 
-
-def _labelled_items(backbone: Backbone, solutions: Iterable[Solution]) -> list[Item]:
-    """Training items with labels; an item repeated across rows (a shared prefix) counts once."""
-    seen: set = set()
-    items = []
-    for s in solutions:
-        if s.labels is None:
-            continue
-        for it in backbone.prepare(s.problem, s.steps):
-            if it.key in seen:
-                continue
-            seen.add(it.key)
-            # a copy: a memoised ``prepare`` (``prepare_cache``) hands out shared items
-            items.append(dataclasses.replace(it, labels=tuple(s.labels[i] for i in it.steps)))
-    return items
+    def sized(self, items: int) -> TrainConfig:
+        """Fill the defaults that depend on the number of training items (``SIZED``)."""
+        family = "hf" if self.backbone.startswith("hf") else self.backbone
+        rules = SIZED.get(family, {})
+        values = {k: rule(items) for k, rule in rules.items() if getattr(self, k) is None}
+        return dataclasses.replace(self, **values) if values else self
 
 
 def outcome_rows(solutions: Iterable[Solution]) -> list[Solution]:
@@ -107,12 +120,12 @@ def outcome_rows(solutions: Iterable[Solution]) -> list[Solution]:
     ]
 
 
-def _memoised_prepare(backbone: Backbone, cache: dict) -> None:
-    """Make ``backbone.prepare`` remember its items by (problem, steps) in ``cache``.
+def _memoised(backbone: Backbone, cache: dict):
+    """``backbone.prepare`` remembering its items by (problem, steps) in ``cache``.
 
-    Featurising is most of the cost of training ``bow`` on a few thousand solutions; a caller that
-    trains many models on subsets of one pool (``bench/active_learning.py``) prepares each
-    solution once. The cache is only valid for backbones with the same settings.
+    For a caller that trains many models on subsets of one pool in one process
+    (``bench/active_learning.py``): each solution is prepared once. Only valid for backbones
+    with the same settings. (Across processes and runs, ``cache_dir`` does this on disk.)
     """
     prepare = backbone.prepare
 
@@ -123,18 +136,17 @@ def _memoised_prepare(backbone: Backbone, cache: dict) -> None:
             items = cache[key] = prepare(problem, steps)
         return items
 
-    backbone.prepare = cached  # type: ignore[method-assign]
-
-
-def _labels(items: list[Item]) -> np.ndarray:
-    return np.array([y for it in items for y in it.labels], dtype=bool)
+    return cached
 
 
 class LazyAdam(torch.optim.Optimizer):
     """Adam for sparse embedding gradients that touches only the rows a batch used.
 
     torch's SparseAdam does the same maths through sparse-tensor operations that cost about half
-    a second per batch on a 2^18-row table on this CPU; plain indexing costs milliseconds.
+    a second per batch on a 2^18-row table on this CPU; plain indexing costs milliseconds. The
+    rows a batch touched are found by marking them in a table-sized mask (linear in the table,
+    cheaper than sorting the batch's ids, which ``coalesce`` does and which was half of a step's
+    time), and their gradients summed with ``index_add_``.
     """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8) -> None:
@@ -147,20 +159,30 @@ class LazyAdam(torch.optim.Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                grad = p.grad.coalesce()
-                rows, values = grad.indices()[0], grad.values()
+                ids, values = p.grad._indices()[0], p.grad._values()
+                mark = torch.zeros(p.shape[0], dtype=torch.bool, device=p.device)
+                mark[ids] = True
+                rows = mark.nonzero().squeeze(1)
+                where = (torch.cumsum(mark, 0) - 1)[ids]
+                grad = values.new_zeros((len(rows), *values.shape[1:])).index_add_(0, where, values)
                 state = self.state[p]
                 if not state:
                     state["step"] = 0
                     state["m"] = torch.zeros_like(p)
                     state["v"] = torch.zeros_like(p)
                 state["step"] += 1
-                m = state["m"][rows].mul_(beta1).add_(values, alpha=1 - beta1)
-                v = state["v"][rows].mul_(beta2).addcmul_(values, values, value=1 - beta2)
-                state["m"][rows], state["v"][rows] = m, v
+                m = state["m"].index_select(0, rows).mul_(beta1).add_(grad, alpha=1 - beta1)
+                v = (
+                    state["v"]
+                    .index_select(0, rows)
+                    .mul_(beta2)
+                    .addcmul_(grad, grad, value=1 - beta2)
+                )
+                state["m"].index_copy_(0, rows, m)
+                state["v"].index_copy_(0, rows, v)
                 t = state["step"]
                 step = group["lr"] * math.sqrt(1 - beta2**t) / (1 - beta1**t)
-                p[rows] -= step * m / (v.sqrt() + group["eps"])
+                p.index_add_(0, rows, m.div_(v.sqrt_().add_(group["eps"])), alpha=-step)
 
 
 class _Optimizer:
@@ -200,6 +222,97 @@ class _Optimizer:
             opt.step()
 
 
+def _fit(
+    backbone: Backbone, train_set, val_set, cfg: TrainConfig, device, select: bool
+) -> tuple[list[dict], float, float]:
+    """Train; with ``select``, keep the weights of the best validation AUROC and stop after
+    ``patience`` evaluations without a better one. Validation runs after every epoch and, on
+    large sets, every ``eval_every`` training items as well, so a model whose best point comes
+    within its first pass (a million labels) stops there instead of training two more epochs.
+    Returns the history, the best point (in passes over the training set) and its AUROC."""
+    optimizer = _Optimizer(backbone, cfg)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    n = len(train_set)
+    every = cfg.eval_every or EVAL_ITEMS
+    history: list[dict] = []
+    best_state, best_auroc, best_at, stale = None, -1.0, 0.0, 0
+    seen = since = 0
+    total, count = 0.0, 0
+    val_labels = val_set.labels
+
+    def evaluate(epoch: int, end: bool) -> bool:
+        """Record a point of the history; True when training should stop."""
+        nonlocal best_state, best_auroc, best_at, stale, since, total, count
+        record: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(count, 1)}
+        at = float(epoch) if end else round(seen / n, 3)
+        if not end:
+            record["passes"] = at
+        if select:
+            z = val_set.logits(backbone, device=device)
+            record["validation_auroc"] = auroc(val_labels, z)
+            record["validation_loss"] = float(
+                loss_fn(torch.tensor(z), torch.tensor(val_labels, dtype=torch.float64))
+            )
+            if record["validation_auroc"] > best_auroc:
+                best_auroc, best_at, stale = record["validation_auroc"], at, 0
+                best_state = {k: v.clone() for k, v in backbone.saved_state().items()}
+            else:
+                stale += 1
+        history.append(record)
+        if cfg.progress:
+            where = f"epoch {epoch}" if end else f"epoch {epoch} ({at:.2f} passes)"
+            tqdm.write(
+                f"{where}: train loss {record['train_loss']:.4f}"
+                + (
+                    f", validation AUROC {record['validation_auroc']:.4f}"
+                    if "validation_auroc" in record
+                    else ""
+                )
+            )
+        since, total, count = 0, 0.0, 0
+        return select and stale >= cfg.patience
+
+    stop = False
+    for epoch in range(1, cfg.epochs + 1):
+        backbone.train()
+        order = torch.randperm(n, generator=generator).numpy()
+        bar = tqdm(
+            range(0, n, cfg.batch_size),
+            desc=f"epoch {epoch}/{cfg.epochs}",
+            unit="batch",
+            disable=not cfg.progress,
+            leave=False,
+        )
+        for start in bar:
+            idx = order[start : start + cfg.batch_size]
+            batch = {k: v.to(device) for k, v in train_set.batch(idx).items()}
+            target = train_set.targets(idx).to(device)
+            logits = backbone(batch)
+            loss = loss_fn(logits.float(), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(target)
+            count += len(target)
+            seen += len(idx)
+            since += len(idx)
+            bar.set_postfix(loss=f"{total / count:.4f}")
+            if select and since >= every and start + cfg.batch_size < n:
+                stop = evaluate(epoch, end=False)
+                backbone.train()
+                if stop:
+                    break
+        if stop or evaluate(epoch, end=True):
+            break
+    if best_state is not None:
+        backbone.load_saved_state(best_state)
+    else:
+        best_at = float(len(history) and history[-1]["epoch"])
+    best = int(best_at) if best_at == int(best_at) else best_at
+    return history, best, best_auroc
+
+
 def train(
     data: str | Path | Dataset | Iterable[Solution],
     out_dir: str | Path,
@@ -236,8 +349,6 @@ def train(
     seed_everything(cfg.seed)
     started = time.perf_counter()
     backbone = build_backbone(cfg.backbone, **cfg.options).to(device)
-    if prepare_cache is not None:
-        _memoised_prepare(backbone, prepare_cache)
 
     if cfg.holdout:
         train_rows, val_rows = dataset.split("train"), dataset.split("validation")
@@ -245,86 +356,38 @@ def train(
         train_rows, val_rows = list(dataset.solutions), []
     if not train_rows:
         raise ValueError("no training rows (is every problem in the validation/test split?)")
-    train_items = _labelled_items(backbone, train_rows)
-    val_items = _labelled_items(backbone, val_rows)
-    val_labels = _labels(val_items) if val_items else np.zeros(0, dtype=bool)
+    cache_dir = cfg.cache_dir or os.environ.get("PRM_CACHE_DIR") or None
+    prepare_stats: dict = {}
+    if hasattr(backbone, "walker"):  # one step per item, bags of ids: flat arrays
+        prepare = _memoised(backbone, prepare_cache) if prepare_cache is not None else None
+        cache = ItemCache(cache_dir, backbone) if cache_dir and prepare is None else None
+        workers = cfg.workers if cfg.workers is not None else default_workers()
+        (train_set, val_set), prepare_stats = packed_sets(
+            backbone, [train_rows, val_rows], cache=cache, workers=workers, prepare=prepare
+        )
+        prior = backbone.fit_prior_packed(train_set.packed)
+    else:
+        if prepare_cache is not None:
+            backbone.prepare = _memoised(backbone, prepare_cache)  # type: ignore[method-assign]
+        train_set, val_set = listed_sets(backbone, [train_rows, val_rows])
+        prior = backbone.fit_prior(train_set.items) if hasattr(backbone, "fit_prior") else {}
+        backbone.prepare_training(
+            train_set.items + val_set.items, device=device, cache_dir=cache_dir
+        )
+    val_labels = val_set.labels
     select = len(val_labels) > 0 and 0 < val_labels.sum() < len(val_labels)
-    prior = backbone.fit_prior(train_items) if hasattr(backbone, "fit_prior") else {}
-    backbone.prepare_training(
-        train_items + val_items,
-        device=device,
-        cache_dir=cfg.cache_dir or os.environ.get("PRM_CACHE_DIR") or None,
-    )
     prepared_seconds = time.perf_counter() - started
 
-    optimizer = _Optimizer(backbone, cfg)
-    generator = torch.Generator().manual_seed(cfg.seed)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    history: list[dict] = []
-    best_state, best_auroc, best_epoch, stale = None, -1.0, 0, 0
+    cfg = cfg.sized(len(train_set))
     train_started = time.perf_counter()
-    for epoch in range(1, cfg.epochs + 1):
-        backbone.train()
-        order = torch.randperm(len(train_items), generator=generator).tolist()
-        total, count = 0.0, 0
-        bar = tqdm(
-            range(0, len(order), cfg.batch_size),
-            desc=f"epoch {epoch}/{cfg.epochs}",
-            unit="batch",
-            disable=not cfg.progress,
-            leave=False,
-        )
-        for start in bar:
-            chunk = [train_items[j] for j in order[start : start + cfg.batch_size]]
-            batch = {k: v.to(device) for k, v in backbone.collate(chunk).items()}
-            target = torch.tensor(
-                [y for it in chunk for y in it.labels], dtype=torch.float32, device=device
-            )
-            logits = backbone(batch)
-            loss = loss_fn(logits.float(), target)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(target)
-            count += len(target)
-            bar.set_postfix(loss=f"{total / count:.4f}")
-        record: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(count, 1)}
-        if select:
-            z, _ = item_logits(
-                backbone, val_items, device=device, batch_size=batch_size_for(backbone)
-            )
-            record["validation_auroc"] = auroc(val_labels, z)
-            record["validation_loss"] = float(
-                loss_fn(torch.tensor(z), torch.tensor(val_labels, dtype=torch.float64))
-            )
-            if record["validation_auroc"] > best_auroc:
-                best_auroc, best_epoch, stale = record["validation_auroc"], epoch, 0
-                best_state = {k: v.clone() for k, v in backbone.saved_state().items()}
-            else:
-                stale += 1
-        history.append(record)
-        if cfg.progress:
-            tqdm.write(
-                "epoch {epoch}: train loss {train_loss:.4f}".format(**record)
-                + (
-                    f", validation AUROC {record['validation_auroc']:.4f}"
-                    if "validation_auroc" in record
-                    else ""
-                )
-            )
-        if select and stale >= cfg.patience:
-            break
+    history, best_epoch, best_auroc = _fit(backbone, train_set, val_set, cfg, device, select)
     train_seconds = time.perf_counter() - train_started
-    if best_state is not None:
-        backbone.load_saved_state(best_state)
-    else:
-        best_epoch = len(history)
 
-    # Calibration and the first-error threshold come from validation rows through the same path
-    # as scoring (full model, not the training cache), so they match what `load` will give.
-    calibration_rows = val_rows if select else train_rows
-    row_logits = solution_logits(backbone, calibration_rows, device=device)
-    z, y, _ = unique_steps(calibration_rows, row_logits)
+    # Calibration and the first-error threshold come from validation rows, as scoring computes
+    # them (for minilm the full model, not the training cache), so they match what `load` gives.
+    calibration_set = val_set if select else train_set
+    calibration_rows = calibration_set.rows
+    z, y, row_logits = calibration_set.calibration_points(backbone, device=device)
     calibration = fit_calibration(z, y)
     probs = [calibrate(r, calibration) for r in row_logits]
     first_errors = [s.first_error for s in calibration_rows]
@@ -333,17 +396,18 @@ def train(
 
     metrics = {
         "history": history,
-        "best_epoch": best_epoch,
+        "best_epoch": best_epoch,  # passes over the training set (mid-epoch on large sets)
         "train_rows": len(train_rows),
-        "train_items": len(train_items),
+        "train_items": len(train_set),
         "train_problems": len({s.problem for s in train_rows}),
         "validation_rows": len(val_rows),
-        "validation_items": len(val_items),
+        "validation_items": len(val_set),
         "validation_problems": len({s.problem for s in val_rows}),
         "validation_auroc": best_auroc if select else None,
         "first_error_threshold_fitted_on": "validation" if select else "train",
         "first_error_f1_at_fit": fit_metrics["f1"],
         "prepare_seconds": round(prepared_seconds, 2),
+        "prepare": prepare_stats,
         "train_seconds": round(train_seconds, 2),
         "threads": threads,
         "device": str(device),
@@ -362,7 +426,7 @@ def train(
             "train_config": {
                 k: v
                 for k, v in dataclasses.asdict(cfg).items()
-                if k not in ("progress", "device", "cache_dir")
+                if k not in ("progress", "device", "cache_dir", "workers")
             },
             "calibration": calibration,
             "thresholds": {"first_error": threshold, "step": 0.5},

@@ -68,7 +68,7 @@ ImportJob.objects.create(
 # Fresh figures for the dashboard, once the annotator has labelled (no worker runs here).
 FIGURES = """
 from annotators.models import CampaignSnapshot
-from annotators.services import snapshot_run
+from annotators.snapshots import snapshot_run
 from labeling.models import Campaign
 snapshot_run(snapshot=CampaignSnapshot.objects.create(campaign=Campaign.objects.get(slug="demo")))
 """

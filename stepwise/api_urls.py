@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-from django.urls import path, register_converter
+from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+import common.converters  # noqa: F401 (registers <id:...>)
 from annotators import api as annotators_api
 from exports import api as exports_api
 from imports import api as imports_api
 from labeling import api as labeling_api
 from learning import api as learning_api
-
-
-class IdConverter:
-    """Ids as the database holds them (64-bit): a longer number is no id (404, not a crash)."""
-
-    regex = "[0-9]{1,18}"
-
-    def to_python(self, value: str) -> int:
-        return int(value)
-
-    def to_url(self, value: int) -> str:
-        return str(value)
-
-
-register_converter(IdConverter, "id")
 
 campaign = "campaigns/<slug:slug>/"
 urlpatterns = [
@@ -33,6 +19,11 @@ urlpatterns = [
     path(campaign + "imports/", imports_api.ImportList.as_view(), name="api-imports"),
     path(campaign + "imports/<id:pk>/", imports_api.import_detail, name="api-import"),
     path(campaign + "generations/", imports_api.GenerationList.as_view(), name="api-generations"),
+    path(
+        campaign + "generations/endpoints/",
+        imports_api.generation_endpoints,
+        name="api-generation-endpoints",
+    ),
     path(campaign + "generations/<id:pk>/", imports_api.generation_detail, name="api-generation"),
     path(
         campaign + "generations/<id:pk>/resume/",
@@ -70,12 +61,12 @@ urlpatterns = [
     path("assignments/<id:pk>/", labeling_api.assignment_detail, name="api-assignment"),
     path(
         "assignments/<id:pk>/submit/",
-        labeling_api.assignment_submit,
+        labeling_api.assignment_submit_api,
         name="api-assignment-submit",
     ),
-    path("assignments/<id:pk>/skip/", labeling_api.assignment_skip, name="api-assignment-skip"),
+    path("assignments/<id:pk>/skip/", labeling_api.assignment_skip_api, name="api-assignment-skip"),
     path("tokens/", annotators_api.TokenList.as_view(), name="api-tokens"),
-    path("tokens/<id:pk>/revoke/", annotators_api.token_revoke, name="api-token-revoke"),
+    path("tokens/<id:pk>/revoke/", annotators_api.token_revoke_api, name="api-token-revoke"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -6,12 +6,14 @@ kombu's filesystem broker under ``var/``, so a fresh checkout works at once.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -227,6 +229,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Queues: heavy tasks (training and scoring, exports) go to `learning`, so a dedicated worker (a
 # GPU box) takes them with `-Q learning`; everything else stays on the default `celery` queue. A
 # worker that serves both says `-Q celery,learning` (scripts/serve.sh). See docs/operations.md.
+# A job's task is named by its kind (common/jobs.py, JobKind.task); the sweep sends a job again to
+# the same task, so to the same queue.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {
     "learning.active_learning_run": {"queue": "learning"},
@@ -240,16 +244,20 @@ CELERY_BEAT_SCHEDULE["labeling-leases-sweep"] = {
     "schedule": envint("STEPWISE_LEASE_SWEEP_SECONDS", "60"),
 }
 
-# Durable jobs (common/jobs.py): imports, exports and figure snapshots. A running job beats its
+# Jobs (common/jobs.py): imports, generations, exports, figure snapshots, bulk actions (and
+# active-learning runs, with their own STEPWISE_AL_* bounds below). A running job beats its
 # heartbeat every HEARTBEAT seconds; the sweep (every SWEEP seconds, on beat) sends again a job
 # silent for STALE seconds, and fails it with a reason after MAX_ATTEMPTS starts. A waiting job
-# nobody took within STALE seconds is sent again (the embedded broker never redelivers).
+# nobody took within STALE seconds is sent again (the embedded broker never redelivers). So a
+# killed worker's job is running again within STALE + SWEEP seconds.
 STEPWISE_JOB_HEARTBEAT_SECONDS = envint("STEPWISE_JOB_HEARTBEAT_SECONDS", "10")
 STEPWISE_JOB_STALE_SECONDS = envint("STEPWISE_JOB_STALE_SECONDS", "120")
 STEPWISE_JOB_MAX_ATTEMPTS = envint("STEPWISE_JOB_MAX_ATTEMPTS", "3")
 STEPWISE_JOB_SWEEP_SECONDS = envint(
     "STEPWISE_JOB_SWEEP_SECONDS", os.environ.get("STEPWISE_AL_SWEEP_SECONDS", "60")
 )
+# Every page that shows a job polls its status this often, in seconds, while it runs.
+STEPWISE_JOB_POLL_SECONDS = envint("STEPWISE_JOB_POLL_SECONDS", "2")
 # Tests only: hold a job at a named stage for some seconds, as JSON ({"exports.write": 30}).
 STEPWISE_JOB_PAUSE = json.loads(envstr("STEPWISE_JOB_PAUSE", "{}"))
 # One sweep for every kind of job, active-learning runs included.
@@ -258,7 +266,7 @@ CELERY_BEAT_SCHEDULE["common-jobs-sweep"] = {
     "schedule": STEPWISE_JOB_SWEEP_SECONDS,
 }
 
-# Active learning (labeling/active_learning.py). A running run beats its heartbeat this often; one
+# Active learning (learning/run.py). A running run beats its heartbeat this often; one
 # whose heartbeat is older than the stale bound lost its worker: the sweep (every SWEEP seconds)
 # queues it again, and fails it after MAX_ATTEMPTS starts. A queued run nobody started within the
 # stale bound is sent again (the embedded broker never redelivers). The sweep is the jobs' one
@@ -283,19 +291,42 @@ STEPWISE_MODEL_ROOT = Path(envstr("STEPWISE_MODEL_ROOT", str(VAR_DIR / "models")
 STEPWISE_CAMPAIGN_CREATORS = envstr("STEPWISE_CAMPAIGN_CREATORS", "users")
 # Largest import file accepted from the browser, in MB (bigger files: manage.py import_solutions).
 STEPWISE_MAX_UPLOAD_MB = envint("STEPWISE_MAX_UPLOAD_MB", "200")
-# Solutions generated from OpenAI-compatible endpoints (docs/generation.md). A job names the
-# environment variable its API key is read from, one of these (the key is never stored);
-# endpoints must be http(s) on one of STEPWISE_GENERATION_HOSTS (empty: any host).
-STEPWISE_GENERATION_KEY_VARS = [
-    name.strip()
-    for name in envstr(
-        "STEPWISE_GENERATION_KEY_VARS", "STEPWISE_GENERATION_API_KEY,OPENAI_API_KEY"
-    ).split(",")
-    if name.strip()
+# Model endpoints (common/endpoints.py; docs/settings.md, "Model endpoints"): the operator declares
+# every endpoint the server may call (generation, scoring, rollouts, a judge), as a JSON list of
+# {name, kind, base_url, models, key_env, timeout_s, max_concurrency, label} in STEPWISE_ENDPOINTS
+# and/or the file STEPWISE_ENDPOINTS_FILE; managers choose them by name. Free-form URLs only with
+# STEPWISE_ENDPOINT_URLS on, and then only to STEPWISE_ENDPOINT_HOSTS (names, addresses,
+# networks; private and loopback addresses only where listed). Checked when the app starts.
+
+
+def _endpoints_declared() -> list:
+    declared: list = []
+    sources = []
+    if path := envstr("STEPWISE_ENDPOINTS_FILE", ""):
+        try:
+            sources.append(("STEPWISE_ENDPOINTS_FILE", Path(path).read_text()))
+        except OSError as e:
+            raise ImproperlyConfigured(f"STEPWISE_ENDPOINTS_FILE: cannot read {path}: {e}") from e
+    if text := envstr("STEPWISE_ENDPOINTS", "").strip():
+        sources.append(("STEPWISE_ENDPOINTS", text))
+    for name, text in sources:
+        try:
+            value = json.loads(text)
+        except ValueError as e:
+            raise ImproperlyConfigured(f"{name} is not valid JSON: {e}") from e
+        if not isinstance(value, list):
+            raise ImproperlyConfigured(f"{name} must be a JSON list of endpoint objects.")
+        declared += value
+    return declared
+
+
+STEPWISE_ENDPOINTS = _endpoints_declared()
+STEPWISE_ENDPOINT_URLS = envbool("STEPWISE_ENDPOINT_URLS", "False")
+STEPWISE_ENDPOINT_HOSTS = [
+    h.strip() for h in envstr("STEPWISE_ENDPOINT_HOSTS", "").split(",") if h.strip()
 ]
-STEPWISE_GENERATION_HOSTS = [
-    h.strip() for h in envstr("STEPWISE_GENERATION_HOSTS", "").split(",") if h.strip()
-]
+# Generation jobs (docs/generation.md): requests one job may have in flight (and at most its
+# endpoint's max_concurrency).
 STEPWISE_GENERATION_MAX_CONCURRENCY = envint("STEPWISE_GENERATION_MAX_CONCURRENCY", "16")
 # First wait before retrying a 429/5xx answer (doubled each try, Retry-After honoured).
 STEPWISE_GENERATION_BACKOFF_MS = envint("STEPWISE_GENERATION_BACKOFF_MS", "1000")
@@ -324,11 +355,25 @@ else:
             "LOCATION": str(VAR_DIR / "cache"),
         }
     }
-# Failed logins allowed per username within the window (five times as many per IP address).
+# Failed logins (and wrong old passwords on the password-change form: the same count) allowed
+# per username within the window, five times as many per IP address; a browser that has logged
+# in as that user before has a count of its own (its device cookie), so a guesser cannot lock
+# the user out. Wrong API tokens: five times as many per address (a valid token is served).
 STEPWISE_LOGIN_FAILURES = envint("STEPWISE_LOGIN_FAILURES", "5")
 STEPWISE_LOGIN_WINDOW = envint("STEPWISE_LOGIN_WINDOW", "900")
-# Reverse proxies in front of the app that append to X-Forwarded-For (0: ignore the header).
+# Reverse proxies in front of the app that append to X-Forwarded-For (0: ignore the header), and
+# the addresses or networks they connect from (empty: believe the header from any address).
 STEPWISE_TRUSTED_PROXY_HOPS = envint("STEPWISE_TRUSTED_PROXY_HOPS", "0")
+STEPWISE_TRUSTED_PROXIES = [
+    p.strip() for p in envstr("STEPWISE_TRUSTED_PROXIES", "").split(",") if p.strip()
+]
+for _proxy in STEPWISE_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError as e:
+        raise ImproperlyConfigured(
+            f"STEPWISE_TRUSTED_PROXIES: {_proxy!r} is not an address or network: {e}"
+        ) from e
 # Content-Security-Policy-Report-Only instead of the enforced header (to try a change).
 STEPWISE_CSP_REPORT_ONLY = envbool("STEPWISE_CSP_REPORT_ONLY", "False")
 # Email (password reset links): off unless EMAIL_HOST is set.

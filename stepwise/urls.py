@@ -15,7 +15,7 @@ urlpatterns = [
     path("", labeling_views.home, name="home"),
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/", security.PasswordChangeView.as_view(), name="password_change"),
     path(
         "password/changed/",
         auth_views.PasswordChangeDoneView.as_view(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from imports.service import import_file
+from imports.pipeline import import_file
 from labeling.models import Campaign
 from tests.factories import make_campaign
 

@@ -113,6 +113,50 @@ class StubServer:
         self.thread.join(timeout=5)
 
 
+class Listener:
+    """A plain TCP socket server on a local port that records every connection made to it (and
+    the first bytes sent), answering nothing: the witness that a refused probe never connected.
+
+    ``host`` may be ``127.0.0.1`` or ``::1``; ``port`` 0 takes a free one."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections: list[bytes] = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(0.5)
+                try:
+                    data = conn.recv(4096)
+                except OSError:
+                    data = b""
+                self.connections.append(data)
+
+    def __enter__(self) -> Listener:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
 # --- a real server -------------------------------------------------------------------------------
 
 

@@ -13,19 +13,18 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from common.jobs import job_kind_sweep
 from labeling import queue
 from labeling.models import Solution
-from learning.active_learning import (
-    Scored,
+from learning.models import ActiveLearningRun, PRMModel
+from learning.ordering import Scored, head_summary, queue_order
+from learning.run import active_learning_run
+from learning.triggers import (
+    AL_RUNS,
     active_learning_after_submit,
-    active_learning_run,
-    active_learning_sweep,
     active_learning_trigger,
-    head_summary,
-    queue_order,
     submitted_labels,
 )
-from learning.models import ActiveLearningRun, PRMModel
 from tests.al_data import demo_campaign
 from tests.factories import make_campaign, make_member, make_solution, submit_ratings
 
@@ -38,6 +37,10 @@ def media(settings, tmp_path):
 
 
 # --- the order -------------------------------------------------------------------------------
+
+# Open solutions of the demo campaign: 300 GSM8K + 111 Qwen2.5-Math to label, and the one PRM800K
+# line whose labeler gave up, which holds no slot.
+DEMO_OPEN = 412
 
 
 def _items(wrong: int, right: int, ungraded: int = 0) -> list[Scored]:
@@ -216,13 +219,15 @@ def test_a_run_trains_registers_scores_and_reorders_the_queue(media):
     assert "stage" not in run.timings
 
     order = _open_order(campaign)
-    assert len(order) == 411 and all(score is not None for _, _, score, _ in order)
+    # the demo's 411 solutions to label, and the PRM800K line whose labeler gave up (its slot free)
+    assert len(order) == DEMO_OPEN == campaign.solutions.filter(is_open=True).count()
+    assert all(score is not None for _, _, score, _ in order)
     head = order[:100]
     assert run.queue_head["size"] == 100
     assert run.queue_head["wrong"] == sum(1 for _, c, _, _ in head if c is False) == 80
     wrong_scores = [s for _, c, s, _ in head if c is False]
     assert wrong_scores == sorted(wrong_scores, reverse=True)
-    assert [p for *_, p in order] == [float(411 - k) for k in range(411)]
+    assert [p for *_, p in order] == [float(DEMO_OPEN - k) for k in range(DEMO_OPEN)]
 
 
 @pytest.mark.slow
@@ -281,7 +286,7 @@ def test_the_sweep_requeues_dead_runs_and_fails_them_after_the_last_attempt(
     fresh = _new_run(make_campaign(), status="queued")
 
     with django_capture_on_commit_callbacks() as sent:
-        assert active_learning_sweep() == {"requeued": 1, "resent": 1, "failed": 1}
+        assert job_kind_sweep(AL_RUNS) == {"requeued": 1, "resent": 1, "failed": 1}
     assert len(sent) == 2
     for run in (dead, spent, alive, lost, fresh):
         run.refresh_from_db()
@@ -291,7 +296,7 @@ def test_the_sweep_requeues_dead_runs_and_fails_them_after_the_last_attempt(
     assert lost.status == "queued" and lost.heartbeat_at is not None
     assert fresh.status == "queued" and fresh.heartbeat_at is None
     with django_capture_on_commit_callbacks() as sent:
-        assert active_learning_sweep() == {"requeued": 0, "resent": 0, "failed": 0}
+        assert job_kind_sweep(AL_RUNS) == {"requeued": 0, "resent": 0, "failed": 0}
     assert sent == []
 
 
@@ -308,7 +313,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
 
     campaign = demo_campaign(active_learning=True)
     run = active_learning_run(run=_new_run(campaign))
-    assert run.timings["solutions_featurised"] == 411 and run.timings["solutions_cached"] == 0
+    assert run.timings["solutions_featurised"] == DEMO_OPEN and run.timings["solutions_cached"] == 0
     scorer = prm.load(media / run.model.path)
     plain = {
         s.solution_id: s for s in _score_open_plain(campaign=campaign, scorer=scorer, beat=int)
@@ -316,8 +321,8 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
 
     stats: dict = {}
     cached = list(_score_open(campaign=campaign, scorer=scorer, beat=int, stats=stats))
-    assert stats == {"cached": 411, "featurised": 0}
-    assert len(cached) == len(plain) == 411
+    assert stats == {"cached": DEMO_OPEN, "featurised": 0}
+    assert len(cached) == len(plain) == DEMO_OPEN
     for s in cached:
         assert s.score == pytest.approx(plain[s.solution_id].score, rel=1e-6, abs=1e-12)
         assert s.answer_is_correct == plain[s.solution_id].answer_is_correct
@@ -330,7 +335,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
         s.solution_id: s.score
         for s in _score_open(campaign=campaign, scorer=scorer, beat=int, stats=stats)
     }
-    assert stats == {"cached": 410, "featurised": 1}
+    assert stats == {"cached": DEMO_OPEN - 1, "featurised": 1}
     assert cached[0].solution_id not in again
     assert again[new.pk] == pytest.approx(
         scorer.solution_scores([(new.problem.text, ["We have $2 + 2 = 5$.", "# Answer\n\n5"])])[0],
@@ -354,7 +359,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
 
 
 def _workers_in_child(queue) -> None:
-    from learning.active_learning import score_workers
+    from learning.rescoring import score_workers
 
     queue.put(score_workers())
 
@@ -363,7 +368,7 @@ def test_a_daemonic_worker_process_scores_in_process(settings):
     """Celery's prefork children are daemonic and may not fork a pool of their own."""
     import multiprocessing
 
-    from learning.active_learning import score_workers
+    from learning.rescoring import score_workers
 
     settings.STEPWISE_AL_SCORE_WORKERS = 3
     assert score_workers() == 3

@@ -142,20 +142,27 @@ def test_retrain_needs_the_csrf_token(campaign, manager):
     assert not ActiveLearningRun.objects.exists()
 
 
-def test_the_page_refreshes_itself_while_a_run_is_in_progress(client, campaign, manager):
+def test_the_run_in_progress_is_polled_with_the_one_job_status_until_it_ends(
+    client, campaign, manager
+):
     client.force_login(manager)
-    assert 'hx-trigger="every 3s"' not in client.get(page(campaign)).content.decode()
+    assert "hx-trigger" not in client.get(page(campaign)).content.decode()
 
     run = ActiveLearningRun.objects.create(
         campaign=campaign, status="running", timings={"stage": "train"}
     )
     body = client.get(page(campaign)).content.decode()
-    assert 'hx-trigger="every 3s"' in body and 'hx-select="#al-live"' in body
-    assert f"Run {run.pk} is running (train)" in body
+    status = reverse(
+        "labeling:job-status",
+        kwargs={"slug": campaign.slug, "kind": "active_learning", "pk": run.pk},
+    )
+    assert f'hx-get="{status}?state=running" hx-trigger="every 2s"' in body
+    assert f'Run {run.pk}: <span class="job-state">running: train</span>' in body
 
     ActiveLearningRun.objects.filter(pk=run.pk).update(status="succeeded")
-    body = client.get(page(campaign), HTTP_HX_REQUEST="true").content.decode()
-    assert 'id="al-live"' in body and 'hx-trigger="every 3s"' not in body
+    ended = client.get(f"{status}?state=running", HTTP_HX_REQUEST="true")
+    assert ended.headers["HX-Refresh"] == "true"  # the page reloads with the run's outcome
+    assert "hx-trigger" not in client.get(page(campaign)).content.decode()
 
 
 CURVE = {

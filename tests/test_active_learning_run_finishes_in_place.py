@@ -1,5 +1,6 @@
-"""When an active-learning run ends, the page's last poll shows the new active model in the
-settings card and the model list, and the "queued" notice gives way to the outcome."""
+"""When an active-learning run ends, its status poll (the one job status view) reloads the page,
+which shows the new active model in the settings card and the model list, and the run's outcome
+where the "waiting" notice was; polling stops."""
 
 from __future__ import annotations
 
@@ -34,9 +35,17 @@ def page(campaign):
     return reverse("learning:page", kwargs={"slug": campaign.slug})
 
 
-def live_part(body: str) -> str:
-    """What htmx swaps in (``hx-select="#al-live"``): from the live div to the end of main."""
-    return body[body.index('<div id="al-live"') : body.index("</main>")]
+def status_url(run, state: str) -> str:
+    url = reverse(
+        "labeling:job-status",
+        kwargs={"slug": run.campaign.slug, "kind": "active_learning", "pk": run.pk},
+    )
+    return f"{url}?state={state}"
+
+
+def text(body: str) -> str:
+    """What a reader sees: the page's words, tags and runs of spaces gone."""
+    return " ".join(re.sub(r"<[^>]+>", " ", body).split()).replace(" .", ".")
 
 
 def test_retrain_says_queued_in_the_page_not_in_a_message_that_stays(client, campaign, manager):
@@ -44,32 +53,36 @@ def test_retrain_says_queued_in_the_page_not_in_a_message_that_stays(client, cam
 
     body = response.content.decode()
     run = ActiveLearningRun.objects.get()
-    assert f"Run {run.pk} is queued: this page updates when it is done." in live_part(body)
+    assert f"Run {run.pk}: waiting for a worker. This page updates when it is done." in text(body)
+    assert f'hx-get="{status_url(run, "pending")}" hx-trigger="every 2s"' in body
     assert 'class="messages"' not in body
     assert re.search(r"<button type=\"submit\" disabled[^>]*>Retrain now</button>", body)
 
 
-def test_the_poll_after_the_run_shows_the_new_active_model_and_the_outcome(
+def test_the_poll_after_the_run_reloads_the_page_with_the_new_active_model_and_the_outcome(
     client, campaign, manager
 ):
     PRMModel.objects.create(campaign=campaign, version=1, path="a", is_active=True)
     run = ActiveLearningRun.objects.create(campaign=campaign, status="queued")
-    before = live_part(client.get(page(campaign), **HX).content.decode())
-    assert f"Run {run.pk} is queued" in before
+    before = client.get(page(campaign)).content.decode()
+    assert f"Run {run.pk}: waiting for a worker" in text(before)
     assert "v1, trained on" in before
+    polled = client.get(status_url(run, "pending"), **HX)
+    assert polled.status_code == 200 and "HX-Refresh" not in polled.headers
 
     PRMModel.objects.filter(version=1).update(is_active=False)
     model = PRMModel.objects.create(campaign=campaign, version=2, path="b", is_active=True)
     ActiveLearningRun.objects.filter(pk=run.pk).update(
         status="succeeded", model=model, finished_at=timezone.now()
     )
-    after = live_part(client.get(page(campaign), **HX).content.decode())
+    assert client.get(status_url(run, "pending"), **HX).headers["HX-Refresh"] == "true"
+    after = client.get(page(campaign)).content.decode()
 
-    assert "is queued" not in after
-    assert f"Run {run.pk} succeeded" in after and "v2 is the active model" in after
+    assert "waiting for a worker" not in after
+    assert re.search(rf"Run {run.pk}: done at [0-9: -]+: v2 is the active model\.", text(after))
     settings_row = re.search(r'<tr id="al-active-model">.*?</tr>', after, re.S).group(0)
     assert "v2, trained on" in settings_row
-    assert 'hx-trigger="every 3s"' not in after  # polling stops
+    assert "hx-trigger" not in after  # polling stops
 
 
 def test_a_failed_run_says_the_active_model_is_unchanged(client, campaign, manager):

@@ -14,15 +14,12 @@ import time
 
 import pytest
 
+from common.jobs import job_kind_sweep
 from labeling import queue
 from labeling.models import Solution
-from learning.active_learning import (
-    active_learning_run,
-    active_learning_sweep,
-    active_learning_trigger,
-    submitted_labels,
-)
 from learning.models import ActiveLearningRun, PRMModel
+from learning.run import active_learning_run
+from learning.triggers import AL_RUNS, active_learning_trigger, submitted_labels
 from tests.al_data import demo_campaign
 from tests.factories import make_member, submit_ratings
 
@@ -154,7 +151,7 @@ def test_a_worker_killed_mid_training_leaves_the_previous_model_and_the_sweep_re
     # The lock holds while the heartbeat is fresh, so a new trigger gets the same run...
     assert active_learning_trigger(campaign=campaign).pk == run.pk
     # ...and the sweep (on beat every minute; here at once, with a zero stale bound) sends it again.
-    assert active_learning_sweep(stale_seconds=0)["requeued"] == 1
+    assert job_kind_sweep(AL_RUNS, stale_seconds=0)["requeued"] == 1
     rescuer = workers()
     run = _wait(lambda: _finished(run), proc=rescuer, what="the recovered run")
     assert run.status == "succeeded", run.error

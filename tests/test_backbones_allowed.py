@@ -9,8 +9,8 @@ import pytest
 from labeling.backbones import BackboneRefused, backbone_spec, backbones_allowed
 from labeling.forms import CampaignForm
 from labeling.models import Membership
-from learning.active_learning import active_learning_run
 from learning.models import ActiveLearningRun
+from learning.run import active_learning_run
 from tests.factories import make_campaign, make_member, make_token
 
 SECRET = "do-not-show-this-0xC0FFEE"

@@ -9,17 +9,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotators.models import CampaignSnapshot
-from annotators.services import (
-    ManageError,
-    review_submit,
-    snapshot_current,
-    snapshot_request,
-    snapshot_run,
-    solution_gold_set,
-)
+from annotators.review.services import review_submit
+from annotators.snapshots import snapshot_current, snapshot_request, snapshot_run
 from annotators.stats import campaign_stats, qc_agreement
 from common import charts
 from labeling import queue
+from labeling.curation.actions import CurationError, solution_gold_set
 from labeling.models import Solution, Step
 from tests.factories import (
     make_campaign,
@@ -130,7 +125,14 @@ def test_the_dashboard_polls_until_new_figures_are_in_then_reloads(client, campa
 
     first = client.get(url).content.decode()
     pending = CampaignSnapshot.objects.get()
-    status_url = reverse("annotators:snapshot-status", kwargs={"slug": campaign.slug}) + "?shown="
+    status_url = (
+        reverse(
+            "labeling:job-status",
+            kwargs={"slug": campaign.slug, "kind": "snapshots", "pk": pending.pk},
+        )
+        + "?state=pending"
+    )
+    assert f'hx-get="{status_url}"' in first
     waiting = client.get(status_url, headers={"HX-Request": "true"})
     snapshot_run(snapshot=pending)
     ready = client.get(status_url, headers={"HX-Request": "true"})
@@ -208,7 +210,7 @@ def test_a_manager_marks_a_solution_as_screening_and_the_queue_serves_it_first(c
 def test_gold_needs_a_rating_and_regular_clears_it(campaign):
     solution = make_gold_solution(campaign=campaign, kind="qc", gold=[1, 0])
 
-    with pytest.raises(ManageError, match="at least one gold rating"):
+    with pytest.raises(CurationError, match="at least one gold rating"):
         solution_gold_set(solution=solution, kind="qc", gold=[None, None])
     regular = solution_gold_set(solution=solution, kind="regular", gold=[1, 0])
 

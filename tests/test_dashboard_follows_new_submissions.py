@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotators.models import CampaignSnapshot
-from annotators.services import snapshot_run
+from annotators.snapshots import snapshot_run
 from tests.factories import make_campaign, make_labelled, make_member, make_solution
 
 pytestmark = pytest.mark.django_db
@@ -89,22 +89,32 @@ def test_figures_younger_than_the_minimum_age_are_kept(client, campaign, manager
     assert pending(campaign) == 0
 
 
-def test_an_open_page_checks_every_30_seconds_and_asks_for_fresh_figures(client, campaign, manager):
+def test_an_open_page_polls_its_figures_and_asks_for_fresh_ones_once_stale(
+    client, campaign, manager
+):
     snapshot = figures(campaign, read_at=timezone.now() - timedelta(seconds=10))
     body = dashboard(client, campaign).content.decode()
-    assert 'hx-trigger="every 30s"' in body
+    status = reverse(
+        "labeling:job-status",
+        kwargs={"slug": campaign.slug, "kind": "snapshots", "pk": snapshot.pk},
+    )
+    # The figures shown are a finished job that the page goes on polling, at the one interval.
+    assert f'hx-get="{status}?state=done" hx-trigger="every 2s"' in body
+    quiet = client.get(status, {"state": "done"}, HTTP_HX_REQUEST="true")
+    assert "HX-Refresh" not in quiet.headers and pending(campaign) == 0
 
     CampaignSnapshot.objects.filter(pk=snapshot.pk).update(
         computed_at=timezone.now() - timedelta(seconds=45)
     )
     make_labelled(solution=make_solution(campaign=campaign), ratings=[1])
-    status = reverse("annotators:snapshot-status", kwargs={"slug": campaign.slug})
-    polled = client.get(status, {"shown": snapshot.pk}, HTTP_HX_REQUEST="true")
+    polled = client.get(status, {"state": "done"}, HTTP_HX_REQUEST="true")
 
     assert pending(campaign) == 1
-    assert 'hx-trigger="every 2s"' in polled.content.decode()
+    fresh = CampaignSnapshot.objects.get(status="pending")
+    html = polled.content.decode()
+    assert "Computing fresh figures" in html and f'id="job-snapshots-{fresh.pk}"' in html
 
-    newer = snapshot_run(snapshot=CampaignSnapshot.objects.get(status="pending"))
-    done = client.get(status, {"shown": snapshot.pk}, HTTP_HX_REQUEST="true")
+    newer = snapshot_run(snapshot=fresh)
+    done = client.get(status, {"state": "done"}, HTTP_HX_REQUEST="true")
     assert done.headers.get("HX-Refresh") == "true"
     assert newer.data["totals"]["assignments"] == 1

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from exports.formats import LabelPolicy, write_export
-from imports.service import import_file
+from imports.pipeline import import_file
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign
 

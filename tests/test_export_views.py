@@ -46,6 +46,14 @@ def list_url(campaign):
     return reverse("exports:list", kwargs={"slug": campaign.slug})
 
 
+def status_url(export):
+    """The one job status view (labeling.job_views), which the export's row polls."""
+    return reverse(
+        "labeling:job-status",
+        kwargs={"slug": export.campaign.slug, "kind": "exports", "pk": export.pk},
+    )
+
+
 def download_url(export, name):
     return reverse(
         "exports:download", kwargs={"slug": export.campaign.slug, "pk": export.pk, "name": name}
@@ -155,11 +163,11 @@ def test_a_bad_form_is_shown_again_with_its_errors(client, campaign, manager):
 def test_a_running_export_polls_its_row_and_a_finished_one_stops(client, campaign, manager):
     export = export_create(campaign=campaign, fmt="csv", created_by=manager)
     Export.objects.filter(pk=export.pk).update(status="running", progress=0.4)
-    url = reverse("exports:status", kwargs={"slug": campaign.slug, "pk": export.pk})
+    url = status_url(export)
     c = client_for(client, manager)
     row = c.get(url, headers={"HX-Request": "true"}).content.decode()
-    assert row.lstrip().startswith(f'<tr id="export-{export.pk}"')
-    assert 'hx-trigger="every 1s"' in row
+    assert row.lstrip().startswith(f'<tr id="job-exports-{export.pk}"')
+    assert 'hx-trigger="every 2s"' in row
     assert "<progress" in row and 'value="0.400"' in row
     export_run(export=Export.objects.get(pk=export.pk))
     row = c.get(url, headers={"HX-Request": "true"}).content.decode()
@@ -168,8 +176,7 @@ def test_a_running_export_polls_its_row_and_a_finished_one_stops(client, campaig
 
 
 def test_the_status_url_without_htmx_goes_back_to_the_list(client, campaign, done_export, manager):
-    url = reverse("exports:status", kwargs={"slug": campaign.slug, "pk": done_export.pk})
-    assert client_for(client, manager).get(url).url == list_url(campaign)
+    assert client_for(client, manager).get(status_url(done_export)).url == list_url(campaign)
 
 
 def test_a_manager_downloads_the_files_and_the_manifest(client, manager, done_export):

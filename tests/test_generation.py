@@ -42,6 +42,30 @@ def _no_waiting(settings):
     settings.STEPWISE_GENERATION_BACKOFF_MS = 1
 
 
+_SETTINGS = []  # the test's settings fixture, for _job to declare endpoints with
+
+
+@pytest.fixture(autouse=True)
+def _declared(settings):
+    settings.STEPWISE_ENDPOINTS = []
+    _SETTINGS[:] = [settings]
+    yield
+    _SETTINGS.clear()
+
+
+def declare(base_url: str, *, models=("stub", "m"), **extra) -> str:
+    """Declare ``base_url`` as a chat endpoint (as the operator would) and return its name."""
+    settings = _SETTINGS[0]
+    for entry in settings.STEPWISE_ENDPOINTS:
+        same = entry["base_url"] == base_url and tuple(entry["models"]) == tuple(models)
+        if same and all(entry.get(k) == v for k, v in extra.items()):
+            return entry["name"]
+    name = f"ep{len(settings.STEPWISE_ENDPOINTS)}"
+    entry = {"name": name, "kind": "chat", "base_url": base_url, "models": list(models)}
+    settings.STEPWISE_ENDPOINTS = [*settings.STEPWISE_ENDPOINTS, entry | extra]
+    return name
+
+
 def _campaign(problems: int = 2, truth: str = "2"):
     campaign = make_campaign()
     for i in range(problems):
@@ -51,10 +75,13 @@ def _campaign(problems: int = 2, truth: str = "2"):
     return campaign
 
 
-def _job(campaign, base_url: str, **kwargs) -> GenerationJob:
+def _job(campaign, base_url: str, *, key_env: str = "", **kwargs) -> GenerationJob:
+    """A job on the endpoint declared at ``base_url`` (declared here if it is not yet)."""
     options = {"model": "stub", "samples_per_problem": 3, "concurrency": 2} | kwargs
+    extra = {"key_env": key_env} if key_env else {}
+    name = declare(base_url, models=(options["model"], "m"), **extra)
     return generation_job_create(
-        campaign=campaign, created_by=None, base_url=base_url, enqueue=False, **options
+        campaign=campaign, created_by=None, endpoint=name, enqueue=False, **options
     )
 
 
@@ -208,8 +235,8 @@ def test_a_killed_worker_leaves_its_batches_and_a_resume_adds_only_the_rest(monk
 
 @pytest.mark.django_db
 def test_the_import_path_skips_a_sample_key_it_has_even_with_other_text():
+    from imports.pipeline import import_solutions
     from imports.records import ProblemIn, SolutionIn
-    from imports.service import import_solutions
 
     campaign = _campaign(problems=1)
     problem = ProblemIn(text="Problem 0: what is $1+1$?", ground_truth_answer="2")
@@ -296,46 +323,79 @@ def test_a_reasoning_models_thinking_is_split_into_paragraphs():
         "",
     ],
 )
-def test_an_endpoint_that_is_not_a_plain_http_url_is_refused(url):
+def test_a_free_form_url_that_is_not_a_plain_http_url_is_refused(url, settings):
+    settings.STEPWISE_ENDPOINT_URLS = True
+    settings.STEPWISE_ENDPOINT_HOSTS = ["example.com", "127.0.0.0/8"]
     with pytest.raises(GenerationRefused):
-        _job(_campaign(problems=1), url)
+        generation_job_create(
+            campaign=_campaign(problems=1), created_by=None, base_url=url, model="m", enqueue=False
+        )
     assert not GenerationJob.objects.exists()
 
 
 @pytest.mark.django_db
-def test_endpoints_can_be_limited_to_some_hosts(settings):
-    settings.STEPWISE_GENERATION_HOSTS = ["vllm.internal"]
+def test_a_job_names_a_declared_endpoint_and_one_of_its_models(settings):
     campaign = _campaign(problems=1)
-    with pytest.raises(GenerationRefused, match="STEPWISE_GENERATION_HOSTS"):
-        _job(campaign, "http://127.0.0.1:8000/v1")
-    assert _job(campaign, "http://vllm.internal:8000/v1").base_url == "http://vllm.internal:8000/v1"
+    with pytest.raises(
+        GenerationRefused, match="No OpenAI-compatible chat completions endpoint is declared"
+    ):
+        generation_job_create(campaign=campaign, created_by=None, endpoint="vllm", enqueue=False)
+    name = declare("http://vllm.internal:8000/v1", models=("qwen-math", "qwen-72b"))
+    job = generation_job_create(campaign=campaign, created_by=None, endpoint=name, enqueue=False)
+    assert (job.endpoint, job.base_url, job.model) == (name, "", "qwen-math")
+    with pytest.raises(GenerationRefused, match="serves qwen-math, qwen-72b") as refused:
+        generation_job_create(
+            campaign=campaign, created_by=None, endpoint=name, model="gpt-x", enqueue=False
+        )
+    assert refused.value.field == "model"
+    with pytest.raises(GenerationRefused, match="No endpoint 'other' is declared"):
+        generation_job_create(campaign=campaign, created_by=None, endpoint="other", enqueue=False)
 
 
 @pytest.mark.django_db
-def test_the_key_comes_from_an_allowed_variable_and_is_never_stored_or_shown(monkeypatch, settings):
+def test_free_form_urls_are_refused_unless_the_operator_allows_their_host(settings):
+    campaign = _campaign(problems=1)
+
+    def create(url):
+        return generation_job_create(
+            campaign=campaign, created_by=None, base_url=url, model="m", enqueue=False
+        )
+
+    with pytest.raises(GenerationRefused, match="choose one by name"):
+        create("http://127.0.0.1:8000/v1")
+    settings.STEPWISE_ENDPOINT_URLS = True
+    settings.STEPWISE_ENDPOINT_HOSTS = ["vllm.internal"]
+    with pytest.raises(GenerationRefused, match="STEPWISE_ENDPOINT_HOSTS"):
+        create("http://127.0.0.1:8000/v1")
+    settings.STEPWISE_ENDPOINT_HOSTS = ["127.0.0.1/32"]
+    job = create("http://127.0.0.1:8000/v1")
+    assert (job.endpoint, job.base_url) == ("", "http://127.0.0.1:8000/v1")
+
+
+@pytest.mark.django_db
+def test_the_key_comes_from_the_declaration_and_is_never_stored_or_shown(monkeypatch):
     secret = "sk-test-5e3c7a9b1d"
     monkeypatch.setenv("STEPWISE_GENERATION_API_KEY", secret)
     campaign = _campaign(problems=1)
-    with pytest.raises(GenerationRefused, match="STEPWISE_GENERATION_KEY_VARS"):
-        _job(campaign, "http://127.0.0.1:1/v1", api_key_env="SECRET_KEY")
-    # The endpoint echoes the key in its error; the job keeps the message without it.
-    script = Script(statuses=[401], error_message=f"bad key {secret}")
+    # The endpoint echoes the key in its error (and a part of it); the job keeps neither.
+    script = Script(statuses=[401, 401], error_message=f"bad key {secret} ({secret[:10]}...)")
     with StubServer(script) as server:
         job = _job(
             campaign,
             server.base_url,
             samples_per_problem=2,
             concurrency=1,
-            api_key_env="STEPWISE_GENERATION_API_KEY",
+            key_env="STEPWISE_GENERATION_API_KEY",
         )
         job = generation_job_run(job=job)
         sent = [h.get("Authorization") for h in server.script.headers]
     assert sent == [f"Bearer {secret}"] * 2
-    assert job.completed == 1 and job.failed == 1
+    assert job.failed == 2
     assert "[key]" in job.errors[0]["message"]
     with connection.cursor() as cursor:
         cursor.execute("SELECT * FROM imports_generationjob")
-        assert secret not in json.dumps(cursor.fetchall(), default=str)
+        stored = json.dumps(cursor.fetchall(), default=str)
+    assert secret not in stored and secret[:10] not in stored
 
 
 @pytest.mark.django_db
@@ -343,11 +403,48 @@ def test_a_key_variable_the_worker_lacks_fails_the_job_at_once(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     campaign = _campaign(problems=1)
     with StubServer() as server:
-        job = _job(campaign, server.base_url, api_key_env="OPENAI_API_KEY")
+        job = _job(campaign, server.base_url, key_env="OPENAI_API_KEY")
         job = generation_job_run(job=job)
         assert server.script.requests == []
     assert job.status == "failed"
     assert "no OPENAI_API_KEY" in job.errors[-1]["message"]
+
+
+@pytest.mark.django_db
+def test_a_job_from_before_declarations_runs_on_the_endpoint_declared_at_its_url():
+    """Jobs made before endpoints were declared stored a URL: resumed, they run on the
+    declared endpoint with that URL (and its key), else fail with the reason, asking nothing."""
+    campaign = _campaign(problems=1)
+    with StubServer() as server:
+        old = GenerationJob.objects.create(
+            campaign=campaign,
+            base_url=server.base_url,
+            model="stub",
+            samples_per_problem=1,
+            status="failed",
+        )
+        job = generation.generation_job_resume(job=old, enqueue=False)
+        job = generation_job_run(job=job)
+        assert job.status == "failed"
+        assert "not a declared endpoint" in job.errors[-1]["message"]
+        assert server.script.requests == []
+        declare(server.base_url)
+        job = generation.generation_job_resume(job=job, enqueue=False)
+        job = generation_job_run(job=job)
+        assert len(server.script.requests) == 1
+    assert (job.status, job.solutions_created) == ("done", 1)
+
+
+@pytest.mark.django_db
+def test_a_job_whose_endpoint_is_no_longer_declared_fails_saying_so(settings):
+    campaign = _campaign(problems=1)
+    with StubServer() as server:
+        job = _job(campaign, server.base_url, samples_per_problem=1)
+        settings.STEPWISE_ENDPOINTS = []
+        job = generation_job_run(job=job)
+        assert server.script.requests == []
+    assert job.status == "failed"
+    assert "is no longer declared" in job.errors[-1]["message"]
 
 
 # --- the command ---------------------------------------------------------------------------------
@@ -360,7 +457,7 @@ def test_the_command_generates_and_says_what_it_did(capsys):
         call_command(
             "generate_solutions",
             f"--campaign={campaign.slug}",
-            f"--base-url={server.base_url}",
+            f"--endpoint={declare(server.base_url)}",
             "--model=stub",
             "-k",
             "2",
@@ -377,10 +474,15 @@ def test_the_command_generates_and_says_what_it_did(capsys):
 @pytest.mark.django_db
 def test_the_command_refuses_a_bad_request_and_resumes_a_job():
     campaign = _campaign(problems=1)
-    with pytest.raises(CommandError, match="http"):
+    with pytest.raises(CommandError, match="choose one by name"):
         call_command(
             "generate_solutions", f"--campaign={campaign.slug}", "--base-url=file:///x", "--model=m"
         )
+    declare("http://vllm.internal:8000/v1")
+    with pytest.raises(
+        CommandError, match="No endpoint 'nope' is declared; the endpoints are: ep0"
+    ):
+        call_command("generate_solutions", f"--campaign={campaign.slug}", "--endpoint=nope")
     with pytest.raises(CommandError, match="no campaign"):
         call_command("generate_solutions", "--campaign=nope", "--resume=1")
     with StubServer(Script(statuses=[500] * 10)) as server:
@@ -388,7 +490,7 @@ def test_the_command_refuses_a_bad_request_and_resumes_a_job():
             call_command(
                 "generate_solutions",
                 f"--campaign={campaign.slug}",
-                f"--base-url={server.base_url}",
+                f"--endpoint={declare(server.base_url)}",
                 "--model=m",
                 "-k",
                 "1",
@@ -448,12 +550,14 @@ def test_a_command_killed_half_way_resumes_without_duplicates(tmp_path, settings
         "DJANGO_SETTINGS_MODULE": "stepwise.settings",
     }
     with StubServer(Script(delay_s=0.02)) as server:
+        name = declare(server.base_url)
+        env["STEPWISE_ENDPOINTS"] = json.dumps(settings.STEPWISE_ENDPOINTS)
         command = [
             sys.executable,
             str(ROOT / "manage.py"),
             "generate_solutions",
             f"--campaign={campaign.slug}",
-            f"--base-url={server.base_url}",
+            f"--endpoint={name}",
             "--model=stub",
             "-k",
             "50",

@@ -1,4 +1,5 @@
-"""Generation from the page and the API: managers only, checked input, the key never shown."""
+"""Generation from the page and the API: managers only, declared endpoints chosen by name,
+checked input, the key and the endpoint's URL never shown."""
 
 from __future__ import annotations
 
@@ -11,6 +12,31 @@ from tests.factories import api_client_for, make_campaign, make_member, make_pro
 pytestmark = pytest.mark.django_db
 
 SECRET = "sk-never-shown-4f2a"
+GPU_URL = "http://gpu.internal:8000/v1"
+
+
+@pytest.fixture(autouse=True)
+def declared(settings):
+    settings.STEPWISE_ENDPOINTS = [
+        {
+            "name": "gpu",
+            "kind": "chat",
+            "label": "Qwen on the GPU box",
+            "base_url": GPU_URL,
+            "models": ["Qwen/Qwen2.5-Math-1.5B-Instruct", "Qwen/Qwen2.5-Math-7B-Instruct"],
+            "key_env": "STEPWISE_GENERATION_API_KEY",
+            "timeout_s": 300,
+        },
+        {
+            "name": "hosted",
+            "kind": "chat",
+            "base_url": "https://api.example.com/v1",
+            "models": ["gpt-x"],
+            "key_env": "OPENAI_API_KEY",
+            "max_concurrency": 8,
+        },
+        {"name": "prm", "kind": "pooling", "base_url": "http://gpu.internal:8001", "models": ["p"]},
+    ]
 
 
 @pytest.fixture
@@ -27,9 +53,7 @@ def manager(campaign):
 
 def _form(**fields) -> dict:
     return {
-        "base_url": "http://localhost:8000/v1",
-        "model": "Qwen/Qwen2.5-Math-1.5B-Instruct",
-        "api_key_env": "STEPWISE_GENERATION_API_KEY",
+        "model": "gpu:Qwen/Qwen2.5-Math-1.5B-Instruct",
         "samples_per_problem": "4",
         "selection": "all",
         "prompt_template": "Solve: {problem}",
@@ -52,7 +76,13 @@ def test_a_manager_queues_a_job_from_the_page_and_sees_it(
     url = reverse("imports:generations", kwargs={"slug": campaign.slug})
     page = client.get(url)
     assert page.status_code == 200
-    assert "# Answer" in page.content.decode()  # PRM800K's prompt by default
+    html = page.content.decode()
+    assert "# Answer" in html  # PRM800K's prompt by default
+    # The declared chat endpoints and their models are offered, by name; never their URLs.
+    assert 'optgroup label="Qwen on the GPU box (gpu)"' in html
+    assert 'value="gpu:Qwen/Qwen2.5-Math-7B-Instruct"' in html and 'value="hosted:gpt-x"' in html
+    assert GPU_URL not in html and "gpu.internal" not in html
+    assert 'name="base_url"' not in html  # free-form URLs are off
     with django_capture_on_commit_callbacks() as queued:
         response = client.post(url, _form())
     assert response.status_code == 302
@@ -64,13 +94,15 @@ def test_a_manager_queues_a_job_from_the_page_and_sees_it(
         0.8,
         0.95,
     )
-    assert (job.api_key_env, job.created_by, job.status) == (
-        "STEPWISE_GENERATION_API_KEY",
+    assert (job.endpoint, job.base_url, job.created_by, job.status) == (
+        "gpu",
+        "",
         manager,
         "pending",
     )
     html = client.get(url).content.decode()
     assert "Qwen/Qwen2.5-Math-1.5B-Instruct" in html and SECRET not in html
+    assert GPU_URL not in html
     # The next job starts from the campaign's template.
     assert "Solve: {problem}" in html
 
@@ -78,10 +110,14 @@ def test_a_manager_queues_a_job_from_the_page_and_sees_it(
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"base_url": "file:///etc/passwd"}, "http:// or https://"),
+        ({"model": "gpu:gpt-x"}, "Select a valid choice"),
+        ({"model": "prm:p"}, "Select a valid choice"),
         ({"prompt_template": "no placeholder"}, "{problem}"),
         ({"split": "("}, "regular expression"),
-        ({"api_key_env": "SECRET_KEY"}, "Select a valid choice"),
+        ({"split": r"(?<=\.)\s"}, "no lookaround"),
+        ({"timeout_s": "301"}, "timeout_s must be 1-300 s"),
+        ({"concurrency": "99999999999999999999"}, "less than or equal to 16"),
+        ({"samples_per_problem": "1e400"}, "Enter a whole number"),
     ],
 )
 def test_the_page_refuses_a_bad_request_with_its_reason(client, campaign, manager, fields, message):
@@ -99,41 +135,85 @@ def test_the_api_creates_lists_and_shows_jobs_for_managers(
     monkeypatch.setenv("STEPWISE_GENERATION_API_KEY", SECRET)
     api = api_client_for(manager)
     url = f"/api/campaigns/{campaign.slug}/generations/"
-    body = {
-        "base_url": "https://api.example.com/v1",
-        "model": "gpt-x",
-        "api_key_env": "STEPWISE_GENERATION_API_KEY",
-        "samples_per_problem": 8,
-        "selection": "fewer_than_k",
-    }
+    body = {"endpoint": "hosted", "samples_per_problem": 8, "selection": "fewer_than_k"}
     with django_capture_on_commit_callbacks() as queued:
         created = api.post(url, body, format="json")
     assert created.status_code == 202, created.content
     assert len(queued) == 1
     job = created.json()
-    assert (job["model"], job["samples_per_problem"], job["status"]) == ("gpt-x", 8, "pending")
+    assert (job["endpoint"], job["base_url"], job["model"]) == ("hosted", "", "gpt-x")
+    assert (job["samples_per_problem"], job["status"]) == (8, "pending")
     assert job["prompt_template"] == GenerationJob._meta.get_field("prompt_template").default
     listed = api.get(url).json()
     assert [j["id"] for j in listed["results"]] == [job["id"]]
     shown = api.get(f"{url}{job['id']}/")
     assert shown.status_code == 200
     everything = created.content + api.get(url).content + shown.content
-    assert SECRET.encode() not in everything
+    assert SECRET.encode() not in everything and b"api.example.com" not in everything
 
     refused = api.post(f"{url}{job['id']}/resume/")
     assert refused.status_code == 409  # still pending
 
 
-def test_the_api_refuses_an_endpoint_that_is_not_http(campaign, manager):
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        ({"base_url": "file:///etc/passwd", "model": "m"}, "base_url", "choose one by name"),
+        ({"base_url": "http://127.0.0.1:6379/v1", "model": "m"}, "base_url", "choose one by name"),
+        ({"endpoint": "prm"}, "endpoint", "the endpoints are: gpu, hosted"),
+        ({"endpoint": "gpu", "model": "gpt-x"}, "model", "serves Qwen"),
+        ({"endpoint": "hosted", "concurrency": 9}, "concurrency", "between 1 and 8"),
+        ({"endpoint": "hosted", "split": "(a)\\1"}, "split", "no backreferences"),
+        ({"endpoint": "hosted", "samples_per_problem": 10**20}, "samples_per_problem", "less"),
+        ({}, "endpoint", "Choose the endpoint"),
+    ],
+)
+def test_the_api_refuses_a_bad_request_naming_the_field(campaign, manager, body, field, message):
     api = api_client_for(manager)
-    response = api.post(
-        f"/api/campaigns/{campaign.slug}/generations/",
-        {"base_url": "file:///etc/passwd", "model": "m"},
-        format="json",
-    )
+    response = api.post(f"/api/campaigns/{campaign.slug}/generations/", body, format="json")
     assert response.status_code == 400
-    assert "http" in response.content.decode()
+    assert message in " ".join(response.json()[field])
     assert not GenerationJob.objects.exists()
+
+
+def test_the_api_lists_the_chat_endpoints_and_their_models_without_urls(campaign, manager):
+    api = api_client_for(manager)
+    response = api.get(f"/api/campaigns/{campaign.slug}/generations/endpoints/")
+    assert response.status_code == 200
+    assert response.json() == [
+        {
+            "name": "gpu",
+            "label": "Qwen on the GPU box",
+            "models": ["Qwen/Qwen2.5-Math-1.5B-Instruct", "Qwen/Qwen2.5-Math-7B-Instruct"],
+            "timeout_s": 300.0,
+            "max_concurrency": 16,
+        },
+        {
+            "name": "hosted",
+            "label": "hosted",
+            "models": ["gpt-x"],
+            "timeout_s": 120.0,
+            "max_concurrency": 8,
+        },
+    ]
+    assert b"gpu.internal" not in response.content
+
+
+def test_with_free_form_urls_on_the_page_takes_a_url_to_a_listed_host(
+    client, campaign, manager, settings
+):
+    settings.STEPWISE_ENDPOINT_URLS = True
+    settings.STEPWISE_ENDPOINT_HOSTS = ["127.0.0.1/32"]
+    client.force_login(manager)
+    url = reverse("imports:generations", kwargs={"slug": campaign.slug})
+    assert 'name="base_url"' in client.get(url).content.decode()
+    fields = {"model": "url:", "base_url": "http://127.0.0.1:9/v1", "url_model": "mine"}
+    assert client.post(url, _form(**fields)).status_code == 302
+    job = GenerationJob.objects.get()
+    assert (job.endpoint, job.base_url, job.model) == ("", "http://127.0.0.1:9/v1", "mine")
+    refused = client.post(url, _form(**(fields | {"base_url": "http://[::1]:6379/v1"})))
+    assert refused.status_code == 400
+    assert "STEPWISE_ENDPOINT_HOSTS" in refused.content.decode()
 
 
 @pytest.mark.parametrize("role", ["annotator", "reviewer"])
@@ -141,7 +221,7 @@ def test_other_members_may_not_generate(campaign, role):
     api = api_client_for(make_member(campaign=campaign, role=role).user)
     response = api.post(
         f"/api/campaigns/{campaign.slug}/generations/",
-        {"base_url": "http://localhost:8000/v1", "model": "m"},
+        {"endpoint": "gpu"},
         format="json",
     )
     assert response.status_code == 403
@@ -173,7 +253,9 @@ def test_the_job_row_is_polled_while_it_runs(client, campaign, manager):
         prompt_tokens=123,
     )
     client.force_login(manager)
-    url = reverse("imports:generation", kwargs={"slug": campaign.slug, "pk": job.pk})
+    url = reverse(
+        "labeling:job-status", kwargs={"slug": campaign.slug, "kind": "generation", "pk": job.pk}
+    )
     html = client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert 'hx-trigger="every 2s"' in html
     assert "4 of 10 samples" in html and "123 prompt" in html

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from imports.service import ImportValidationError, import_file
+from imports.pipeline import ImportValidationError, import_file
 from labeling.models import Assignment, Campaign, Membership, Problem, Solution, Step, StepLabel
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_problem

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.core.management import call_command
 
-from imports.service import ImportValidationError, import_file
+from imports.pipeline import ImportValidationError, import_file
 from labeling.models import Assignment, Membership, Problem, Solution, StepLabel
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign
@@ -200,6 +200,20 @@ def test_jsonl_takes_steps_as_given_or_split_from_text(tmp_path):
     ]
 
 
+def test_calculator_notes_are_hidden_in_steps_given_as_a_list_and_kept_raw(tmp_path):
+    record = {
+        "problem": "Tom has 60 apples and gives away 20. How many are left?",
+        "ground_truth_answer": "40",
+        "solutions": [{"steps": ["60-20=<<60-20=40>>40 apples are left.", "#### 40"]}],
+    }
+    import_file(write(tmp_path, record), campaign=make_campaign(), fmt="jsonl")
+    steps = list(Solution.objects.get().steps.values_list("text", "raw_text"))
+    assert steps == [
+        ("60-20=40 apples are left.", "60-20=<<60-20=40>>40 apples are left."),
+        ("#### 40", ""),
+    ]
+
+
 def test_jsonl_gold_ratings_make_quality_control_solutions(tmp_path):
     record = {
         "problem": "What is $2+2$?",
@@ -313,14 +327,14 @@ def test_a_large_import_refreshes_the_planner_statistics_of_what_it_wrote(monkey
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from imports import service
+    from imports import pipeline
 
     campaign = make_campaign()
     with CaptureQueriesContext(connection) as small:
         import_file(GSM8K, campaign=campaign, fmt="jsonl", grade=False)
     assert not [q for q in small.captured_queries if q["sql"].startswith("ANALYZE")]
 
-    monkeypatch.setattr(service, "ANALYZE_AFTER_ROWS", 1)  # the fixture stands in for a big file
+    monkeypatch.setattr(pipeline, "ANALYZE_AFTER_ROWS", 1)  # the fixture stands in for a big file
     with CaptureQueriesContext(connection) as large:
         import_file(QWEN, campaign=campaign, fmt="jsonl", grade=False)
     analyzed = [q["sql"] for q in large.captured_queries if q["sql"].startswith("ANALYZE")]

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from imports.service import ImportValidationError, import_file
+from imports.pipeline import ImportValidationError, import_file
 from labeling.models import Problem, Solution, Step
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign

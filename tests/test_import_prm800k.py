@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from bench.synthetic import records
-from imports.service import ImportValidationError, import_file
+from imports.pipeline import ImportValidationError, import_file
 from labeling.models import Assignment, Membership, Problem, Solution, Step, StepLabel
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign
@@ -179,7 +179,21 @@ def test_several_labelers_of_one_pre_generated_solution_share_it(tmp_path):
 def test_labelled_solutions_take_their_slots_in_the_queue():
     campaign = make_campaign(overlap=1)
     import_fixtures(campaign, grade=False)
-    assert set(Solution.objects.values_list("assignment_count", "is_open")) == {(1, False)}
+    # A label holds a slot as a submitted assignment does: one that gave up leaves it free (the
+    # fixture has one such line), as the queue's own rule (``Assignment.holds_slot``) says.
+    gave_up = set(
+        Assignment.objects.filter(finish_reason="give_up").values_list("solution_id", flat=True)
+    )
+    assert len(gave_up) == 1
+    states = dict(Solution.objects.values_list("pk", "assignment_count"))
+    assert {pk: n for pk, n in states.items() if pk in gave_up} == dict.fromkeys(gave_up, 0)
+    assert set(
+        Solution.objects.exclude(pk__in=gave_up).values_list("assignment_count", "is_open")
+    ) == {(1, False)}
+    assert set(Solution.objects.filter(pk__in=gave_up).values_list("is_open", flat=True)) == {True}
+    # ... the same counts the queue's recount gives
+    Solution.objects.filter(campaign=campaign).refresh_queue_state()
+    assert dict(Solution.objects.values_list("pk", "assignment_count")) == states
 
 
 def test_unlabelled_lines_become_open_solutions_without_assignments(tmp_path):

@@ -144,14 +144,16 @@ def test_the_status_row_polls_while_running_and_stops_when_finished(manager_clie
         phase="writing",
         progress=0.42,
     )
-    url = reverse("imports:status", kwargs={"slug": campaign.slug, "pk": job.pk})
+    url = reverse(
+        "labeling:job-status", kwargs={"slug": campaign.slug, "kind": "imports", "pk": job.pk}
+    )
 
     running = manager_client.get(url, headers={"HX-Request": "true"}).content.decode()
     ImportJob.objects.filter(pk=job.pk).update(status="done", counts={"solutions_created": 5})
     done = manager_client.get(url, headers={"HX-Request": "true"}).content.decode()
 
     assert (
-        'hx-trigger="every 1s"' in running
+        'hx-trigger="every 2s"' in running
         and 'value="0.420"' in running
         and "running: writing" in running
     )
@@ -170,15 +172,20 @@ def _wait_for(predicate, seconds: float = 30.0) -> bool:
     return False
 
 
+def _attempt(job: ImportJob):
+    """The import's job claimed by this process, as a worker claims it."""
+    from common.jobs import JobAttempt, job_claim
+    from imports.services import IMPORT_JOBS
+
+    return JobAttempt(IMPORT_JOBS, job.pk, job_claim(IMPORT_JOBS, job.pk))
+
+
 @pytest.mark.django_db(transaction=True)
 def test_progress_is_written_by_its_own_connection():
-    from imports.services import ImportProgress
-
-    job = ImportJob.objects.create(
-        campaign=make_campaign(), file_name="x.jsonl", format="jsonl", status="running"
-    )
-    with ImportProgress(job.pk) as writer:
-        writer.report("writing", 0.5)
+    job = ImportJob.objects.create(campaign=make_campaign(), file_name="x.jsonl", format="jsonl")
+    attempt = _attempt(job)
+    with attempt.heartbeat():
+        attempt.report(phase="writing", progress=0.5)
         seen = _wait_for(lambda: ImportJob.objects.get(pk=job.pk).progress == 0.5)
 
     assert seen
@@ -190,16 +197,13 @@ def test_progress_is_written_by_its_own_connection():
 def test_progress_shows_while_the_import_transaction_is_still_open():
     from django.db import transaction
 
-    from imports.services import ImportProgress
-
     campaign = make_campaign()
-    job = ImportJob.objects.create(
-        campaign=campaign, file_name="x.jsonl", format="jsonl", status="running"
-    )
+    job = ImportJob.objects.create(campaign=campaign, file_name="x.jsonl", format="jsonl")
+    attempt = _attempt(job)
     with transaction.atomic():
         make_member(campaign=campaign)  # the import's writes, not committed yet
-        with ImportProgress(job.pk) as writer:
-            writer.report("writing", 0.25)
+        with attempt.heartbeat():
+            attempt.report(phase="writing", progress=0.25)
             assert _wait_for(lambda: _progress_elsewhere(job.pk) == 0.25)
 
 

@@ -13,8 +13,8 @@ from django.contrib.auth.hashers import make_password
 from django.urls import reverse
 
 from annotators.models import CampaignSnapshot
-from annotators.services import snapshot_run
-from imports.service import import_file
+from annotators.snapshots import snapshot_run
+from imports.pipeline import import_file
 from labeling.models import Membership
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_member, make_solution, make_user

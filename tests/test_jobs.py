@@ -1,6 +1,8 @@
-"""Durable jobs (common/jobs.py): the claim, the owner-only writes and the sweep, in process.
+"""Jobs (common/jobs.py): the registry, the tasks, the claim, the owner-only writes and the
+sweep, in process.
 
-The real thing, with worker processes killed mid-job, is in test_job_recovery_worker.py.
+The real thing, with worker processes killed mid-job, is in test_job_recovery_worker.py; the
+status partial and view every page polls are in test_job_status.py.
 """
 
 from __future__ import annotations
@@ -12,12 +14,22 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from annotators.models import CampaignSnapshot
-from common.jobs import job_claim, job_kinds, job_update, jobs_sweep
+from common.jobs import (
+    JobAttempt,
+    JobSuperseded,
+    job_claim,
+    job_is_silent,
+    job_kind_sweep,
+    job_kinds,
+    job_task,
+    jobs_sweep,
+)
 from exports.models import Export
 from exports.services import EXPORT_JOBS, export_run
-from imports.models import ImportJob
+from imports.models import GenerationJob, ImportJob
 from imports.services import IMPORT_JOBS, import_job_create, import_job_run
-from labeling.models import Solution
+from labeling.models import Solution, SolutionBulkAction
+from learning.models import ActiveLearningRun
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_solution
 
@@ -39,8 +51,74 @@ def _export(**fields) -> Export:
     return Export.objects.create(campaign=campaign, format="trl", **fields)
 
 
-def test_every_kind_of_job_is_registered_with_the_sweep():
-    assert set(job_kinds()) == {"imports", "exports", "snapshots", "active_learning"}
+# Each kind of background work, the model of its rows and the queue its task goes to.
+KINDS = {
+    "imports": (ImportJob, "celery"),
+    "generation": (GenerationJob, "celery"),
+    "exports": (Export, "learning"),
+    "snapshots": (CampaignSnapshot, "celery"),
+    "active_learning": (ActiveLearningRun, "learning"),
+    "bulk_actions": (SolutionBulkAction, "celery"),
+}
+
+
+def _row(kind: str, **fields):
+    """A row of each kind of job, in a campaign of its own (a run locks its campaign)."""
+    campaign = make_campaign()
+    own = {
+        "imports": {"file_name": "x.jsonl", "format": "jsonl"},
+        "generation": {"base_url": "http://localhost:8000/v1", "model": "m"},
+        "exports": {"format": "trl"},
+        "bulk_actions": {"action": "requeue"},
+    }.get(kind, {})
+    return KINDS[kind][0].objects.create(campaign=campaign, **own, **fields)
+
+
+def test_every_kind_of_background_work_is_a_registered_job_kind():
+    assert {name: kind.model for name, kind in job_kinds().items()} == {
+        name: model for name, (model, _) in KINDS.items()
+    }
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_each_kind_has_a_late_acknowledged_task_on_its_queue(name):
+    from stepwise.celery import app
+
+    task = job_task(job_kinds()[name])
+    assert task.acks_late and task.reject_on_worker_lost
+    assert app.amqp.router.route({}, task.name)["queue"].name == KINDS[name][1]
+
+
+def test_the_sweep_runs_on_beat_on_the_default_queue_more_often_than_a_job_goes_stale(settings):
+    from stepwise.celery import app
+
+    entry = settings.CELERY_BEAT_SCHEDULE["common-jobs-sweep"]
+    assert entry == {"task": "common.jobs_sweep", "schedule": settings.STEPWISE_JOB_SWEEP_SECONDS}
+    app.loader.import_default_modules()  # as a worker does at start: every app's tasks module
+    assert "common.jobs_sweep" in app.tasks
+    assert app.amqp.router.route({}, "common.jobs_sweep")["queue"].name == "celery"
+    for kind in job_kinds().values():  # a dead job is sent again within stale + sweep seconds
+        assert kind.stale_seconds > settings.STEPWISE_JOB_SWEEP_SECONDS
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_the_sweep_sends_back_each_kind_of_silent_job_and_fails_it_with_its_reason(
+    name, settings, django_capture_on_commit_callbacks
+):
+    kind = job_kinds()[name]
+    old = timezone.now() - timedelta(minutes=10)
+    running, failed = kind.status("running"), kind.status("failed")
+    silent = _row(name, status=running, attempts=1, heartbeat_at=old)
+    spent = _row(name, status=running, attempts=kind.max_attempts, heartbeat_at=old)
+
+    with django_capture_on_commit_callbacks() as sent:
+        assert job_kind_sweep(kind) == {"requeued": 1, "resent": 0, "failed": 1}
+    assert len(sent) == 1
+    silent.refresh_from_db()
+    spent.refresh_from_db()
+    assert (kind.state(silent), silent.attempts) == ("pending", 1)
+    assert spent.status == failed
+    assert f"gave up after {kind.max_attempts} attempts" in spent.error
 
 
 def test_a_job_is_claimed_once_and_counts_its_attempt():
@@ -54,11 +132,33 @@ def test_a_job_is_claimed_once_and_counts_its_attempt():
 
 def test_only_the_attempt_that_owns_a_job_writes_to_it():
     export = _export()
-    attempt = job_claim(EXPORT_JOBS, export.pk)
-    assert job_update(EXPORT_JOBS, export.pk, attempt, progress=0.5)
-    assert not job_update(EXPORT_JOBS, export.pk, attempt + 1, progress=0.9)
+    attempt = JobAttempt(EXPORT_JOBS, export.pk, job_claim(EXPORT_JOBS, export.pk))
+    attempt.update(progress=0.5)
+    with pytest.raises(JobSuperseded):
+        JobAttempt(EXPORT_JOBS, export.pk, attempt.number + 1).update(progress=0.9)
     export.refresh_from_db()
     assert export.progress == 0.5
+
+
+def test_a_waiting_job_out_of_attempts_is_failed_not_sent_for_ever(
+    settings, django_capture_on_commit_callbacks
+):
+    settings.STEPWISE_JOB_MAX_ATTEMPTS = 2
+    old = timezone.now() - timedelta(minutes=10)
+    lost = _export(attempts=2, heartbeat_at=old)  # resumed by hand after its last attempt
+
+    with django_capture_on_commit_callbacks() as sent:
+        assert jobs_sweep()["exports"] == {"requeued": 0, "resent": 0, "failed": 1}
+    assert sent == []
+    lost.refresh_from_db()
+    assert lost.status == "failed" and "gave up after 2 attempts" in lost.error
+
+
+def test_a_job_is_silent_by_the_sweeps_rule(settings):
+    old = timezone.now() - timedelta(seconds=settings.STEPWISE_JOB_STALE_SECONDS + 5)
+    assert job_is_silent(EXPORT_JOBS, _export(status="running", heartbeat_at=old))
+    assert job_is_silent(EXPORT_JOBS, _export(status="running", started_at=old))
+    assert not job_is_silent(EXPORT_JOBS, _export(status="running", heartbeat_at=timezone.now()))
 
 
 def test_the_sweep_sends_back_silent_jobs_resends_lost_ones_and_fails_spent_ones(
@@ -156,7 +256,7 @@ def test_an_import_whose_worker_died_after_its_commit_is_only_finished():
 
 
 def test_a_finished_import_whose_worker_died_while_grading_is_graded_by_the_next_attempt():
-    from imports.service import import_file
+    from imports.pipeline import import_file
 
     campaign = make_campaign()
     job = _upload(campaign)

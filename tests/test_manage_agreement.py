@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from annotators.models import CampaignSnapshot
-from annotators.services import snapshot_run
+from annotators.snapshots import snapshot_run
 from annotators.stats import agreement_triples, campaign_stats
 from tests.factories import (
     make_campaign,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotators.services import review_submit
+from annotators.review.services import review_submit
 from labeling import queue
 from labeling.models import Adjudication, Assignment
 from tests.factories import (

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from annotators.selectors import disputed_steps
-from annotators.services import ManageError, adjudication_decide, review_submit
+from annotators.review.selectors import disputed_steps
+from annotators.review.services import adjudication_decide, review_submit
+from annotators.services import ManageError
 from annotators.stats import campaign_stats
 from exports.formats import LabelPolicy, write_export
 from labeling import queue

@@ -22,6 +22,7 @@ import pytest
 from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from annotators.models import CampaignSnapshot
 from annotators.services import api_token_create, invitation_create
 from exports.models import Export
 from imports.models import GenerationJob, ImportJob
@@ -97,12 +98,10 @@ ROUTES: dict[str, Route] = {
     "labeling:campaign-settings": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
     "labeling:campaign-pause": Route("manage", {"POST": 302}, ("slug",), {"paused": "1"}),
     "imports:list": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
-    "imports:status": Route("manage", {"GET": 302}, ("slug", "import_job")),
     # Deleting a failed import (this one is pending: refused with a message, back to the list).
     "imports:delete": Route("manage", {"POST": 302}, ("slug", "import_job")),
     "imports:preview": Route("manage", {"POST": 400}, ("slug",)),
     "imports:generations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
-    "imports:generation": Route("manage", {"GET": 302}, ("slug", "generation_job")),
     # A pending job cannot be resumed: refused with a message, back to the list.
     "imports:generation-resume": Route("manage", {"POST": 302}, ("slug", "generation_job")),
     "annotators:members": Route("manage", {"GET": 200}, ("slug",)),
@@ -114,13 +113,13 @@ ROUTES: dict[str, Route] = {
     "annotators:dashboard": Route("manage", {"GET": 200}, ("slug",)),
     # The data browser: reviewers and managers browse (annotators never: it shows everyone's
     # labels); only managers act (an empty form: refused, past the permission check).
-    "annotators:browser": Route("review", {"GET": 200}, ("slug",)),
-    "annotators:browser-item": Route("review", {"GET": 200}, ("slug", "solution")),
-    "annotators:browser-action": Route("manage", {"POST": 400}, ("slug",)),
-    "annotators:browser-item-action": Route("manage", {"POST": 400}, ("slug", "solution")),
-    "annotators:browser-job": Route("manage", {"GET": 302}, ("slug", "bulk_job")),
+    "labeling:browser": Route("review", {"GET": 200}, ("slug",)),
+    "labeling:browser-item": Route("review", {"GET": 200}, ("slug", "solution")),
+    "labeling:browser-action": Route("manage", {"POST": 400}, ("slug",)),
+    "labeling:browser-item-action": Route("manage", {"POST": 400}, ("slug", "solution")),
+    # The one status view of every kind of job: who may see it is the kind's (JOB_KINDS below).
+    "labeling:job-status": Route("manage", {"GET": 302}, ("slug", "job_kind", "import_job")),
     "annotators:snapshot-refresh": Route("review", {"POST": 302}, ("slug",)),
-    "annotators:snapshot-status": Route("review", {"GET": 200}, ("slug",)),
     "annotators:agreement": Route("review", {"GET": 200}, ("slug",)),
     "annotators:reviews": Route("review", {"GET": 200}, ("slug",)),
     "annotators:review": Route("review", {"GET": 200, "POST": 400}, ("slug", "assignment")),
@@ -132,7 +131,6 @@ ROUTES: dict[str, Route] = {
     "annotators:join": Route("public", {"GET": 200}, ("token",)),
     # exports
     "exports:list": Route("manage", {"GET": 200, "POST": 400}, ("slug",), {"format": "nope"}),
-    "exports:status": Route("manage", {"GET": 302}, ("slug", "export")),
     "exports:download": Route("manage", {"GET": 200}, ("slug", "export", "file")),
     # API
     "api-campaign-next": Route("api-member", {"POST": 200}, ("slug",)),
@@ -146,6 +144,7 @@ ROUTES: dict[str, Route] = {
     "api-imports": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
     "api-import": Route("api-manage", {"GET": 200}, ("slug", "import_job")),
     "api-generations": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "api-generation-endpoints": Route("api-manage", {"GET": 200}, ("slug",)),
     "api-generation": Route("api-manage", {"GET": 200}, ("slug", "generation_job")),
     "api-generation-resume": Route("api-manage", {"POST": 409}, ("slug", "generation_job")),
     "api-problems": Route("api-review", {"GET": 200}, ("slug",)),
@@ -271,6 +270,8 @@ def world(settings, tmp_path):
                 "bulk_job": SolutionBulkAction.objects.create(
                     campaign=campaign, action="requeue"
                 ).pk,
+                "job_kind": "imports",
+                "snapshot": CampaignSnapshot.objects.create(campaign=campaign).pk,
                 "file": "labels.csv",
                 "uidb64": "MQ",
                 "reset_token": "set-password",
@@ -281,6 +282,7 @@ def world(settings, tmp_path):
 
 # The URL parameter each object fills; primary keys go in "pk".
 URL_KWARG = {
+    "job_kind": "kind",
     "file": "name",
     "slug": "slug",
     "token": "token",
@@ -350,3 +352,41 @@ def test_the_route_answers_each_visitor_as_the_matrix_says(name, world, client):
                 if response.status_code != want:
                     wrong.append(table[-1])
     assert not wrong, f"{name}:\n" + "\n".join(wrong) + "\n\nfull table:\n" + "\n".join(table)
+
+
+# The job status view answers for every kind of job as the kind says (JobPage.viewers): the
+# object of the kind, from the visitor's campaign or another one. A visitor without htmx is sent
+# to the kind's page (302).
+JOB_KINDS = {
+    "imports": ("manage", "import_job"),
+    "generation": ("manage", "generation_job"),
+    "exports": ("manage", "export"),
+    "snapshots": ("review", "snapshot"),
+    "active_learning": ("manage", "al_run"),
+    "bulk_actions": ("manage", "bulk_job"),
+}
+
+
+def test_every_kind_of_job_is_in_the_job_status_matrix():
+    from common.jobs import job_kinds
+
+    assert set(JOB_KINDS) == set(job_kinds())
+
+
+@pytest.mark.parametrize("kind", sorted(JOB_KINDS))
+def test_the_job_status_of_each_kind_answers_each_visitor_as_its_kind_says(kind, world, client):
+    users, campaigns = world
+    level, obj = JOB_KINDS[kind]
+    route = Route(level, {"GET": 302}, ("slug", "job_kind", obj))
+    wrong = []
+    for campaign in ("own", "other"):
+        objects = campaigns[campaign].objects | {"job_kind": kind}
+        url = _url("labeling:job-status", route, objects)
+        for visitor in VISITORS:
+            client.logout()
+            if visitor != "anonymous":
+                client.force_login(users[visitor])
+            status = client.get(url).status_code
+            if status != expected(route, "GET", visitor, campaign):
+                wrong.append(f"{campaign} {visitor}: {status}")
+    assert not wrong, wrong

@@ -8,7 +8,9 @@ import pytest
 from django.urls import reverse
 
 from annotators.models import CampaignSnapshot
-from annotators.services import ManageError, review_submit, snapshot_run
+from annotators.review.services import review_submit
+from annotators.services import ManageError
+from annotators.snapshots import snapshot_run
 from exports.formats import LabelPolicy, write_export
 from labeling.models import Review
 from tests.factories import (

@@ -8,6 +8,7 @@ phase 1 trajectories from the fixtures.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -157,6 +158,75 @@ def test_prm800k_steps_come_back_from_their_joined_text():
     assert same / total >= 0.9
 
 
+def test_prm800k_steps_come_back_from_text_joined_by_single_newlines():
+    """PRM800K's generator wrote one step per line ("newline delimited") and set the final
+    ``# Answer`` off with blank lines: those blank lines do not make the rest one paragraph."""
+    path = FIXTURES / "prm800k_phase1_trajectories" / "phase1_train.trajectories.sample.jsonl"
+    same = total = 0
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        steps = []
+        for step in record["label"]["steps"]:
+            chosen = step.get("chosen_completion")
+            if chosen is not None:
+                steps.append(step["completions"][chosen]["text"].strip())
+        total += 1
+        same += split_texts("\n".join(steps)) == steps
+    assert total >= 5
+    assert same / total >= 0.9
+
+
+def test_newline_delimited_steps_with_an_answer_section_are_one_step_a_line():
+    text = "We add 2 and 3.\nThat gives 5.\nSo the answer is 5.\n\n# Answer\n\n5"
+    assert split_texts(text) == [
+        "We add 2 and 3.",
+        "That gives 5.",
+        "So the answer is 5.",
+        "# Answer\n\n5",
+    ]
+    # a blank line elsewhere still means the steps are paragraphs
+    assert split_texts("One.\nStill one.\n\nTwo.") == ["One.\nStill one.", "Two."]
+
+
+def test_one_step_a_line_keeps_formulas_figures_and_lists_with_their_line():
+    text = "\n".join(
+        [
+            "The sum of the terms is",
+            "$222a + 222b + 222c = 222(a + b + c)$",
+            "So we get the system \\begin{align*}",
+            "x + y &= 2,\\\\",
+            "x - y &= 0.",
+            "\\end{align*}",
+            "Let's draw it.",
+            "[asy]",
+            "draw((0,0)--(1,1));",
+            "[/asy]",
+            "So we have two cases:",
+            "1. $x > 0$.",
+            "2. $x < 0$.",
+            "Either way $x^2 > 0$.",
+        ]
+    )
+    assert split_texts(text) == [
+        "The sum of the terms is\n$222a + 222b + 222c = 222(a + b + c)$",
+        "So we get the system \\begin{align*}\nx + y &= 2,\\\\\nx - y &= 0.\n\\end{align*}",
+        "Let's draw it.\n[asy]\ndraw((0,0)--(1,1));\n[/asy]",
+        "So we have two cases:\n1. $x > 0$.\n2. $x < 0$.",
+        "Either way $x^2 > 0$.",
+    ]
+    # a sentence that has ended keeps the next formula line to itself; money is not math
+    assert split_texts("It is $5$.\n$x = 5$") == ["It is $5$.", "$x = 5$"]
+    assert split_texts("She pays $5 for one.\nShe pays $10 for two.") == [
+        "She pays $5 for one.",
+        "She pays $10 for two.",
+    ]
+    # a figure never closed is text like any other
+    assert split_texts("Draw it.\n[asy]\ndraw(A);\n\nNext.") == [
+        "Draw it.\n[asy]\ndraw(A);",
+        "Next.",
+    ]
+
+
 @pytest.mark.parametrize(
     ("mode", "expected"),
     [
@@ -181,11 +251,14 @@ def test_numbered_mode_cuts_numbers_steps_and_bullets():
     ]
 
 
-def test_paragraphs_mode_is_the_splitter_imports_had_before():
-    from imports.records import split_steps
-
+def test_paragraphs_mode_cuts_at_blank_lines_else_at_lines():
     for text in (QWEN_BOBBI, QWEN_FRACTIONS, "a\nb\nc", "a\n\nb\n  \nc"):
-        assert split_texts(text, "paragraphs") == split_steps(text)
+        text = text.replace("\r\n", "\n").strip()
+        blank = re.compile(r"\n[ \t]*\n")
+        parts = blank.split(text) if blank.search(text) else text.split("\n")
+        assert split_texts(text, "paragraphs") == [p.strip() for p in parts if p.strip()]
+    assert split_texts("a\nb\nc", "paragraphs") == ["a", "b", "c"]
+    assert split_texts("a\n\nb\n  \nc", "paragraphs") == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize("mode", ["(", "a*", "x" * 300, ""])

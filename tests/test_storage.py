@@ -99,8 +99,8 @@ def test_a_published_directory_replaces_the_old_one_and_is_cached_once_for_loadi
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_an_active_learning_run_stores_its_checkpoint_and_a_retry_loads_it(bucket, settings):
-    from learning.active_learning import active_learning_run
     from learning.models import ActiveLearningRun
+    from learning.run import active_learning_run
     from tests.al_data import demo_campaign
 
     campaign = demo_campaign(active_learning=True)

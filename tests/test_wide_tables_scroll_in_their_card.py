@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from annotators.models import CampaignSnapshot
-from annotators.services import snapshot_run
+from annotators.snapshots import snapshot_run
 from tests.factories import make_campaign, make_labelled, make_member, make_solution, make_user
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@
 - ``math-shepherd``: OpenRLHF / Math-Shepherd, ``{"input": "... Step 1: ... ки", "label": ["+"]}``;
 - ``csv``: one row per step label, for analysts.
 
-Each turns a solution from ``exports.reader`` into rows; ``exports.writer.write_export`` writes
+Each turns a solution from ``exports.reader`` into rows; ``exports.files.write_export`` writes
 them. The names below are also importable from here, where callers outside the app find them.
 """
 
@@ -34,7 +34,7 @@ __all__ = [
 def __getattr__(name: str):
     # The writer imports the formats, so it is loaded on first use rather than with them.
     if name == "write_export":
-        from exports.writer import write_export
+        from exports.files import write_export
 
         return write_export
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

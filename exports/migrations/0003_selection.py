@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='export',
             name='selection',
-            field=models.JSONField(blank=True, default=dict, help_text="The data browser's filters (labeling.filters): only the solutions they match."),
+            field=models.JSONField(blank=True, default=dict, help_text="The data browser's filters (labeling.curation.filters): only what they match."),
         ),
     ]

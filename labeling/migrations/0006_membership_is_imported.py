@@ -1,6 +1,6 @@
 """Membership.is_imported: accounts an import made for the labelers its file names.
 
-The importer (``imports.service``) makes them with an unusable password (``make_password(None)``,
+The importer (``imports.pipeline``) makes them with an unusable password (``make_password(None)``,
 which starts with "!") and an annotator membership without an invitation; nobody has logged in
 with them and they are not staff. Existing memberships that match all of that are marked.
 """

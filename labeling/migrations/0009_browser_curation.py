@@ -5,7 +5,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-# Full-text search of the data browser (labeling/filters.py), PostgreSQL only (SQLite searches
+# Full-text search of the data browser (labeling/curation/filters.py), PostgreSQL only (SQLite searches
 # with LIKE and needs none): a stored tsvector column on problems and steps, and a GIN index on
 # it. Stored, not only indexed: a phrase search rechecks every candidate row, and recomputing
 # to_tsvector for thousands of candidates costs far more than reading the stored vector.

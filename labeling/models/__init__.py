@@ -27,12 +27,20 @@ from labeling.models.campaigns import (
     Rating,
 )
 from labeling.models.curation import SolutionBulkAction, SolutionEvent
-from labeling.models.labels import Adjudication, Assignment, Review, StepLabel
+from labeling.models.labels import (
+    Adjudication,
+    Assignment,
+    Review,
+    StepLabel,
+    disputed_step_count,
+    ratings_disagree,
+)
 from labeling.models.solutions import (
     Problem,
     Solution,
     SolutionQuerySet,
     Step,
+    is_open_value,
     open_expression,
 )
 
@@ -53,5 +61,8 @@ __all__ = [
     "SolutionQuerySet",
     "Step",
     "StepLabel",
+    "disputed_step_count",
+    "is_open_value",
     "open_expression",
+    "ratings_disagree",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import timedelta
 
 from django.conf import settings
@@ -32,6 +33,21 @@ AL_BACKBONES = [
     ("bow", "bow: hashed n-grams with exact sympy checks (fast, CPU)"),
     ("minilm", "minilm: the pretrained MiniLM sentence encoder (slower, CPU or GPU)"),
 ]
+
+
+# Active learning waits for at least this share of the labels its last run trained on before it
+# retrains (``Campaign.al_labels_before_retrain``).
+AL_RETRAIN_GROWTH = 0.1
+
+
+class CampaignQuerySet(models.QuerySet):
+    def with_member(self, user) -> CampaignQuerySet:
+        """Campaigns in which ``user`` is a member (``MembershipQuerySet.active``)."""
+        return self.filter(
+            models.Exists(
+                Membership.objects.active().filter(campaign=models.OuterRef("pk"), user=user)
+            )
+        )
 
 
 class Campaign(models.Model):
@@ -71,7 +87,9 @@ class Campaign(models.Model):
         default=0.8, help_text="Share of the queue head given to convincing wrong-answer solutions."
     )
     al_retrain_every = models.PositiveIntegerField(
-        default=500, help_text="Retrain the PRM after this many new submitted step labels."
+        default=500,
+        help_text="Retrain the PRM after this many new submitted step labels (at least: a large "
+        "campaign waits for 10% more labels than its last run trained on).",
     )
     al_backbone = models.CharField(max_length=100, default="bow")
 
@@ -108,6 +126,8 @@ class Campaign(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects = CampaignQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
@@ -118,9 +138,46 @@ class Campaign(models.Model):
     def lease_duration(self) -> timedelta:
         return timedelta(seconds=self.lease_seconds)
 
+    def al_labels_before_retrain(self, *, trained_on: int) -> int:
+        """New submitted labels after which active learning retrains, given how many labels
+        its last run trained on.
+
+        ``al_retrain_every``, or ``AL_RETRAIN_GROWTH`` of the labels trained on when that is
+        more. A run's cost grows with the labels (a million take minutes to train and score),
+        so a fixed step would keep a large campaign retraining back to back for a few hundred
+        labels each time; growing geometrically, the runs over a campaign's life cost at most
+        ``1 + 1 / AL_RETRAIN_GROWTH`` (11) times one run at its final size, and each run
+        brings at least 10% more labels. Below ``al_retrain_every / AL_RETRAIN_GROWTH`` labels
+        (5,000 by default) the setting alone decides.
+        """
+        return max(1, self.al_retrain_every, math.ceil(AL_RETRAIN_GROWTH * max(0, trained_on)))
+
     @property
     def al_backbone_label(self) -> str:
         return dict(AL_BACKBONES).get(self.al_backbone, self.al_backbone)
+
+
+class MembershipQuerySet(models.QuerySet):
+    """The one home of "who is a member of a campaign".
+
+    A member is someone with an ``active`` membership: pages, the API and the campaign list let
+    them in (``labeling.permissions.campaign_for``), and the queue serves them. A paused or
+    removed membership keeps its row (and the person's work) but lets nobody in. The queue's hot
+    path finds the row with plain SQL whatever its status and then refuses an inactive one with
+    ``Membership.is_active``, the Python form (tests/test_rules_membership.py holds them to the
+    same people).
+    """
+
+    def active(self) -> MembershipQuerySet:
+        return self.filter(status=Membership.Status.ACTIVE)
+
+    def managers(self) -> MembershipQuerySet:
+        """Active managers: a campaign must keep one."""
+        return self.active().filter(role=Membership.Role.MANAGER)
+
+    def roles_of(self, user) -> dict[int, str]:
+        """campaign id -> the role ``user`` holds there, for the campaigns they are a member of."""
+        return dict(self.active().filter(user=user).values_list("campaign_id", "role"))
 
 
 class Membership(models.Model):
@@ -176,6 +233,8 @@ class Membership(models.Model):
         help_text="Made by an import for a labeler in its file; nobody logs in.",
     )
 
+    objects = MembershipQuerySet.as_manager()
+
     class Meta:
         db_table = "annotators_membership"
         constraints = [
@@ -187,6 +246,7 @@ class Membership(models.Model):
 
     @property
     def is_active(self) -> bool:
+        """``MembershipQuerySet.active`` for this row as loaded."""
         return self.status == self.Status.ACTIVE
 
     @property

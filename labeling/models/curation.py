@@ -49,8 +49,8 @@ class SolutionBulkAction(BackgroundJob):
     the consensus), as a job.
 
     ``selection`` is what was chosen in the data browser: the filter's query parameters
-    (``labeling.filters``), which may name ids. The solutions it matched are resolved when the job
-    runs, and the action is applied to all of them in one transaction: all or nothing.
+    (``labeling.curation.filters``), which may name ids. The solutions it matched are resolved
+    when the job runs, and the action is applied to all of them in one transaction: all or nothing.
     ``progress`` (0..1) is written from a separate connection while the transaction is open.
     """
 

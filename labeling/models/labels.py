@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from labeling.models.campaigns import Campaign, FinishReason, Rating
 from labeling.models.solutions import Solution, Step
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def live_leases(self, now: datetime | None = None) -> AssignmentQuerySet:
+        """Assignments whose lease is live now (``Assignment.live_lease_q``)."""
+        return self.filter(Assignment.live_lease_q(now))
+
+    def expired_leases(self, now: datetime | None = None) -> AssignmentQuerySet:
+        """Leases whose expiry has passed and that still hold their slot: what the queue
+        reclaims (``Assignment.expired_lease_q``)."""
+        return self.filter(Assignment.expired_lease_q(now))
 
 
 class Assignment(models.Model):
@@ -66,6 +81,8 @@ class Assignment(models.Model):
         help_text="The earlier version this amendment replaces (kept, status superseded).",
     )
 
+    objects = AssignmentQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(
@@ -89,6 +106,45 @@ class Assignment(models.Model):
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.status})"
 
+    # --- Leases: the one home of "this assignment's lease is live" --------------------------
+    #
+    # A lease is live while the assignment is ``leased`` and its expiry is still ahead. A missing
+    # expiry is not live: nothing in the queue writes a lease without one (every claim sets it),
+    # and a row that lacks it (written around the queue) must not keep a solution "leased" for
+    # ever. ``live_lease_q`` is the rule for querysets, ``lease_is_live`` for a loaded row and
+    # ``live_lease_sql`` for the raw statements of the queue's hot path;
+    # tests/test_rules_leases.py holds the three to the same rows.
+
+    @classmethod
+    def live_lease_q(cls, now: datetime | None = None) -> Q:
+        """Assignments whose lease is live at ``now``."""
+        now = now or timezone.now()
+        return Q(status=cls.Status.LEASED, lease_expires_at__gt=now)
+
+    @classmethod
+    def expired_lease_q(cls, now: datetime | None = None) -> Q:
+        """Leases past their expiry that still hold their slot (status ``leased``): what
+        ``leases_reclaim`` and ``refresh_queue_state`` release. It reads the partial index
+        ``assignment_leases`` by expiry, which is why a lease without an expiry (not live,
+        never written by the queue) is not in it either."""
+        now = now or timezone.now()
+        return Q(status=cls.Status.LEASED, lease_expires_at__lte=now)
+
+    @classmethod
+    def live_lease_sql(cls, alias: str = "") -> str:
+        """``live_lease_q`` as a SQL condition for raw statements; one ``%s``: now."""
+        a = f"{alias}." if alias else ""
+        return f"{a}status = '{cls.Status.LEASED.value}' AND {a}lease_expires_at > %s"
+
+    def lease_is_live(self, now: datetime | None = None) -> bool:
+        """``live_lease_q`` for this row as loaded."""
+        now = now or timezone.now()
+        return (
+            self.status == self.Status.LEASED
+            and self.lease_expires_at is not None
+            and self.lease_expires_at > now
+        )
+
     @classmethod
     def holds_slot_q(cls) -> Q:
         """Assignments that hold a slot of their solution (what ``assignment_count`` counts)."""
@@ -103,11 +159,80 @@ class Assignment(models.Model):
             and self.finish_reason not in self.RELEASING_REASONS
         )
 
-    def lease_is_live(self, now=None) -> bool:
-        now = now or timezone.now()
-        return self.status == self.Status.LEASED and (
-            self.lease_expires_at is None or self.lease_expires_at > now
+
+class StepLabelQuerySet(models.QuerySet):
+    """The one home of "annotators disagree on this step".
+
+    Annotators disagree on a step when two submitted labels of it carry different ratings.
+    Submitted: the current version of finished work (not rejected, not superseded); drafts of a
+    live lease are nobody's final word yet. Unrated labels (a step after the first error) say
+    nothing. The rule has three spellings, for three shapes of query: ``disputed`` (the labels,
+    for an ``Exists``), ``disputed_steps`` (one row per step, for a GROUP BY) and
+    ``disputed_step_count`` (raw SQL per solution, for a sort); ``ratings_disagree`` is its Python
+    form. tests/test_rules_disagreement.py holds the four to the same steps.
+    """
+
+    def submitted(self) -> StepLabelQuerySet:
+        """Labels of submitted work: what the figures, the filters and the rule read."""
+        return self.filter(assignment__status=Assignment.Status.SUBMITTED)
+
+    def contradicted(self) -> StepLabelQuerySet:
+        """Rated labels that a submitted label of another assignment rates differently (the
+        label itself may be of any status: a reviewer compares rejected work with the rest)."""
+        others = (
+            StepLabel.objects.submitted()
+            .filter(step_id=OuterRef("step_id"), rating__isnull=False)
+            .exclude(assignment_id=OuterRef("assignment_id"))
+            .exclude(rating=OuterRef("rating"))
         )
+        return self.filter(rating__isnull=False).filter(Exists(others))
+
+    def disputed(self) -> StepLabelQuerySet:
+        """Submitted labels of the steps annotators disagree on (each such step has two or more)."""
+        return self.submitted().contradicted()
+
+    def disputed_steps(self) -> models.QuerySet:
+        """One row per step annotators disagree on: ``step_id``, ``n`` (submitted ratings) and
+        ``low`` / ``high`` (the extreme ratings); a GROUP BY over these labels."""
+        return (
+            self.submitted()
+            .filter(rating__isnull=False)
+            .order_by()
+            .values("step_id")
+            .annotate(n=Count("id"), low=Min("rating"), high=Max("rating"))
+            .filter(n__gte=2, low__lt=F("high"))
+        )
+
+
+# ``StepLabelQuerySet.disputed_steps`` counted per solution, in SQL for the outermost query (it
+# names the solution table, which a subquery would alias). Only a solution with two submitted
+# assignments can have any: that is checked first (one probe of an index), so the labels of the
+# others are never read. A sort by it still computes it for every match.
+_DISPUTED_STEP_COUNT_SQL = """
+    CASE WHEN EXISTS (
+        SELECT 1 FROM labeling_assignment a2
+        WHERE a2.solution_id = labeling_solution.id AND a2.status = 'submitted'
+        LIMIT 1 OFFSET 1
+    ) THEN (
+        SELECT count(*) FROM (
+            SELECT l.step_id FROM labeling_steplabel l
+            JOIN labeling_assignment a ON a.id = l.assignment_id
+            WHERE a.solution_id = labeling_solution.id AND a.status = 'submitted'
+              AND l.rating IS NOT NULL
+            GROUP BY l.step_id HAVING min(l.rating) <> max(l.rating)
+        ) d
+    ) ELSE 0 END
+"""
+
+
+def disputed_step_count() -> RawSQL:
+    """The number of the outer solution's steps annotators disagree on (``StepLabelQuerySet``)."""
+    return RawSQL(_DISPUTED_STEP_COUNT_SQL, (), output_field=models.IntegerField())
+
+
+def ratings_disagree(ratings: Iterable[int | None]) -> bool:
+    """The rule for the submitted ratings of one step, already loaded: two differ."""
+    return len({r for r in ratings if r is not None}) > 1
 
 
 class StepLabel(models.Model):
@@ -132,13 +257,15 @@ class StepLabel(models.Model):
     chosen_completion = models.SmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects = StepLabelQuerySet.as_manager()
+
     class Meta:
         ordering = ["assignment", "step__index"]
         constraints = [
             models.UniqueConstraint(fields=["assignment", "step"], name="steplabel_unique_step")
         ]
-        # The data browser's "has a negative / flagged step" filters (labeling.filters): small
-        # partial indexes, so a count over the campaign reads the few rows that qualify.
+        # The data browser's "has a negative / flagged step" filters (labeling.curation.filters):
+        # small partial indexes, so a count over the campaign reads the few rows that qualify.
         indexes = [
             models.Index(fields=["assignment"], name="steplabel_negative", condition=Q(rating=-1)),
             models.Index(

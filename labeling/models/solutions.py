@@ -73,11 +73,9 @@ class SolutionQuerySet(models.QuerySet):
         from labeling.models.labels import Assignment  # labels.py imports this module
 
         with transaction.atomic():
-            Assignment.objects.filter(
-                solution__in=self.values("pk"),
-                status=Assignment.Status.LEASED,
-                lease_expires_at__lte=timezone.now(),
-            ).update(status=Assignment.Status.EXPIRED)
+            Assignment.objects.expired_leases().filter(solution__in=self.values("pk")).update(
+                status=Assignment.Status.EXPIRED
+            )
             ids = list(
                 self.order_by("pk").select_for_update(no_key=True).values_list("pk", flat=True)
             )
@@ -122,7 +120,7 @@ class SolutionQuerySet(models.QuerySet):
 
 def open_expression(room: Q, not_bad: Q) -> models.Expression:
     """``is_open`` as SQL: regular solutions need a free slot; gold ones serve every annotator;
-    an archived solution is never open."""
+    an archived solution is never open. ``is_open_value`` is the same rule in Python."""
     return models.Case(
         models.When(archived=True, then=models.Value(False)),
         models.When(
@@ -132,6 +130,22 @@ def open_expression(room: Q, not_bad: Q) -> models.Expression:
         default=models.ExpressionWrapper(not_bad, output_field=models.BooleanField()),
         output_field=models.BooleanField(),
     )
+
+
+def is_open_value(
+    campaign: Campaign,
+    *,
+    kind: str,
+    slots: int,
+    reports: int = 0,
+    extra_labels: int = 0,
+    archived: bool = False,
+) -> bool:
+    """``open_expression`` for a row written outside the ORM (an import's COPY): its ``is_open``
+    with ``slots`` held and ``reports`` bad problem reports."""
+    if archived or reports >= campaign.bad_problem_limit:
+        return False
+    return kind != Solution.Kind.REGULAR or slots < campaign.overlap + extra_labels
 
 
 class Solution(models.Model):

@@ -14,6 +14,7 @@ from django.db import OperationalError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
+from labeling.columns import ASSIGNMENT
 from labeling.models import Assignment, Campaign, Membership, Solution
 from labeling.queue.errors import CampaignPaused
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
@@ -126,14 +127,16 @@ def _assignment_next_once(*, campaign: Campaign, annotator, wait: bool) -> Assig
         return assignment
 
 
+# The annotator's live lease in the campaign (``Assignment.live_lease_q``, in plain SQL).
+_LIVE_SQL = (
+    "SELECT * FROM labeling_assignment WHERE campaign_id = %s AND annotator_id = %s AND "
+    + Assignment.live_lease_sql()
+    + " ORDER BY leased_at LIMIT 1"
+)
+
+
 def _assignment_live(*, campaign: Campaign, annotator, now: datetime) -> Assignment | None:
-    return _first(
-        Assignment.objects.raw(
-            "SELECT * FROM labeling_assignment WHERE campaign_id = %s AND annotator_id = %s"
-            " AND status = 'leased' AND lease_expires_at > %s ORDER BY leased_at LIMIT 1",
-            [campaign.pk, annotator.pk, now],
-        )
-    )
+    return _first(Assignment.objects.raw(_LIVE_SQL, [campaign.pk, annotator.pk, now]))
 
 
 def qc_turn(*, campaign: Campaign, annotator: AbstractBaseUser) -> bool:
@@ -212,12 +215,10 @@ def _claim(
     # the database's write lock from its start (BEGIN IMMEDIATE).
     mine = Assignment.objects.filter(solution=OuterRef("pk"), annotator=annotator)
     row = (
-        Solution.objects.filter(campaign=campaign, kind=kind, is_open=True, archived=False)
-        .filter(~Exists(mine.exclude(status__in=_may_serve_again(campaign))))
+        claim_candidates(campaign=campaign, annotator=annotator, kind=kind)
         .annotate(
             expired_id=Subquery(mine.filter(status=Assignment.Status.EXPIRED).values("pk")[:1])
         )
-        .order_by("-priority", "pk")
         .values_list("pk", "expired_id")
         .first()
     )
@@ -240,6 +241,21 @@ def _claim(
     )
 
 
+def claim_candidates(*, campaign: Campaign, annotator, kind: str):
+    """The solutions a claim may lease to the annotator, in queue order: open and not archived
+    (the partial index ``solution_queue``), of ``kind``, and not had by them (``_may_serve_again``).
+
+    The ORM form of ``CANDIDATES_SQL``, which PostgreSQL's one-statement claim runs;
+    tests/test_rules_claim_sql.py holds the two to the same rows in the same order.
+    """
+    mine = Assignment.objects.filter(solution=OuterRef("pk"), annotator=annotator)
+    return (
+        Solution.objects.filter(campaign=campaign, kind=kind, is_open=True, archived=False)
+        .filter(~Exists(mine.exclude(status__in=_may_serve_again(campaign))))
+        .order_by("-priority", "pk")
+    )
+
+
 def _may_serve_again(campaign: Campaign) -> tuple[str, ...]:
     """Statuses of an annotator's own assignment that do not keep a solution from them."""
     statuses = (Assignment.Status.EXPIRED, Assignment.Status.SUPERSEDED)
@@ -248,23 +264,30 @@ def _may_serve_again(campaign: Campaign) -> tuple[str, ...]:
     return statuses
 
 
-# The claim on PostgreSQL, in one round trip: pick the first open solution of the kind that the
-# annotator has not had (reading the partial index ``solution_queue``, so the cost does not grow
-# with the queue), lock it, take a slot (the same arithmetic as ``SolutionQuerySet.slots_change``),
-# and lease it: a new assignment, or the annotator's own expired one again, drafts and all.
-_CLAIM_SQL = """
-WITH cand AS (
-    SELECT s.id,
-           (SELECT a.id FROM labeling_assignment a
-            WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
-              AND a.status = 'expired' LIMIT 1) AS expired_id
+# ``claim_candidates`` in SQL: rows of the partial index ``solution_queue``, in its order. Its
+# condition (``is_open AND NOT archived``) must be implied here, or PostgreSQL cannot read the
+# index and the claim's cost grows with the campaign.
+CANDIDATES_SQL = """
     FROM labeling_solution s
     WHERE s.campaign_id = %(campaign)s AND s.kind = %(kind)s AND s.is_open AND NOT s.archived
       AND NOT EXISTS (SELECT 1 FROM labeling_assignment a
                       WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
                         AND a.status <> ALL(%(serve_again)s))
     ORDER BY s.priority DESC, s.id
-    LIMIT 1
+"""
+# The claim on PostgreSQL, in one round trip: pick the first candidate (the cost does not grow
+# with the queue), lock it, take a slot (the arithmetic of ``SolutionQuerySet.slots_change``,
+# held to it by tests/test_rules_claim_sql.py), and lease it: a new assignment (its columns:
+# ``labeling.columns.ASSIGNMENT``), or the annotator's own expired one again, drafts and all.
+_CLAIM_SQL = (
+    """
+WITH cand AS (
+    SELECT s.id,
+           (SELECT a.id FROM labeling_assignment a
+            WHERE a.solution_id = s.id AND a.annotator_id = %(annotator)s
+              AND a.status = 'expired' LIMIT 1) AS expired_id"""
+    + CANDIDATES_SQL
+    + """    LIMIT 1
     {lock}
 ), taken AS (
     UPDATE labeling_solution s
@@ -278,38 +301,58 @@ WITH cand AS (
     FROM cand WHERE a.id = cand.expired_id
     RETURNING a.*
 ), created AS (
-    INSERT INTO labeling_assignment (campaign_id, solution_id, annotator_id, status, leased_at,
-                                     lease_expires_at, finish_reason, source)
+    INSERT INTO labeling_assignment ("""
+    + ASSIGNMENT.sql(
+        "campaign_id",
+        "solution_id",
+        "annotator_id",
+        "status",
+        "leased_at",
+        "lease_expires_at",
+        "finish_reason",
+        "source",
+    )
+    + """)
     SELECT %(campaign)s, cand.id, %(annotator)s, 'leased', %(now)s, %(expires)s, '', ''
     FROM cand WHERE cand.expired_id IS NULL
     RETURNING *
 )
 SELECT * FROM renewed UNION ALL SELECT * FROM created
 """
-_CLAIM_SKIP_LOCKED = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s SKIP LOCKED")
+)
+CLAIM_SKIP_LOCKED = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s SKIP LOCKED")
 _CLAIM_WAIT = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s")
 # Gold solutions are served to everyone: nothing to race for but the counter (the UPDATE waits).
 _CLAIM_GOLD = _CLAIM_SQL.format(lock="")
 
 
-def _claim_postgresql(
-    *, campaign: Campaign, annotator, kind: str, now: datetime, expires: datetime, wait: bool
-) -> Assignment | None:
-    params = {
+def claim_params(
+    *, campaign: Campaign, annotator_id: int, kind: str, now: datetime
+) -> dict[str, object]:
+    """The parameters of the claim statements (and of ``CANDIDATES_SQL``). The queue benchmark
+    runs ``CLAIM_SKIP_LOCKED`` with them straight from psycopg, as the ceiling of the app."""
+    return {
         "campaign": campaign.pk,
-        "annotator": annotator.pk,
+        "annotator": annotator_id,
         "kind": kind,
         "overlap": campaign.overlap,
         "bad_problem_limit": campaign.bad_problem_limit,
         "now": now,
-        "expires": expires,
+        "expires": now + campaign.lease_duration,
         "serve_again": list(_may_serve_again(campaign)),
     }
+
+
+def _claim_postgresql(
+    *, campaign: Campaign, annotator, kind: str, now: datetime, expires: datetime, wait: bool
+) -> Assignment | None:
+    params = claim_params(campaign=campaign, annotator_id=annotator.pk, kind=kind, now=now)
+    params["expires"] = expires
     if kind != Solution.Kind.REGULAR:
         return next(iter(Assignment.objects.raw(_CLAIM_GOLD, params)), None)
     if wait:
         return next(iter(Assignment.objects.raw(_CLAIM_WAIT, params)), None)
-    claimed = next(iter(Assignment.objects.raw(_CLAIM_SKIP_LOCKED, params)), None)
+    claimed = next(iter(Assignment.objects.raw(CLAIM_SKIP_LOCKED, params)), None)
     if claimed is None:
         # Rows skipped above may be locked by claims that leave a slot free: wait for them (in a
         # fresh transaction, see ``_assignment_next_attempts``), so nobody is told "no work"

@@ -32,7 +32,7 @@ def leases_reclaim(
     sweeps every campaign (the Celery beat task).
     """
     now = now or timezone.now()
-    expired = Assignment.objects.filter(status=Assignment.Status.LEASED, lease_expires_at__lte=now)
+    expired = Assignment.objects.expired_leases(now)
     if campaign is not None:
         expired = expired.filter(campaign=campaign)
     released = 0

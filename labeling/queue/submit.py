@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from labeling import events
+from labeling.columns import STEP_LABEL
 from labeling.forms import STEP_TIME_MAX_MS, TOTAL_TIME_MAX_MS, clamp_ms
 from labeling.models import Assignment, FinishReason, Membership, Rating, Solution, StepLabel
 from labeling.queue.drafts import _human_completion
@@ -173,6 +174,22 @@ def _assignment_submit(
     )
 
 
+# The columns of a submitted label, in the order ``_labels_insert`` writes its values
+# (``labeling.columns.STEP_LABEL`` checks them at import).
+_LABEL_COLUMNS = STEP_LABEL.insert(
+    "assignment_id",
+    "step_id",
+    "rating",
+    "flagged",
+    "time_spent_ms",
+    "completion_index",
+    "alternatives",
+    "human_completion",
+    "chosen_completion",
+    "created_at",
+)
+
+
 def _labels_insert(
     *, assignment_id: int, labels: list[_Label], step_ids: dict[int, int], now: datetime
 ) -> None:
@@ -195,12 +212,11 @@ def _labels_insert(
             None if label.rating == Rating.NEGATIVE else 0,  # chosen_completion, as PRM800K
             created,
         ]
-    rows = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(labels))
+    row = "(" + ", ".join(["%s"] * len(_LABEL_COLUMNS)) + ")"
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO labeling_steplabel (assignment_id, step_id, rating, flagged,"
-            " time_spent_ms, completion_index, alternatives, human_completion,"
-            " chosen_completion, created_at) VALUES " + rows,
+            f"INSERT INTO labeling_steplabel ({', '.join(_LABEL_COLUMNS)}) VALUES "
+            + ", ".join([row] * len(labels)),
             values,
         )
 

@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -19,6 +20,7 @@ from prm.backbones.base import (
     _HashCache,
     _prefix_keys,
     _structure_ids,
+    fork_state,
 )
 from prm.checks import CHECKS, SolutionChecks
 from prm.features import FEATURES_VERSION, SolutionContext, step_facts
@@ -114,31 +116,21 @@ class BowBackbone(Backbone):
             ids += [((x * 0x9E3779B1 + y) & 0xFFFFFFFF) % b for x, y in itertools.pairwise(hashes)]
         return ids
 
+    def featurisation(self) -> dict:
+        """What ``prepare`` depends on (the cache key of ``prm.item_cache``): not the sizes of
+        the network, which change the weights but not one feature."""
+        keep = ("name", "buckets", "ngrams", "context_words", "structure", "checks", "features")
+        return {k: v for k, v in self.describe().items() if k in keep}
+
+    def walker(self, problem: str) -> BowWalker:
+        """A featuriser that takes the solution's steps one at a time (``prm.items`` forks it
+        where alternative rows branch off a shared prefix, so each step is featurised once)."""
+        return BowWalker(self, problem)
+
     def prepare(self, problem: str, steps: Sequence[str]) -> list[Item]:
-        context = SolutionContext(problem)
+        walker = self.walker(problem)
         keys = _prefix_keys(problem, steps)
-        items = []
-        previous = [_CONTEXT_SALT % self.buckets]
-        checker = SolutionChecks(problem) if self.checks else None
-        for i, step in enumerate(steps):
-            facts = step_facts(step)
-            features: dict[str, Any] = {"words": self._word_ids(facts.tokens, _WORD_SALT)}
-            fired: list[str] = []
-            if checker is not None:
-                fired = [f.check for f in checker.step(step)]
-                features["checks"] = [CHECKS.index(name) for name in fired]
-            if self.structure:
-                structural = context.structural(facts)
-                if checker is not None:
-                    structural += [f"check:{name}" for name in fired]
-                    structural.append(f"verified:{min(checker.verified, 3)}")
-                features["struct"] = _structure_ids(structural)
-            if self.context_words:
-                features["context"] = previous
-                previous = self._word_ids(facts.tokens, _CONTEXT_SALT)
-            context.advance(facts)
-            items.append(Item(features, (i,), key=keys[i]))
-        return items
+        return [Item(walker.step(step), (i,), key=keys[i]) for i, step in enumerate(steps)]
 
     def collate(self, items: Sequence[Item]) -> dict[str, torch.Tensor]:
         batch = {}
@@ -158,10 +150,30 @@ class BowBackbone(Backbone):
             wide = wide + self.check_bias(batch["checks"], batch["checks_offsets"])
         return (self.mlp(torch.cat(parts, dim=1)) + wide).squeeze(1)
 
-    @torch.no_grad()
     def fit_prior(self, items: Sequence[Item]) -> dict[str, float]:
-        """Start each check's term at its log odds ratio on these (training) items' labels.
+        """``fit_prior_arrays`` of these (training) items' checks and labels."""
+        fired = np.zeros((sum(len(it.labels) for it in items), len(CHECKS)), dtype=bool)
+        labels = np.zeros(len(fired), dtype=bool)
+        row = 0
+        for it in items:
+            found = list(set(it.features.get("checks", ())))
+            for y in it.labels:
+                fired[row, found] = True
+                labels[row] = y
+                row += 1
+        return self.fit_prior_arrays(fired, labels)
 
+    def fit_prior_packed(self, items) -> dict[str, float]:
+        """``fit_prior_arrays`` of packed training items (``prm.items.PackedItems``)."""
+        if not self.checks:
+            return {}
+        return self.fit_prior_arrays(items.fired("checks", len(CHECKS)), items.labels)
+
+    @torch.no_grad()
+    def fit_prior_arrays(self, fired: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+        """Start each check's term at its log odds ratio on the training labels.
+
+        ``fired[i, c]``: check ``c`` fired on step ``i``, whose label is ``labels[i]``.
         log(P(correct | fired) / P(wrong | fired)) - log(P(correct) / P(wrong)), with each check's
         rate shrunk towards the rate of all checks together (``PRIOR_STRENGTH`` pseudo-steps):
         a check that rarely or never fires in the training data (units, percentages in PRM800K)
@@ -169,26 +181,65 @@ class BowBackbone(Backbone):
         """
         if not self.checks:
             return {}
-        labels = [y for it in items for y in it.labels]
-        base = (sum(labels) + 1) / (len(labels) + 2)
-        fired: dict[int, list[bool]] = {c: [] for c in range(len(CHECKS))}
-        pooled: list[bool] = []
-        for it in items:
-            found = set(it.features.get("checks", ()))
-            for c in found:
-                fired[c].extend(it.labels)
-            if found:
-                pooled.extend(it.labels)
-        if not pooled:
+        labels = np.asarray(labels, dtype=bool)
+        base = (int(labels.sum()) + 1) / (len(labels) + 2)
+        pooled = labels[fired.any(axis=1)]
+        if not len(pooled):
             return {}
-        pooled_rate = (sum(pooled) + 1) / (len(pooled) + 2)
+        pooled_rate = (int(pooled.sum()) + 1) / (len(pooled) + 2)
         prior = {}
-        for c, ys in fired.items():
-            rate = (sum(ys) + PRIOR_STRENGTH * pooled_rate) / (len(ys) + PRIOR_STRENGTH)
+        for c in range(len(CHECKS)):
+            ys = labels[fired[:, c]]
+            rate = (int(ys.sum()) + PRIOR_STRENGTH * pooled_rate) / (len(ys) + PRIOR_STRENGTH)
             value = min(math.log(rate / (1 - rate)) - math.log(base / (1 - base)), 0.0)
             self.check_bias.weight[c, 0] = value
             prior[CHECKS[c]] = round(value, 4)
         return prior
+
+
+class BowWalker:
+    """``bow``'s features of one solution's steps, one step at a time (see ``BowBackbone.walker``).
+
+    Its state is what the steps so far established: the structural context, the checks' memory
+    and the previous step's words. ``fork`` copies it, so two rows that share a prefix continue
+    from the same state without featurising the prefix twice.
+    """
+
+    __slots__ = ("bow", "checker", "context", "previous")
+
+    def __init__(self, bow: BowBackbone, problem: str) -> None:
+        self.bow = bow
+        self.context = SolutionContext(problem)
+        self.checker = SolutionChecks(problem) if bow.checks else None
+        self.previous = [_CONTEXT_SALT % bow.buckets]
+
+    def step(self, step: str) -> dict[str, Any]:
+        """The features of the next step (and remember what it establishes)."""
+        bow, checker, context = self.bow, self.checker, self.context
+        facts = step_facts(step)
+        features: dict[str, Any] = {"words": bow._word_ids(facts.tokens, _WORD_SALT)}
+        fired: list[str] = []
+        if checker is not None:
+            fired = [f.check for f in checker.step(step)]
+            features["checks"] = [CHECKS.index(name) for name in fired]
+        if bow.structure:
+            structural = context.structural(facts)
+            if checker is not None:
+                structural += [f"check:{name}" for name in fired]
+                structural.append(f"verified:{min(checker.verified, 3)}")
+            features["struct"] = _structure_ids(structural)
+        if bow.context_words:
+            features["context"] = self.previous
+            self.previous = bow._word_ids(facts.tokens, _CONTEXT_SALT)
+        context.advance(facts)
+        return features
+
+    def fork(self) -> BowWalker:
+        twin = object.__new__(BowWalker)
+        twin.bow, twin.previous = self.bow, self.previous
+        twin.context = fork_state(self.context)
+        twin.checker = None if self.checker is None else fork_state(self.checker)
+        return twin
 
 
 PRIOR_STRENGTH = 20

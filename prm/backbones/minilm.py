@@ -54,22 +54,48 @@ def _ids_key(ids: Sequence[int]) -> str:
     return hashlib.blake2b(np.asarray(ids, dtype=np.int32).tobytes(), digest_size=16).hexdigest()
 
 
-def _read_cache(cache_dir: str, tag: str) -> dict[str, torch.Tensor]:
+def _read_cache(cache_dir: str, tag: str) -> tuple[dict[str, torch.Tensor], list[Path]]:
+    """Every cached output of ``tag`` and the files read; a file that vanished meanwhile (another
+    process compacted the cache) or cannot be read is skipped: its items are encoded again."""
     known: dict[str, torch.Tensor] = {}
+    read = []
     for path in sorted(Path(cache_dir).glob(f"{tag}-*.pt")):
-        known.update(torch.load(path, weights_only=True))
-    return known
+        try:
+            known.update(torch.load(path, weights_only=True))
+        except (OSError, RuntimeError, EOFError):
+            continue
+        read.append(path)
+    return known, read
 
 
-def _write_cache(cache_dir: str, tag: str, entries: dict[str, torch.Tensor]) -> None:
+def _write_cache(cache_dir: str, tag: str, entries: dict[str, torch.Tensor]) -> Path:
     import hashlib
 
     folder = Path(cache_dir)
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256("".join(sorted(entries)).encode()).hexdigest()[:16]
-    tmp = folder / f".{tag}-{digest}.tmp"
+    tmp = folder / f".{tag}-{digest}.{os.getpid()}.tmp"
     torch.save(entries, tmp)
-    os.replace(tmp, folder / f"{tag}-{digest}.pt")
+    target = folder / f"{tag}-{digest}.pt"
+    os.replace(tmp, target)
+    return target
+
+
+def _keep_cache(
+    cache_dir: str, tag: str, known: dict, read: list[Path], fresh: dict, used: set[str]
+) -> None:
+    """Add ``fresh`` as one more file; or, past the bounds of ``prm.item_cache`` (more than
+    ``MAX_SHARDS`` files, or more than ``KEEP_FACTOR`` times the entries this run used), write
+    exactly the used entries as one file and delete the files read."""
+    from prm.item_cache import KEEP_FACTOR, MAX_SHARDS
+
+    if len(read) + 1 > MAX_SHARDS or len(known) + len(fresh) > KEEP_FACTOR * len(used):
+        target = _write_cache(cache_dir, tag, {k: fresh.get(k, known.get(k)) for k in used})
+        for path in read:
+            if path != target:
+                path.unlink(missing_ok=True)
+    elif fresh:
+        _write_cache(cache_dir, tag, fresh)
 
 
 class MiniLMBackbone(Backbone):
@@ -233,12 +259,13 @@ class MiniLMBackbone(Backbone):
 
         With every layer frozen only the pooled vector is kept, and training is a head on top.
         With ``cache_dir`` the outputs persist, keyed by the item's token ids, so retraining on
-        the labels so far (active learning) only runs the frozen layers on new items.
+        the labels so far (active learning) only runs the frozen layers on new items; the files
+        are bounded as ``prm.item_cache``'s shards are (about twice what the latest run used).
         """
         kind = "pooled" if self.finetune_layers == 0 else "hidden"
         tag = f"minilm-{kind}-{self.frozen_layers}"
         keys = [_ids_key(it.features["input_ids"]) for it in items]
-        known = _read_cache(cache_dir, tag) if cache_dir else {}
+        known, read = _read_cache(cache_dir, tag) if cache_dir else ({}, [])
         todo = [j for j, k in enumerate(keys) if k not in known]
         fresh: dict[str, torch.Tensor] = {}
         was_training = self.training
@@ -261,8 +288,8 @@ class MiniLMBackbone(Backbone):
         for it, key in zip(items, keys, strict=True):
             it.features[kind] = fresh[key] if key in fresh else known[key]
             del it.features["input_ids"]
-        if cache_dir and fresh:
-            _write_cache(cache_dir, tag, fresh)
+        if cache_dir:
+            _keep_cache(cache_dir, tag, known, read, fresh, set(keys))
 
     def saved_state(self) -> dict[str, torch.Tensor]:
         keep = {n for n, p in self.named_parameters() if p.requires_grad}

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from exports.files import write_export
 from exports.formats.math_shepherd import DEFAULT_STEP_TAG
 from exports.formats.registry import FORMATS
 from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
-from exports.writer import write_export
 from labeling.models import Campaign
 
 

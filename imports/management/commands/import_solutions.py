@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from imports.service import FORMATS, ImportValidationError, import_file
+from imports.pipeline import FORMATS, ImportValidationError, import_file
 from labeling.models import Campaign
 
 

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from imports.service import import_file
+from imports.pipeline import import_file
 from labeling import events
 from labeling.models import Campaign, Membership
 

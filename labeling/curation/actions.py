@@ -1,0 +1,331 @@
+"""Curating a campaign's solutions from the data browser: requeue, archive, restore, make gold
+(from the consensus, one annotator's ratings, or the gold editor), ground truth.
+
+One solution or many: the bulk functions take a queryset (a selection, or everything a
+``labeling.curation.filters.SolutionFilter`` matches). Many at once run as a
+``SolutionBulkAction``, one kind of job (``BULK_ACTIONS``, ``common.jobs``) that a Celery worker
+runs (``bulk_action_create`` / ``bulk_action_run``), all or nothing: one transaction, which also
+records the outcome, its progress written from the job's heartbeat thread while it is open.
+
+Queue state follows the queue's rules (``Solution.is_open``): a requeue wants more labels than the
+campaign's overlap (``extra_labels``) and reopens the solution; an archived solution is never open
+and never claimed, and keeps its labels; a restore reopens it if it still wants labels. Rows are
+locked in id order, as every writer of the queue does (``labeling.queue``). Every change leaves a
+``SolutionEvent`` for the solution's history.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import Counter
+
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
+from labeling.curation.filters import SolutionFilter
+from labeling.grading import solutions_grade
+from labeling.models import (
+    Assignment,
+    Campaign,
+    Problem,
+    Rating,
+    Solution,
+    SolutionBulkAction,
+    SolutionEvent,
+    Step,
+    StepLabel,
+    open_expression,
+)
+from labeling.permissions import MANAGE
+
+log = logging.getLogger(__name__)
+
+# Up to this many solutions an action runs in the request; more go to a worker as a job.
+INLINE_MAX = 200
+CHUNK = 500  # rows per UPDATE (SQLite's limit on query parameters)
+
+Action = SolutionBulkAction.Action
+
+
+def _locked_ids(solutions: QuerySet) -> list[int]:
+    return list(
+        solutions.order_by("pk").select_for_update(no_key=True).values_list("pk", flat=True)
+    )
+
+
+def _events(ids: list[int], action: str, actor, detail: dict | None = None) -> None:
+    now = timezone.now()
+    actor_id = getattr(actor, "pk", None)
+    SolutionEvent.objects.bulk_create(
+        [
+            SolutionEvent(
+                solution_id=pk,
+                action=action,
+                actor_id=actor_id,
+                detail=detail or {},
+                created_at=now,
+            )
+            for pk in ids
+        ],
+        batch_size=2000,
+    )
+
+
+def solution_event_add(*, solution: Solution, action: str, actor=None, detail=None) -> None:
+    """Record something a manager did to one solution elsewhere (made it gold) for its history."""
+    _events([solution.pk], action, actor, detail)
+
+
+def _chunks(ids: list[int]):
+    for start in range(0, len(ids), CHUNK):
+        yield ids[start : start + CHUNK]
+
+
+def solutions_requeue(
+    *, campaign: Campaign, solutions: QuerySet, actor=None, labels: int = 1, progress=None
+) -> int:
+    """Ask for ``labels`` more labels of each solution than it has wanted so far, and reopen it.
+
+    Archived solutions are left alone (restore them first). Returns how many were requeued.
+    """
+    if labels < 1:
+        raise ValueError("A requeue asks for at least one more label.")
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign, archived=False))
+        not_bad = Q(bad_problem_reports__lt=campaign.bad_problem_limit)
+        # Every right-hand side of an UPDATE reads the old row: the bound counts the new labels.
+        room = Q(assignment_count__lt=F("extra_labels") + (campaign.overlap + labels))
+        for chunk in _chunks(ids):
+            Solution.objects.filter(pk__in=chunk).update(
+                extra_labels=F("extra_labels") + labels, is_open=open_expression(room, not_bad)
+            )
+            if progress:
+                progress(len(chunk))
+        _events(ids, SolutionEvent.Action.REQUEUED, actor, {"labels": labels})
+    return len(ids)
+
+
+def solutions_archive(*, campaign: Campaign, solutions: QuerySet, actor=None, progress=None) -> int:
+    """Take solutions out of the queue for good, keeping their labels; returns how many."""
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign, archived=False))
+        for chunk in _chunks(ids):
+            Solution.objects.filter(pk__in=chunk).update(archived=True, is_open=False)
+            if progress:
+                progress(len(chunk))
+        _events(ids, SolutionEvent.Action.ARCHIVED, actor)
+    return len(ids)
+
+
+def solutions_restore(*, campaign: Campaign, solutions: QuerySet, actor=None, progress=None) -> int:
+    """Bring archived solutions back; each is open again if it still wants labels."""
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign, archived=True))
+        room = Q(assignment_count__lt=F("extra_labels") + campaign.overlap)
+        not_bad = Q(bad_problem_reports__lt=campaign.bad_problem_limit)
+        for chunk in _chunks(ids):
+            rows = Solution.objects.filter(pk__in=chunk)
+            rows.update(archived=False)
+            rows.update(is_open=open_expression(room, not_bad))
+            if progress:
+                progress(len(chunk))
+        _events(ids, SolutionEvent.Action.RESTORED, actor)
+    return len(ids)
+
+
+def problem_ground_truth_set(*, problem: Problem, answer: str, actor=None) -> int:
+    """Change a problem's ground-truth answer and grade its solutions again against it.
+
+    Returns how many solutions were graded right or wrong. With no ground truth left, every
+    solution of the problem is ungraded.
+    """
+    answer = (answer or "").strip()
+    with transaction.atomic():
+        before = problem.ground_truth_answer
+        Problem.objects.filter(pk=problem.pk).update(ground_truth_answer=answer)
+        problem.ground_truth_answer = answer
+        solutions = Solution.objects.filter(problem=problem)
+        ids = list(solutions.values_list("pk", flat=True))
+        _events(ids, SolutionEvent.Action.GROUND_TRUTH, actor, {"from": before, "to": answer})
+        # Solutions with no answer, or all of them when the truth is gone, are ungraded.
+        solutions.update(answer_is_correct=None)
+    return solutions_grade(solutions=solutions, regrade=True).graded
+
+
+class CurationError(ValueError):
+    """A curation request that breaks a rule; the text is shown to the person."""
+
+    code = "refused"
+
+
+def solution_gold_set(*, solution: Solution, kind: str, gold: list[int | None]) -> Solution:
+    """Make a solution a quality-control or screening question with these gold step ratings,
+    or a regular one again (gold ratings cleared).
+
+    ``gold`` has one entry per step, -1/0/1 or None (not scored). A gold solution needs at least
+    one gold rating, or it would score nobody.
+    """
+    steps = list(Step.objects.filter(solution=solution).order_by("index"))
+    if kind not in Solution.Kind.values:
+        raise CurationError(f"Unknown kind {kind!r}.")
+    if len(gold) != len(steps):
+        raise CurationError(f"The solution has {len(steps)} steps; {len(gold)} ratings were given.")
+    if any(g not in (None, *Rating.values) for g in gold):
+        raise CurationError("A gold rating is -1, 0, 1 or empty.")
+    if kind == Solution.Kind.REGULAR:
+        gold = [None] * len(steps)
+    elif all(g is None for g in gold):
+        raise CurationError(
+            "A quality-control or screening solution needs at least one gold rating."
+        )
+    with transaction.atomic():
+        for step, rating in zip(steps, gold, strict=True):
+            step.gold_rating = rating
+        Step.objects.bulk_update(steps, ["gold_rating"])
+        Solution.objects.filter(pk=solution.pk).update(kind=kind)
+        # Gold solutions are open to everyone, regular ones up to the overlap: recount.
+        Solution.objects.filter(pk=solution.pk).refresh_queue_state()
+    solution.refresh_from_db()
+    return solution
+
+
+def consensus(ratings: list[int | None]) -> int | None:
+    """The majority rating of a step (ties: the more negative); None when nobody rated it."""
+    rated = [r for r in ratings if r is not None]
+    if not rated:
+        return None
+    counts = Counter(rated)
+    best = max(counts.values())
+    return min(r for r, n in counts.items() if n == best)
+
+
+def solutions_make_gold(
+    *, campaign: Campaign, solutions: QuerySet, kind: str, actor=None, progress=None
+) -> int:
+    """Make solutions quality-control or screening questions whose gold is the consensus of
+    their submitted ratings (majority per step, ties to the more negative; a step nobody rated
+    has no gold). A solution nobody rated is left as it is. Returns how many became gold.
+    """
+    if kind not in (Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING):
+        raise ValueError(f"Gold is qc or screening, not {kind!r}.")
+    made: list[int] = []
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign))
+        for chunk in _chunks(ids):
+            ratings: dict[int, list[int | None]] = {}
+            for step_id, rating in StepLabel.objects.filter(
+                assignment__solution_id__in=chunk, assignment__status=Assignment.Status.SUBMITTED
+            ).values_list("step_id", "rating"):
+                ratings.setdefault(step_id, []).append(rating)
+            steps = list(Step.objects.filter(solution_id__in=chunk))
+            gold = {}
+            for step in steps:
+                step.gold_rating = consensus(ratings.get(step.pk, []))
+                if step.gold_rating is not None:
+                    gold[step.solution_id] = True
+            Step.objects.bulk_update(
+                [s for s in steps if s.solution_id in gold], ["gold_rating"], batch_size=1000
+            )
+            rows = Solution.objects.filter(pk__in=list(gold))
+            rows.update(kind=kind)
+            rows.refresh_queue_state()
+            made += list(gold)
+            if progress:
+                progress(len(chunk))
+        _events(made, SolutionEvent.Action.MADE_GOLD, actor, {"kind": kind, "from": "consensus"})
+    return len(made)
+
+
+# --- Many at once: a background job ------------------------------------------------------------
+
+
+def bulk_action_create(
+    *, campaign: Campaign, action: str, solution_filter: SolutionFilter, created_by=None
+) -> SolutionBulkAction:
+    """Record a bulk action over what the filter matches; run it now when it is small, else have
+    a Celery worker run it once the row is committed.
+
+    A small one runs in the request like any job (``bulk_action_run``); its failure is recorded
+    on the job, which the page shows, and never fails the request.
+    """
+    if action not in Action.values:
+        raise ValueError(f"Unknown action {action!r}.")
+    matching = solution_filter.apply(Solution.objects.filter(campaign=campaign))
+    total = matching.count()
+    job = SolutionBulkAction.objects.create(
+        campaign=campaign,
+        action=action,
+        selection=solution_filter.to_params(with_sort=False),
+        total=total,
+        created_by=created_by,
+    )
+    if total > INLINE_MAX:
+        BULK_ACTIONS.send(job.pk)
+        return job
+    try:
+        return bulk_action_run(job=job)
+    except Exception:  # recorded on the job by job_run, and logged
+        job.refresh_from_db()
+        return job
+
+
+_RUNNERS = {
+    Action.REQUEUE: solutions_requeue,
+    Action.ARCHIVE: solutions_archive,
+    Action.RESTORE: solutions_restore,
+    Action.GOLD_QC: functools.partial(solutions_make_gold, kind=Solution.Kind.QUALITY_CONTROL),
+    Action.GOLD_SCREENING: functools.partial(solutions_make_gold, kind=Solution.Kind.SCREENING),
+}
+
+
+def bulk_action_run(*, job: SolutionBulkAction) -> SolutionBulkAction:
+    """Run a bulk action in this process, as its Celery task does (``common.jobs.job_run``).
+
+    A job that is finished, or taken by a live worker, is returned as it is; a failure changes
+    nothing, is recorded on the job, then raised.
+    """
+    return job_run(BULK_ACTIONS, job) or job
+
+
+def _bulk_action_work(job: SolutionBulkAction, attempt: JobAttempt) -> None:
+    """Apply the action to every solution its selection matches now, in one transaction that
+    also marks the job done (only while this attempt owns it): all or nothing.
+
+    So a worker killed half way leaves nothing changed, and the sweep's next attempt applies the
+    whole action afresh (the selection is resolved again then).
+    """
+    seen = {"done": 0}
+
+    def progress(n: int) -> None:
+        seen["done"] += n
+        done = seen["done"]
+        share = min(1.0, done / job.total) if job.total else 0.0
+        attempt.report(done=done, progress=round(share, 3))
+
+    selection = SolutionFilter.from_params(job.selection)
+    solutions = selection.apply(Solution.objects.filter(campaign=job.campaign))
+    with transaction.atomic():
+        changed = _RUNNERS[job.action](
+            campaign=job.campaign, solutions=solutions, actor=job.created_by, progress=progress
+        )
+        stage_pause("bulk_actions.apply")
+        attempt.finish(DONE, changed=changed, done=job.total, progress=1.0)
+
+
+BULK_ACTIONS = JobKind(
+    name="bulk_actions",
+    model=SolutionBulkAction,
+    task="labeling.bulk_action_run",
+    work=_bulk_action_work,
+    related=("campaign", "created_by"),
+    page=JobPage(
+        template="labeling/_bulk_action_job.html",
+        url="labeling:browser",
+        viewers=MANAGE,
+        element="section",
+        css_class="card bulk-job",
+    ),
+)

@@ -1,0 +1,46 @@
+"""A solution's history for the data browser's item page: the queue's work, reviews, and what
+managers did (``SolutionEvent``), oldest first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from labeling.models import Assignment, Review, Solution, SolutionEvent
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    at: datetime
+    what: str  # served, skipped, submitted, expired, reviewed, requeued, archived, ...
+    who: str
+    detail: str = ""
+
+
+def solution_history(*, solution: Solution) -> list[HistoryEntry]:
+    """What happened to a solution, oldest first: the queue's work (served, skipped, submitted,
+    a lease that expired), reviews, and what managers did (``SolutionEvent``)."""
+    entries: list[HistoryEntry] = []
+    assignments = Assignment.objects.filter(solution=solution).select_related("annotator")
+    for a in assignments:
+        who = a.annotator.get_username()
+        entries.append(HistoryEntry(a.leased_at, "served", who))
+        if a.status == Assignment.Status.SKIPPED:
+            entries.append(HistoryEntry(a.submitted_at or a.leased_at, "skipped", who))
+        elif a.status == Assignment.Status.EXPIRED:
+            entries.append(HistoryEntry(a.lease_expires_at or a.leased_at, "lease expired", who))
+        elif a.status == Assignment.Status.SUBMITTED:
+            when = a.submitted_at or a.leased_at
+            entries.append(HistoryEntry(when, "submitted", who, a.finish_reason))
+    reviews = Review.objects.filter(assignment__solution=solution).select_related(
+        "reviewer", "assignment__annotator"
+    )
+    for r in reviews:
+        detail = f"{r.decision} the work of {r.assignment.annotator.get_username()}"
+        entries.append(HistoryEntry(r.created_at, "reviewed", r.reviewer.get_username(), detail))
+    for e in SolutionEvent.objects.filter(solution=solution).select_related("actor"):
+        who = e.actor.get_username() if e.actor else "system"
+        detail = ", ".join(f"{k}: {v}" for k, v in e.detail.items())
+        entries.append(HistoryEntry(e.created_at, e.get_action_display(), who, detail))
+    entries.sort(key=lambda e: e.at)
+    return entries

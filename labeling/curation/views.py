@@ -1,0 +1,449 @@
+"""The data browser: find any solution of a campaign, see who labelled what, act on many at once.
+
+Managers and reviewers browse; managers act. The filters are ``labeling.curation.filters``'
+(declared once, shared with the API's solution list and exports); they live in the query string,
+so a view can be bookmarked and shared. Bulk actions (requeue, archive, restore, make gold from
+the consensus) go through ``labeling.curation.actions``: a few solutions at once in the request,
+more as a background job the page follows. "Export this selection" hands the same filters to the
+export page. The item page shows every annotator's ratings side by side, gold, reviews, the
+active PRM's step scores (from the scorers ``learning`` registers with ``labeling.scores``: the
+PRM lives above this app), the queue state and the solution's history; managers make it gold
+or change its ground truth from there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.db.models.functions import Left
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from common.pages import query_id
+from labeling.curation import actions, filters, history
+from labeling.models import (
+    Assignment,
+    Membership,
+    Problem,
+    Review,
+    Solution,
+    SolutionBulkAction,
+    SolutionEvent,
+    Step,
+    StepLabel,
+)
+from labeling.permissions import MANAGE, REVIEW, campaign_for, campaign_page
+from labeling.scores import step_scores
+
+PAGE_SIZE = 50
+GENERATORS_CACHE_SECONDS = 300
+# The page counts matches up to here ("more than 1,000"): an exact count of a broad filter would
+# cost more than the page; a bulk action counts exactly when it runs.
+COUNT_CAP = 1000
+ROW_FIELDS = (
+    "id",
+    "problem_id",
+    "kind",
+    "archived",
+    "is_open",
+    "answer_is_correct",
+    "generator",
+    "assignment_count",
+    "prm_score",
+    "priority",
+)
+BULK_ACTIONS = (
+    ("requeue", "Requeue for more labels"),
+    ("archive", "Archive"),
+    ("restore", "Restore"),
+    ("gold_qc", "Make QC gold from the consensus"),
+    ("gold_screening", "Make screening gold from the consensus"),
+    ("export", "Export"),
+)
+
+
+def _filter_from(request: HttpRequest) -> tuple[filters.SolutionFilter, str | None]:
+    try:
+        return filters.SolutionFilter.from_params(request.GET), None
+    except filters.FilterError as error:
+        return filters.SolutionFilter(), f"{error.field}: {error.message}"
+
+
+def state_of(solution: Solution, leased: bool) -> str:
+    """The solution's queue state as the browser's ``state`` filter names it."""
+    if solution.archived:
+        return "archived"
+    if leased:
+        return "leased"
+    return "open" if solution.is_open else "complete"
+
+
+@login_required
+@require_GET
+def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every solution of the campaign, searched, filtered and sorted as the query string says."""
+    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
+    solution_filter, error = _filter_from(request)
+    matching = solution_filter.apply(Solution.objects.filter(campaign=campaign))
+    # The problem's text is read for the page's rows only, after the page is cut (a join here
+    # would be computed for every match before the sort).
+    rows = matching.only(*ROW_FIELDS).annotate(leased=filters.live_lease())
+    try:
+        page = filters.solutions_page(
+            rows, solution_filter, cursor=request.GET.get("cursor"), size=PAGE_SIZE
+        )
+    except filters.FilterError as problem:
+        error = problem.message
+        page = filters.solutions_page(rows, solution_filter, cursor=None, size=PAGE_SIZE)
+    excerpts = dict(
+        Problem.objects.filter(pk__in={s.problem_id for s in page.solutions})
+        .annotate(excerpt=Left("text", 160))
+        .values_list("pk", "excerpt")
+    )
+    for s in page.solutions:
+        s.state = state_of(s, s.leased)
+        s.problem_excerpt = excerpts.get(s.problem_id, "")
+    if page.next_cursor is None and not request.GET.get("cursor"):
+        count, more = len(page.solutions), False  # all of them are on this page
+    else:
+        count, more = filters.count_capped(matching, cap=COUNT_CAP)
+    query = solution_filter.querystring()
+    next_url = None
+    if page.next_cursor:
+        next_url = "?" + (query + "&" if query else "") + f"cursor={page.next_cursor}"
+    job = None
+    if job_id := request.GET.get("job", "").strip():
+        job = SolutionBulkAction.objects.filter(campaign=campaign, pk=_int(job_id)).first()
+    can_manage = request.user.is_superuser or (membership and membership.role in MANAGE)
+    return campaign_page(
+        request,
+        "labeling/browser.html",
+        campaign,
+        membership,
+        {
+            "filter": solution_filter,
+            "values": solution_filter.values,
+            "error": error,
+            "page": page,
+            "count": count,
+            "more": more,
+            "query": solution_filter.querystring(with_sort=False),
+            "view_query": query,
+            "next_url": next_url,
+            "specs": filters.FILTERS_BY_NAME,
+            "choice_filters": [
+                (filters.FILTERS_BY_NAME[n], solution_filter.values.get(n, []))
+                for n in ("kind", "state", "answer", "review")
+            ],
+            "bool_filters": [
+                (filters.FILTERS_BY_NAME[n], solution_filter.values.get(n))
+                for n in ("negative", "flagged", "disagree")
+            ],
+            "sorts": filters.SORTS,
+            "generators": _generators(campaign),
+            "annotators": _annotators(campaign),
+            "job": job,
+            "actions": BULK_ACTIONS,
+            "may_act": can_manage,
+        },
+        status=400 if error else 200,
+    )
+
+
+def _int(raw: str) -> int:
+    return int(raw) if is_db_id(raw) else 0
+
+
+def _generators(campaign) -> list[str]:
+    """The campaign's generator names, for the filter's list (a scan of every solution: cached)."""
+    key = f"browser-generators:{campaign.pk}"
+    names = cache.get(key)
+    if names is None:
+        names = list(
+            Solution.objects.filter(campaign=campaign)
+            .exclude(generator="")
+            .order_by("generator")
+            .values_list("generator", flat=True)
+            .distinct()[:200]
+        )
+        cache.set(key, names, GENERATORS_CACHE_SECONDS)
+    return names
+
+
+def _annotators(campaign) -> list[tuple[int, str]]:
+    return list(
+        Membership.objects.filter(campaign=campaign, role=Membership.Role.ANNOTATOR)
+        .order_by("user__username")
+        .values_list("user_id", "user__username")
+    )
+
+
+def is_db_id(value: object) -> bool:
+    """A database id as a form sends it (``common.pages.query_id``: ASCII digits, at most 18;
+    ``"²".isdigit()`` is true, and a 20-digit number is no 64-bit id: both are refused here,
+    before any work starts)."""
+    return isinstance(value, str) and query_id(value) is not None
+
+
+class BulkActionForm(forms.Form):
+    """What to do, and to what: the ticked solutions (``id``) or all the filter matches."""
+
+    action = forms.ChoiceField(choices=BULK_ACTIONS)
+    scope = forms.ChoiceField(choices=(("selected", "selected"), ("all", "all matching")))
+    query = forms.CharField(required=False, max_length=20_000)
+    id = forms.TypedMultipleChoiceField(
+        required=False,
+        coerce=int,
+        choices=(),
+        error_messages={"invalid_choice": "%(value)s is not a solution id."},
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Ids are checked against the campaign when the filter is applied, not listed here.
+        self.fields["id"].valid_value = is_db_id
+
+    def problems(self) -> str:
+        """What is wrong with the request, in words (for the 400)."""
+        return " ".join(f"{name}: {' '.join(errors)}" for name, errors in self.errors.items())
+
+    def selection(self) -> filters.SolutionFilter:
+        """The solutions the action applies to, as a filter (a list of ids is one too)."""
+        if self.cleaned_data["scope"] == "selected":
+            ids = self.cleaned_data["id"]
+            if not ids:
+                raise filters.FilterError("id", "Tick the solutions to act on first.")
+            return filters.SolutionFilter(values={"id": ids[: filters.MAX_IDS]})
+        return filters.SolutionFilter.from_params(QueryDict(self.cleaned_data["query"]))
+
+
+@login_required
+@require_POST
+def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
+    """A bulk action on the ticked solutions or on all that match the filter (managers)."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    form = BulkActionForm(request.POST)
+    back = reverse("labeling:browser", kwargs={"slug": campaign.slug})
+    if not form.is_valid():
+        return HttpResponse(
+            f"Choose an action and the solutions to apply it to ({form.problems()})",
+            status=400,
+            content_type="text/plain",
+        )
+    query = form.cleaned_data["query"]
+    try:
+        selection = form.selection()
+    except filters.FilterError as error:
+        messages.error(request, error.message)
+        return redirect(f"{back}?{query}")
+    action = form.cleaned_data["action"]
+    if action == "export":
+        export_url = reverse("exports:list", kwargs={"slug": campaign.slug})
+        return redirect(f"{export_url}?{selection.querystring(with_sort=False)}")
+    job = actions.bulk_action_create(
+        campaign=campaign, action=action, solution_filter=selection, created_by=request.user
+    )
+    if job.status == SolutionBulkAction.Status.DONE:
+        messages.success(request, f"{job.get_action_display()}: {job.changed} solution(s).")
+    elif job.status == SolutionBulkAction.Status.FAILED:
+        messages.error(request, job.error)
+    separator = "&" if query else ""
+    return redirect(f"{back}?{query}{separator}job={job.pk}")
+
+
+# --- The item page ---------------------------------------------------------------------------
+
+
+@dataclass
+class AnnotatorColumn:
+    assignment: Assignment
+    username: str
+    review: Review | None
+
+
+@dataclass
+class StepRow:
+    step: Step
+    labels: list[StepLabel | None]  # one per AnnotatorColumn
+    scores: list[float | None]  # one per scorer (``labeling.scores``), in the page's order
+    consensus: int | None
+
+
+class GoldFromLabelsForm(forms.Form):
+    kind = forms.ChoiceField(choices=[c for c in Solution.Kind.choices if c[0] != "regular"])
+    source = forms.CharField(
+        max_length=20, help_text="An assignment id (that annotator's ratings) or 'consensus'."
+    )
+
+    def clean_source(self) -> str:
+        source = self.cleaned_data["source"]
+        if source != "consensus" and not is_db_id(source):
+            raise forms.ValidationError("source is an assignment id or 'consensus'.")
+        return source
+
+
+class GroundTruthForm(forms.Form):
+    ground_truth_answer = forms.CharField(max_length=2000, required=False, strip=True)
+
+
+def _item_context(campaign, solution: Solution) -> dict:
+    submitted = list(
+        Assignment.objects.filter(solution=solution, status=Assignment.Status.SUBMITTED)
+        .select_related("annotator")
+        .order_by("submitted_at", "pk")
+    )
+    reviews = {
+        r.assignment_id: r
+        for r in Review.objects.filter(assignment__in=submitted).select_related("reviewer")
+    }
+    columns = [AnnotatorColumn(a, a.annotator.get_username(), reviews.get(a.pk)) for a in submitted]
+    labels = {
+        (label.assignment_id, label.step_id): label
+        for label in StepLabel.objects.filter(assignment__in=submitted)
+    }
+    steps = list(Step.objects.filter(solution=solution).order_by("index"))
+    scores = step_scores(campaign_id=campaign.pk, solution_id=solution.pk)
+    rows = []
+    for step in steps:
+        cells = [labels.get((c.assignment.pk, step.pk)) for c in columns]
+        rows.append(
+            StepRow(
+                step=step,
+                labels=cells,
+                scores=[s[step.index] if step.index < len(s) else None for s in scores.values()],
+                consensus=actions.consensus([c.rating if c else None for c in cells]),
+            )
+        )
+    leases = list(
+        Assignment.objects.live_leases().filter(solution=solution).select_related("annotator")
+    )
+    return {
+        "solution": solution,
+        "columns": columns,
+        "rows": rows,
+        "scorers": list(scores),
+        "leases": leases,
+        "state": state_of(solution, bool(leases)),
+        "wanted": campaign.overlap + solution.extra_labels,
+        "history": history.solution_history(solution=solution),
+        "has_gold": any(s.gold_rating is not None for s in steps),
+    }
+
+
+@login_required
+@require_GET
+def solution_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One solution with every label on it (managers and reviewers)."""
+    campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
+    solution = get_object_or_404(
+        Solution.objects.select_related("problem"), campaign=campaign, pk=pk
+    )
+    context = _item_context(campaign, solution)
+    context["back_query"] = request.GET.get("back", "")
+    context["may_act"] = request.user.is_superuser or (
+        membership is not None and membership.role in MANAGE
+    )
+    context["gold_form"] = GoldFromLabelsForm()
+    context["truth_form"] = GroundTruthForm(
+        initial={"ground_truth_answer": solution.problem.ground_truth_answer}
+    )
+    return campaign_page(request, "labeling/browser_item.html", campaign, membership, context)
+
+
+ITEM_ACTIONS = {"requeue", "archive", "restore", "gold", "ground_truth"}
+
+
+@login_required
+@require_POST
+def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One action on one solution (managers): requeue, archive, restore, make gold, ground truth."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    solution = get_object_or_404(
+        Solution.objects.select_related("problem"), campaign=campaign, pk=pk
+    )
+    action = request.POST.get("action", "")
+    item_url = reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": pk})
+    if back := request.POST.get("back", ""):
+        # The browser's filters, so "Back to the browser" still returns to the same view.
+        query = QueryDict(mutable=True)
+        query["back"] = back
+        item_url += "?" + query.urlencode()
+    if action not in ITEM_ACTIONS:
+        return HttpResponse("Unknown action.", status=400)
+    one = Solution.objects.filter(pk=solution.pk)
+    if action == "requeue":
+        n = actions.solutions_requeue(campaign=campaign, solutions=one, actor=request.user)
+        _say(request, n, "Requeued for one more label.", "An archived solution: restore it first.")
+    elif action == "archive":
+        n = actions.solutions_archive(campaign=campaign, solutions=one, actor=request.user)
+        _say(request, n, "Archived: it left the queue; its labels are kept.", "Already archived.")
+    elif action == "restore":
+        n = actions.solutions_restore(campaign=campaign, solutions=one, actor=request.user)
+        _say(request, n, "Restored.", "It was not archived.")
+    elif action == "ground_truth":
+        form = GroundTruthForm(request.POST)
+        if not form.is_valid():
+            return HttpResponse("A ground-truth answer is at most 2,000 characters.", status=400)
+        graded = actions.problem_ground_truth_set(
+            problem=solution.problem,
+            answer=form.cleaned_data["ground_truth_answer"],
+            actor=request.user,
+        )
+        messages.success(request, f"Ground truth saved; {graded} solution(s) graded again.")
+    else:
+        form = GoldFromLabelsForm(request.POST)
+        if not form.is_valid():
+            problems = " ".join(" ".join(errors) for errors in form.errors.values())
+            return HttpResponse(
+                f"Choose the kind and whose ratings to use ({problems})",
+                status=400,
+                content_type="text/plain",
+            )
+        try:
+            gold = _gold_from(solution, form.cleaned_data["source"])
+            actions.solution_gold_set(solution=solution, kind=form.cleaned_data["kind"], gold=gold)
+        except actions.CurationError as error:
+            messages.error(request, str(error))
+        else:
+            actions.solution_event_add(
+                solution=solution,
+                action=SolutionEvent.Action.MADE_GOLD,
+                actor=request.user,
+                detail={"kind": form.cleaned_data["kind"], "from": form.cleaned_data["source"]},
+            )
+            messages.success(request, f"Now a {solution.get_kind_display()} question.")
+    return redirect(item_url)
+
+
+def _say(request: HttpRequest, n: int, done: str, nothing: str) -> None:
+    if n:
+        messages.success(request, done)
+    else:
+        messages.info(request, nothing)
+
+
+def _gold_from(solution: Solution, source: str) -> list[int | None]:
+    """Gold ratings from one submitted assignment's ratings, or from the consensus of all."""
+    steps = list(
+        Step.objects.filter(solution=solution).order_by("index").values_list("pk", "index")
+    )
+    submitted = Assignment.objects.filter(solution=solution, status=Assignment.Status.SUBMITTED)
+    if source == "consensus":
+        by_step: dict[int, list[int | None]] = {}
+        for step_id, rating in StepLabel.objects.filter(assignment__in=submitted).values_list(
+            "step_id", "rating"
+        ):
+            by_step.setdefault(step_id, []).append(rating)
+        return [actions.consensus(by_step.get(step_id, [])) for step_id, _ in steps]
+    if not is_db_id(source) or not submitted.filter(pk=int(source)).exists():
+        raise actions.CurationError("Choose a submitted assignment of this solution.")
+    ratings = dict(
+        StepLabel.objects.filter(assignment_id=int(source)).values_list("step_id", "rating")
+    )
+    return [ratings.get(step_id) for step_id, _ in steps]
