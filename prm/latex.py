@@ -6,9 +6,13 @@ they can evaluate at numbers. Most of what PRM800K and MATH solutions write (``2
 expression, evaluated by walking its syntax tree with bounded operations (microseconds). What
 the translator does not know (``\\binom``, ``5!``, ``|x|``, ``\\sin``, ``\\lfloor``) goes
 through the LaTeX parser that math-verify brings (``latex2sympy2_extended``, i.e. sympy) and
-comes back as the same kind of expression. Every operation is bounded (exponents, factorials,
-magnitudes), so no input makes evaluation expensive; the checks add a time limit on top
-(``prm.checks.time_limit``).
+comes back as the same kind of expression. Every operation is bounded by size, never by time
+(so a step gets the same findings on an idle machine and a busy one): a part is at most
+``MAX_PART_LENGTH`` characters, evaluation bounds exponents, factorials, binomials and
+magnitudes, and the parser gets only what it reads cheaply: at most ``MAX_FALLBACK_LENGTH``
+characters, LaTeX commands from ``_FALLBACK_COMMANDS``, and none of the constructs it would
+compute while parsing (large binomial coefficients, substitutions ``|_{x=...}``), see
+:func:`_fallback_refusal`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ MAX_FACTORIAL = 60
 MAX_MAGNITUDE = 1e60
 MAX_PART_LENGTH = 160
 MAX_FALLBACK_LENGTH = 60
+MAX_FALLBACK_DIGITS = 6  # digits of a number given to latex2sympy (4 in real steps)
+# latex2sympy computes a binomial coefficient as it parses (\binom{10^6}{5*10^5}: 91 s)
+MAX_BINOMIAL_DIGITS = 3
 
 _SPAN = re.compile(
     r"\$\$(.+?)\$\$|\$(.+?)\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|"
@@ -57,6 +64,18 @@ _NOT_FOR_FALLBACK = re.compile(
     r"angle|lvert|rvert|\|)"
 )
 _FALLBACK_ONLY = re.compile(r"\\(?:binom|lfloor|lceil|log|ln)\b|!|\|")
+# The commands latex2sympy may see: those of real steps that reach it (PRM800K phase 1, the
+# corruption suite's sources) and Greek letters. Not \Gamma or \gamma (the Gamma function,
+# computed as it parses), \det or \operatorname (matrix algebra).
+_FALLBACK_COMMANDS = frozenset(
+    "frac dfrac tfrac sqrt lfloor rfloor lceil rceil log ln cdot times div left right big Big "
+    "bigg Bigg pi binom dbinom tbinom choose dots dotsm ldots cdots end alpha beta delta Delta "
+    "epsilon varepsilon zeta eta theta vartheta Theta iota kappa lambda Lambda mu nu xi Xi rho "
+    "sigma Sigma tau upsilon phi varphi Phi chi psi Psi omega Omega".split()
+)
+_LATEX_COMMAND = re.compile(r"\\([A-Za-z]+)")
+_BINOMIAL = re.compile(r"\\[dt]?binom(?![A-Za-z])|\\choose(?![A-Za-z])")
+_SUBSTITUTION = re.compile(r"\|\s*_")  # \left. f(x) \right|_{x=2}: latex2sympy substitutes
 
 _FUNCTIONS = {
     "sqrt": lambda x: _check(math.sqrt(x)),
@@ -376,17 +395,64 @@ def _to_python(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def load_parser() -> tuple:
-    """Import latex2sympy2_extended (and sympy: about a second) once, *outside* any time limit:
-    an alarm in the middle of an import leaves a half-initialised module behind for good."""
+    """Import latex2sympy2_extended (and sympy: about a second) once, before the first step."""
     from latex2sympy2_extended.latex2sympy2 import ConversionConfig, latex2sympy
     from latex2sympy2_extended.math_normalization import NormalizationConfig
 
     parser = ConversionConfig, latex2sympy, NormalizationConfig
     for warm in (r"\log(8)+\ln(2)", r"\frac{8!}{4!(8-4)!}", r"|x-3|+\lfloor x\rfloor"):
         # the parser builds its prediction tables on first use (most of a call's cost): once
-        # here, before any time limit, and before a scorer forks its workers
+        # here, before a scorer forks its workers
         latex2sympy(warm)
     return parser
+
+
+def _fallback_refusal(part: str) -> str | None:
+    """Why latex2sympy may not parse this part (``None``: it may). latex2sympy evaluates some
+    things while it parses, where nothing can bound them: each rule here keeps one of those
+    small, so the work depends on the part alone and never on a clock."""
+    if len(part) > MAX_FALLBACK_LENGTH:  # the parser takes ~0.1 s on a long expression
+        return "too long for latex2sympy"
+    if any(name not in _FALLBACK_COMMANDS for name in _LATEX_COMMAND.findall(part)):
+        return "a command latex2sympy is not given"
+    if max(map(len, re.findall(r"\d+", part)), default=0) > MAX_FALLBACK_DIGITS:
+        return "a number too long for latex2sympy"
+    if _SUBSTITUTION.search(part):
+        return "a substitution, which latex2sympy evaluates"
+    for m in _BINOMIAL.finditer(part):
+        if m.group().endswith("choose"):  # {n \choose k}: the group around it
+            arguments = [_enclosing_group(part, m.start()).replace("\\choose", " ")]
+        else:
+            first, j = _argument(part, m.end())
+            arguments = [first, _argument(part, j)[0]]
+        for argument in arguments:
+            digits = max(map(len, re.findall(r"\d+", argument)), default=0)
+            if digits > MAX_BINOMIAL_DIGITS or re.search(r"[\^!]|\\[dt]?binom|\\choose", argument):
+                return "a binomial coefficient too large to compute while parsing"
+    return None
+
+
+def _enclosing_group(text: str, i: int) -> str:
+    """The innermost ``{...}`` around position ``i`` (its contents), or the whole text."""
+    depth = 0
+    for start in range(i - 1, -1, -1):
+        if text[start] == "}":
+            depth += 1
+        elif text[start] == "{":
+            if depth == 0:
+                break
+            depth -= 1
+    else:
+        return text
+    depth = 0
+    for end in range(start, len(text)):
+        if text[end] == "{":
+            depth += 1
+        elif text[end] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : end]
+    return text
 
 
 def _from_sympy(text: str) -> str:
@@ -420,8 +486,9 @@ def parse(part: str) -> Expr:
     if _UNSUPPORTED.search(_OWN.sub(" ", part)):
         if not _FALLBACK_ONLY.search(part) or _NOT_FOR_FALLBACK.search(part):
             raise Unevaluable("unsupported notation")
-        if len(part) > MAX_FALLBACK_LENGTH:  # the parser takes ~0.1 s on a long expression
-            raise Unevaluable("too long for latex2sympy")
+        refusal = _fallback_refusal(part)
+        if refusal:
+            raise Unevaluable(refusal)
         python = _from_sympy(part)
     else:
         python = _to_python(part)

@@ -3,8 +3,10 @@
 A step's words say little about whether its arithmetic is right; these checks read its equations
 (``prm.latex``) and test them against themselves, against what the problem and the earlier steps
 established, and against simple facts (percentages, units). Each check answers only when it can
-decide; anything it cannot parse, evaluate or decide within the time limit is *unknown*, never
-wrong. The checks and what fires them:
+decide; anything it cannot parse, evaluate or decide is *unknown*, never wrong. Their work is
+bounded by what they read (a step's length, each part's length, the operations evaluation may
+do, what the LaTeX parser is given: ``prm.latex``), never by a clock, so a step gets the same
+findings at any load. The checks and what fires them:
 
 - ``arithmetic``: a purely numeric equation that does not hold (``7 \\times 8 = 54``);
 - ``algebra``: a rewrite that is not one (``(x+1)^2 = x^2 + x + 1`` inside a chain), or an
@@ -22,20 +24,17 @@ and active learning's forked worker processes).
 
 from __future__ import annotations
 
-from prm.checks.base import CHECKS, STEP_TIME_LIMIT, CheckTimeout, Finding, time_limit
+from prm.checks.base import CHECKS, Finding
 from prm.checks.solution import SolutionChecks, check_solution
 from prm.checks.step import StepMath, read_step
 from prm.checks.words import word_findings
 
 __all__ = [
     "CHECKS",
-    "STEP_TIME_LIMIT",
-    "CheckTimeout",
     "Finding",
     "SolutionChecks",
     "StepMath",
     "check_solution",
     "read_step",
-    "time_limit",
     "word_findings",
 ]

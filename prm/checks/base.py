@@ -1,13 +1,9 @@
-"""What every check shares: the check names, findings, the time limit, numeric closeness and the
-word lists that silence or loosen a check."""
+"""What every check shares: the check names, findings, the bounds on a step, numeric closeness and
+the word lists that silence or loosen a check."""
 
 from __future__ import annotations
 
 import re
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 CHECKS = (
@@ -19,7 +15,8 @@ CHECKS = (
     "percent",
     "units",
 )
-STEP_TIME_LIMIT = 0.5  # seconds for all checks of one step; typical steps take well under 5 ms
+# The checks' work is bounded by what they read, never by a clock (so a step has the same findings
+# at any load): a step of more characters is not read; prm.latex bounds each part of an equation.
 MAX_STEP_CHARACTERS = 4000
 MEMORY_STEPS = 5  # how many steps back a value still counts for the contradiction check
 _POINTS = (0.3719, 1.6183, -0.7071)  # where identities are tested (fixed: checks are deterministic)
@@ -54,36 +51,6 @@ class Finding:
 
     check: str
     reason: str
-
-
-class CheckTimeout(Exception):
-    pass
-
-
-@contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise :class:`CheckTimeout` in this block after ``seconds`` of wall time.
-
-    Uses ``SIGALRM``, which only the main thread may set (as in the scorer's and active learning's
-    forked workers, and a Celery prefork child). Elsewhere the block runs unlimited; every
-    operation the checks do is bounded anyway (``prm.latex``), so this is a second line of defence.
-    """
-    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
-        yield
-        return
-
-    def expire(signum, frame):
-        raise CheckTimeout
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    old_delay, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if old_delay:  # someone else's timer was running: give it back what is left of it
-            signal.setitimer(signal.ITIMER_REAL, max(old_delay - seconds, 1e-3))
 
 
 def close(a: float, b: float, written: str = "", rounding: bool = False) -> bool:

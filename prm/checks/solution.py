@@ -16,12 +16,9 @@ from prm.checks.base import (
     CHECKS,
     MAX_STEP_CHARACTERS,
     MEMORY_STEPS,
-    STEP_TIME_LIMIT,
-    CheckTimeout,
     Finding,
     _fmt,
     close,
-    time_limit,
 )
 from prm.checks.step import (
     StepMath,
@@ -57,9 +54,8 @@ _OPS = {
 class SolutionChecks:
     """What the problem and the steps so far established, and the checks of each next step."""
 
-    def __init__(self, problem: str, *, time_limit_s: float = STEP_TIME_LIMIT) -> None:
+    def __init__(self, problem: str) -> None:
         load_parser()
-        self.time_limit_s = time_limit_s
         self.known: dict[str, tuple[list[float], int]] = {}  # symbol -> (values, step index)
         self.conditions: dict[str, list[tuple[str, float]]] = {}
         self.results: list[float] = []  # values computed or solved for, in order
@@ -69,22 +65,18 @@ class SolutionChecks:
         self.pending: dict[str, list[tuple[Expr, Expr, str, int]]] = {}
         self.position = -1  # the problem
         self.verified = 0
-        with (
-            suppress(CheckTimeout, Unevaluable, RecursionError, ValueError, ArithmeticError),
-            time_limit(self.time_limit_s),
-        ):
+        with suppress(Unevaluable, RecursionError, ValueError, ArithmeticError):
             self._learn(read_step(problem[:MAX_STEP_CHARACTERS]), quiet=True, hypothesis=True)
         self.results = []
         self.position = 0
 
     def step(self, text: str) -> list[Finding]:
-        """The findings of the next step (and remember what it establishes). Never raises:
-        a step the checks cannot finish in time has no findings."""
+        """The findings of the next step (and remember what it establishes). Never raises: a
+        step too long to read, or one whose mathematics cannot be evaluated, has no findings."""
         self.verified = 0
         try:
-            with time_limit(self.time_limit_s):
-                found = [] if len(text) > MAX_STEP_CHARACTERS else self._check(text)
-        except (CheckTimeout, Unevaluable, RecursionError, ValueError, ArithmeticError):
+            found = [] if len(text) > MAX_STEP_CHARACTERS else self._check(text)
+        except (Unevaluable, RecursionError, ValueError, ArithmeticError):
             found = []
         self.position += 1
         unique: dict[str, Finding] = {}

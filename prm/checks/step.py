@@ -50,10 +50,12 @@ _INEQUALITY = re.compile(r"^\s*([A-Za-z])\s*(>|<|\\geq?|\\leq?|\\gt|\\lt)\s*(-?\
 _POSITIVE = re.compile(
     r"\b(positive|nonnegative|non-negative)\s+(?:real\s+|odd\s+|even\s+|whole\s+)?"
     r"(?:integer|number|value|root|solution|divisor|length)s?,?\s*(?:(?:for|of)\s+)?"
-    r"((?:\$[^$]{1,30}\$(?:\s*,?\s*(?:and\s+)?)?)+)"
+    r"((?:\$[^$]{1,30}\$(?:\s*,?\s*(?:and\s+)?)?)++)"
 )
+# The lists of variables are possessive (++): backtracking into "$a$    $b$ ..." (a step with many
+# spans and no "is positive") was exponential, 9 s for ten spans.
 _POSITIVE_AFTER = re.compile(
-    r"((?:\$[^$]{1,30}\$\s*,?\s*(?:and\s+)?)+)\s*(?:is|are|must be|be)\s+(?:both\s+|all\s+)?"
+    r"((?:\$[^$]{1,30}\$\s*,?\s*(?:and\s+)?)++)\s*(?:is|are|must be|be)\s+(?:both\s+|all\s+)?"
     r"(?:a\s+)?(positive|nonnegative|non-negative)"
 )
 _ANSWER = re.compile(r"#\s*Answer\s*\n+\s*(.+?)\s*$", re.S)
