@@ -1,9 +1,9 @@
 """Jobs survive their worker: a real worker process is SIGKILLed in the middle of each of the seven
 kinds of job (an upload import, a generation, an export, the dashboard's figures, an
 active-learning run, a bulk action, machine evidence), and the sweep (on beat, in another
-worker) gets the job done once, or failed with a reason once its attempts are spent; nobody presses anything. A job of the
-`learning` queue is sent again to that queue: only a worker of that queue runs it. Redis and
-PostgreSQL in CI, the filesystem broker and SQLite here.
+worker) gets the job done once, or failed with a reason once its attempts are spent; nobody
+presses anything. A job of the `learning` queue is sent again to that queue: only a worker of
+that queue runs it. Redis and PostgreSQL in CI, the filesystem broker and SQLite here.
 
 ``STEPWISE_JOB_PAUSE`` holds the doomed worker at a known point of the job (after the export's
 files are written under their temporary name; inside the import's transaction, after its last
