@@ -22,6 +22,7 @@ not assumed.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,8 @@ def load_tokenizer(name: str) -> Any:
         raise ExportError(f"tokenizer {name!r} cannot be loaded offline: {error}") from error
     if not getattr(tokenizer, "is_fast", False):
         raise ExportError(f"tokenizer {name!r} is not a fast tokenizer (no token offsets)")
+    # Rows are measured whatever their length: no warning about the model's own limit.
+    tokenizer.model_max_length = sys.maxsize
     return tokenizer
 
 
