@@ -13,7 +13,6 @@ from exports.lengths import TRL_DEFAULT_MAX_LENGTH, TRL_DEFAULT_SEPARATOR, token
 from exports.policy import POLICY_OPTIONS, LabelPolicy, Option
 from labeling.curation.filters import FilterError, SolutionFilter
 
-
 TRL_FIELDS = ("tokenizer", "max_length", "step_separator", "keep_labels")
 
 
