@@ -37,7 +37,8 @@ def export_create(
     """Record an export job and have a Celery worker run it once the row is committed.
 
     The format and its options are checked here, so a bad request fails at once instead of in
-    the worker; a tokenizer must be one the operator declared (no path from the web). ``selection`` (the data browser's filters) exports only the solutions it matches.
+    the worker; a tokenizer must be one the operator declared (no path from the web).
+    ``selection`` (the data browser's filters) exports only the solutions it matches.
     """
     policy = policy or LabelPolicy()
     spec = get_format(fmt)

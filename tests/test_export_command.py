@@ -104,7 +104,7 @@ def test_it_says_what_trls_trainer_would_cut_and_keeps_every_label_when_asked(tm
     assert "1 of 1 records with a negative label would lose it" in capsys.readouterr().out
     call_command("export_dataset", *flags, "--keep-labels", f"--out={tmp_path}/kept.jsonl")
     assert "as written: 0 negative, 0 positive labels cut" in capsys.readouterr().out
-    rows = [json.loads(line) for line in open(tmp_path / "kept.jsonl")]
+    rows = [json.loads(line) for line in (tmp_path / "kept.jsonl").read_text().splitlines()]
     assert [label for row in rows for label in row["labels"]] == [True] * 8 + [False]
     assert len(rows) > 1  # split into windows, each ending on a labelled step
     with pytest.raises(CommandError, match="cannot be loaded offline"):
