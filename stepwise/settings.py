@@ -325,6 +325,16 @@ STEPWISE_ENDPOINT_URLS = envbool("STEPWISE_ENDPOINT_URLS", "False")
 STEPWISE_ENDPOINT_HOSTS = [
     h.strip() for h in envstr("STEPWISE_ENDPOINT_HOSTS", "").split(",") if h.strip()
 ]
+# Tokenizers the export page and API offer for TRL's length check (docs/exports.md): "name=source"
+# pairs separated by commas, each source a local folder or a hub id already in the cache (never
+# downloaded). The command line also takes a folder or hub id directly.
+STEPWISE_EXPORT_TOKENIZERS = {
+    name.strip(): source.strip()
+    for name, _, source in (
+        pair.partition("=") for pair in envstr("STEPWISE_EXPORT_TOKENIZERS", "").split(",")
+    )
+    if name.strip() and source.strip()
+}
 # Generation jobs (docs/generation.md): requests one job may have in flight (and at most its
 # endpoint's max_concurrency).
 STEPWISE_GENERATION_MAX_CONCURRENCY = envint("STEPWISE_GENERATION_MAX_CONCURRENCY", "16")
