@@ -180,6 +180,13 @@ class JobKind:
     def heartbeat_seconds(self) -> float:
         return getattr(settings, self.heartbeat_setting)
 
+    @property
+    def queue(self) -> str:
+        """The Celery queue its task goes to (``CELERY_TASK_ROUTES``)."""
+        from common.queues import task_queue
+
+        return task_queue(self.task)
+
     def status(self, state: str) -> str:
         """The model's name for one of the four states."""
         return {PENDING: self.queued, RUNNING: self.running, DONE: self.done, FAILED: self.failed}[

@@ -38,6 +38,13 @@ def _fresh_cache(settings, request):
     }
 
 
+@pytest.fixture(autouse=True)
+def _quick_worker_inspection(settings):
+    """In-process tests have no worker to wait for: ask the broker which queues have consumers
+    (common.queues) with a short wait; the tests that start workers wait longer."""
+    settings.STEPWISE_INSPECT_TIMEOUT = 0.1
+
+
 def pytest_collection_modifyitems(config, items):
     """Skip PostgreSQL-only tests on SQLite. CI always runs the suite on PostgreSQL too."""
     from django.conf import settings
@@ -97,8 +104,8 @@ def celery_workers(transactional_db, settings, tmp_path):
     """Starts real ``celery -A stepwise worker --pool=solo`` processes on the test database.
 
     ``start(**env)`` launches one, with extra environment variables; ``queues`` says which
-    queues it consumes (both by default, as ``make run``'s worker), ``beat=True`` runs beat in
-    it too (its schedule file in the test's own folder). Each uses this process's
+    queues it consumes (all of them by default, as ``make run``'s worker), ``beat=True`` runs
+    beat in it too (its schedule file in the test's own folder). Each uses this process's
     broker (Redis when CELERY_BROKER_URL says so, else the filesystem transport under
     STEPWISE_VAR_DIR) and media root, and logs to ``proc.log_path``. The test must commit what a
     worker should see, hence the transactional database. Whatever is still running at the end is
@@ -111,8 +118,10 @@ def celery_workers(transactional_db, settings, tmp_path):
     from django.db import connection
 
     started: list[subprocess.Popen] = []
+    settings.STEPWISE_INSPECT_TIMEOUT = 2.0  # real workers answer within the polling interval
 
-    def start(*, queues: str = "celery,learning", beat: bool = False, **env_extra: str):
+    def start(*, queues: str | None = None, beat: bool = False, **env_extra: str):
+        queues = queues or ",".join(settings.STEPWISE_QUEUES)
         env = {
             **os.environ,
             "DATABASE_URL": _database_url(connection.settings_dict),
