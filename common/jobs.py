@@ -199,9 +199,30 @@ class JobKind:
         return names[job.status]
 
     def send(self, pk: int) -> None:
-        """Send the job's task once the current transaction commits (at once outside one)."""
+        """Send the job's task once the current transaction commits (at once outside one).
+
+        The job is accepted once its row is committed, broker or not: when the broker cannot
+        take the message (down, unreachable), the job is left to the sweep, marked as sent long
+        enough ago that the sweep's next pass sends it again (``job_unsent``), and the request
+        that created it still answers with its id.
+        """
         task = job_task(self)
-        transaction.on_commit(lambda: task.delay(pk))
+
+        def deliver() -> None:
+            try:
+                task.delay(pk)
+            except Exception as error:  # the broker's trouble must not undo an accepted job
+                log.warning(
+                    "%s job %s: the broker did not take its message (%s: %s); "
+                    "the jobs sweep sends it when the broker is back",
+                    self.name,
+                    pk,
+                    type(error).__name__,
+                    error,
+                )
+                job_unsent(self, pk)
+
+        transaction.on_commit(deliver)
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -394,6 +415,17 @@ def job_run(kind: JobKind, job: models.Model | int, **options: Any) -> models.Mo
             raise
     job.refresh_from_db()
     return job
+
+
+def job_unsent(kind: JobKind, pk: int) -> None:
+    """A waiting job whose message never reached the broker: make it due for the sweep's next
+    pass. A waiting job's ``heartbeat_at`` means "sent at" (``job_kind_sweep``), so one older
+    than the stale bound is sent again, like a lost message."""
+    long_ago = timezone.now() - timedelta(seconds=kind.stale_seconds + 1)
+    try:
+        kind.model.objects.filter(pk=pk, status=kind.queued).update(heartbeat_at=long_ago)
+    except Exception:  # the row is still waiting: the sweep sends it at the stale bound anyway
+        log.warning("%s job %s: could not mark it unsent", kind.name, pk, exc_info=True)
 
 
 def job_is_silent(kind: JobKind, job: models.Model) -> bool:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,74 @@ def _database_url(db: dict) -> str:
     host = db.get("HOST") or "localhost"
     port = f":{db['PORT']}" if db.get("PORT") else ""
     return f"postgres://{auth}{'@' if auth else ''}{host}{port}/{db['NAME']}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def web_processes(transactional_db, settings, tmp_path):
+    """``start(**env)`` launches one gunicorn (1 process, 2 threads) on the test database, with
+    extra environment variables, and returns its URL; it uses this process's broker and media
+    root (the test sets ``MEDIA_ROOT`` first). Whatever is still running at the end is stopped."""
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from django.db import connection
+
+    started: list[subprocess.Popen] = []
+
+    def start(**env_extra: str) -> str:
+        port = free_port()
+        env = {
+            **os.environ,
+            "DATABASE_URL": _database_url(connection.settings_dict),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
+            "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            "CELERY_TASK_ALWAYS_EAGER": "False",
+            **env_extra,
+        }
+        log = open(tmp_path / f"gunicorn-{port}.log", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "stepwise.wsgi:application",
+                f"--bind=127.0.0.1:{port}",
+                "--workers=1",
+                "--threads=2",
+            ],
+            cwd=Path(__file__).resolve().parents[1],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        started.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                httpx.get(f"{url}/login/", timeout=5)
+                return url
+            except httpx.TransportError:
+                time.sleep(0.2)
+        pytest.fail(f"gunicorn on {port} did not start:\n{log.name}")
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture
