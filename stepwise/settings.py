@@ -74,6 +74,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that it times everything below it (stepwise/observability.py).
+    "stepwise.observability.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "stepwise.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -248,6 +250,9 @@ STEPWISE_QUEUES = tuple(
 # STEPWISE_INSPECT_TIMEOUT seconds of waiting for the workers' replies).
 STEPWISE_QUEUE_CONSUMERS_SECONDS = envint("STEPWISE_QUEUE_CONSUMERS_SECONDS", "15")
 STEPWISE_INSPECT_TIMEOUT = float(envstr("STEPWISE_INSPECT_TIMEOUT", "1.0"))
+# /metrics (stepwise/observability.py) is readable by staff, and with
+# `Authorization: Bearer <token>` when this is set (for Prometheus). Empty: staff only.
+STEPWISE_METRICS_TOKEN = envstr("STEPWISE_METRICS_TOKEN", "")
 # Periodic tasks; each app adds its own entries.
 CELERY_BEAT_SCHEDULE: dict = {}
 # Releases the slots of expired leases in every campaign (the queue also does it when serving).
@@ -423,6 +428,8 @@ if PRODUCTION:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", "True")
+    # Probes (a load balancer, systemd, Kubernetes) ask over plain HTTP, inside the network.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "31536000")
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
