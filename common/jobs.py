@@ -263,6 +263,14 @@ def job_kind_of(job: models.Model) -> JobKind:
     raise LookupError(f"{type(job).__name__} is no registered kind of job")
 
 
+def job_kind_for_model(model: type[models.Model]) -> JobKind:
+    """The registered kind whose model is ``model``."""
+    for kind in _KINDS.values():
+        if issubclass(model, kind.model):
+            return kind
+    raise LookupError(f"{model.__name__} is no registered kind of job")
+
+
 def job_task(kind: JobKind) -> Any:
     """The Celery task of a registered kind (calling it runs one job here, as a worker would)."""
     return _TASKS[kind.name]
@@ -426,6 +434,43 @@ def job_unsent(kind: JobKind, pk: int) -> None:
         kind.model.objects.filter(pk=pk, status=kind.queued).update(heartbeat_at=long_ago)
     except Exception:  # the row is still waiting: the sweep sends it at the stale bound anyway
         log.warning("%s job %s: could not mark it unsent", kind.name, pk, exc_info=True)
+
+
+def job_retry(kind: JobKind, pk: int) -> bool:
+    """Start a failed job again from scratch, with all its attempts (an operator's action: the
+    admin's "Retry"). Its work starts over as the first attempt's does (an import of the same
+    file adds nothing twice). False when the job had not failed (it is left alone)."""
+    fields: dict[str, Any] = {
+        "status": kind.queued,
+        "attempts": 0,
+        "error": "",
+        "heartbeat_at": None,
+        "started_at": None,
+    }
+    if kind.finished_field:
+        fields[kind.finished_field] = None
+    with transaction.atomic():
+        if not kind.model.objects.filter(pk=pk, status=kind.failed).update(**fields):
+            return False
+        kind.send(pk)
+    return True
+
+
+def job_fail(kind: JobKind, pk: int, reason: str) -> bool:
+    """Fail a waiting or running job now, with ``reason`` (an operator's action: the admin's
+    "Fail"). A worker still running it stops at its next write (its attempt no longer owns the
+    job). False when the job had already finished."""
+    job = kind.model.objects.filter(pk=pk, status__in=(kind.queued, kind.running)).first()
+    if job is None:
+        return False
+    fields: dict[str, Any] = {"status": kind.failed, "error": reason[:5000]}
+    if kind.finished_field:
+        fields[kind.finished_field] = timezone.now()
+    if kind.failed_fields is not None:
+        fields |= kind.failed_fields(job, reason)
+    return bool(
+        kind.model.objects.filter(pk=pk, status__in=(kind.queued, kind.running)).update(**fields)
+    )
 
 
 def job_is_silent(kind: JobKind, job: models.Model) -> bool:
