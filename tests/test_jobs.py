@@ -54,7 +54,7 @@ def _export(**fields) -> Export:
 # Each kind of background work, the model of its rows and the queue its task goes to.
 KINDS = {
     "imports": (ImportJob, "celery"),
-    "generation": (GenerationJob, "celery"),
+    "generation": (GenerationJob, "long"),
     "exports": (Export, "learning"),
     "snapshots": (CampaignSnapshot, "celery"),
     "active_learning": (ActiveLearningRun, "learning"),
