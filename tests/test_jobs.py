@@ -59,7 +59,7 @@ KINDS = {
     "snapshots": (CampaignSnapshot, "celery"),
     "active_learning": (ActiveLearningRun, "learning"),
     "bulk_actions": (SolutionBulkAction, "celery"),
-    "evidence": (EvidenceJob, "celery"),
+    "evidence": (EvidenceJob, "long"),
 }
 
 
