@@ -228,14 +228,14 @@ CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
 CELERY_WORKER_PREFETCH_MULTIPLIER = envint("CELERY_WORKER_PREFETCH_MULTIPLIER", "4")
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-# Queues: heavy tasks (training and scoring, exports) go to `learning`, so a dedicated worker (a
-# GPU box) takes them with `-Q learning`; work that may hold a worker for hours (generation from a
-# model endpoint, rollouts and a judge) goes to `long`, so that imports, figures and the sweeps on
-# the default `celery` queue are never behind it. A worker that serves them all says `-Q celery,learning,long`
-# (scripts/serve.sh). Every queue needs a worker: the app asks the workers which queues they
-# consume (common/queues.py) and says so on a job's page when nobody consumes its queue. See
-# docs/operations.md. A job's task is named by its kind (common/jobs.py, JobKind.task); the sweep
-# sends a job again to the same task, so to the same queue.
+# Queues: heavy tasks (training and scoring, exports) go to `learning`, so a dedicated worker (a GPU
+# box) takes them with `-Q learning`; work that may hold a worker for hours (generation from a model
+# endpoint, rollouts and a judge) goes to `long`, so that imports, figures and the sweeps on the
+# default `celery` queue are never behind it. A worker that serves them all says `-Q
+# celery,learning,long` (scripts/serve.sh). Every queue needs a worker: the app asks the workers
+# which queues they consume (common/queues.py) and says so on a job's page when nobody consumes its
+# queue. See docs/operations.md. A job's task is named by its kind (common/jobs.py, JobKind.task);
+# the sweep sends a job again to the same task, so to the same queue.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {
     "learning.active_learning_run": {"queue": "learning"},
