@@ -11,6 +11,7 @@ request until released, and records every request (inputs and headers).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from dataclasses import dataclass, field
@@ -117,10 +118,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a killed client
             self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):  # the client was killed meanwhile
-            pass
 
 
 class PoolingServer:

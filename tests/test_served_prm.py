@@ -161,7 +161,7 @@ def test_a_campaign_without_a_scoring_endpoint_or_with_an_undeclared_one_is_refu
     settings.STEPWISE_ENDPOINTS = []
     with pytest.raises(ScoringRefused, match="Choose a scoring endpoint"):
         scoring_job_start(campaign=make_campaign())
-    with pytest.raises(ScoringRefused, match="No .* endpoint is declared"):
+    with pytest.raises(ScoringRefused, match=r"No .* endpoint is declared"):
         scoring_job_start(campaign=make_campaign(al_scoring_endpoint="gone"))
 
 
