@@ -240,6 +240,7 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {
     "learning.active_learning_run": {"queue": "learning"},
     "exports.export_run": {"queue": "learning"},
+    "learning.scoring_run": {"queue": "learning"},
     "imports.generation_run": {"queue": "long"},
     "imports.evidence_run": {"queue": "long"},
 }
@@ -358,6 +359,14 @@ STEPWISE_EXPORT_TOKENIZERS = {
 STEPWISE_GENERATION_MAX_CONCURRENCY = envint("STEPWISE_GENERATION_MAX_CONCURRENCY", "16")
 # First wait before retrying a 429/5xx answer (doubled each try, Retry-After honoured).
 STEPWISE_GENERATION_BACKOFF_MS = envint("STEPWISE_GENERATION_BACKOFF_MS", "1000")
+# Scoring jobs with a served PRM (docs/active-learning.md, "A PRM served elsewhere"): open
+# solutions per committed batch, solutions per pooling request, requests in flight (at most the
+# endpoint's max_concurrency), retries of a 429/5xx/timeout and the first wait before one.
+STEPWISE_SCORING_BATCH = envint("STEPWISE_SCORING_BATCH", "64")
+STEPWISE_SCORING_REQUEST_SIZE = envint("STEPWISE_SCORING_REQUEST_SIZE", "16")
+STEPWISE_SCORING_MAX_CONCURRENCY = envint("STEPWISE_SCORING_MAX_CONCURRENCY", "4")
+STEPWISE_SCORING_RETRIES = envint("STEPWISE_SCORING_RETRIES", "5")
+STEPWISE_SCORING_BACKOFF_MS = envint("STEPWISE_SCORING_BACKOFF_MS", "1000")
 # Bounds on imported text (imports/reading.py), far above any real dataset; raise them if needed.
 STEPWISE_IMPORT_MAX_STEPS = envint("STEPWISE_IMPORT_MAX_STEPS", "1000")
 STEPWISE_IMPORT_MAX_STEP_CHARS = envint("STEPWISE_IMPORT_MAX_STEP_CHARS", "20000")

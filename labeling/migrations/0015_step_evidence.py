@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0013_al_retrain_every_help'),
+        ('labeling', '0014_al_scoring_endpoint'),
     ]
 
     operations = [
