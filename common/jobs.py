@@ -42,6 +42,8 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from common.logs import log_context
+
 log = logging.getLogger(__name__)
 
 # A job's state as every page says it, whatever its model calls it (``JobKind`` maps them).
@@ -411,7 +413,8 @@ def job_run(kind: JobKind, job: models.Model | int, **options: Any) -> models.Mo
         return job
     attempt = JobAttempt(kind, pk, number)
     work = import_string(kind.work) if isinstance(kind.work, str) else kind.work
-    with attempt.heartbeat():
+    campaign = getattr(job, "campaign_id", None)
+    with log_context(job_kind=kind.name, job_id=pk, campaign=campaign), attempt.heartbeat():
         try:
             work(job, attempt, **options)
         except JobSuperseded:
