@@ -349,6 +349,9 @@ STEPWISE_ENDPOINT_URLS = envbool("STEPWISE_ENDPOINT_URLS", "False")
 STEPWISE_ENDPOINT_HOSTS = [
     h.strip() for h in envstr("STEPWISE_ENDPOINT_HOSTS", "").split(",") if h.strip()
 ]
+# The secret of the annotator pseudonyms in exports (exports/pseudonyms.py): keep it when
+# rotating SECRET_KEY, or every pseudonym in later exports changes. Empty: SECRET_KEY.
+STEPWISE_PSEUDONYM_SECRET = envstr("STEPWISE_PSEUDONYM_SECRET", "")
 # Tokenizers the export page and API offer for TRL's length check (docs/exports.md): "name=source"
 # pairs separated by commas, each source a local folder or a hub id already in the cache (never
 # downloaded). The command line also takes a folder or hub id directly.
