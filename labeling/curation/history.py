@@ -25,13 +25,6 @@ SUBMITTED_ONCE = (
 )
 
 
-def _reason(finish_reason: str) -> str:
-    """The finish reason in words (``found_error``: "found an error")."""
-    if finish_reason in FinishReason.values:
-        return FinishReason(finish_reason).label
-    return finish_reason or ""
-
-
 def solution_history(*, solution: Solution) -> list[HistoryEntry]:
     """What happened to a solution, oldest first: the queue's work (served, skipped, submitted,
     a lease that expired), reviews, and what managers did (``SolutionEvent``)."""
@@ -43,7 +36,7 @@ def solution_history(*, solution: Solution) -> list[HistoryEntry]:
             # An amendment is a new row copying its original's lease: the serving is the
             # original's; this row is the moment the work changed.
             when = a.submitted_at or a.leased_at
-            entries.append(HistoryEntry(when, "amended", who, _reason(a.finish_reason)))
+            entries.append(HistoryEntry(when, "amended", who, FinishReason.words(a.finish_reason)))
             continue
         entries.append(HistoryEntry(a.leased_at, "served", who))
         if a.status == Assignment.Status.SKIPPED:
@@ -52,7 +45,9 @@ def solution_history(*, solution: Solution) -> list[HistoryEntry]:
             entries.append(HistoryEntry(a.lease_expires_at or a.leased_at, "lease expired", who))
         elif a.status in SUBMITTED_ONCE:
             when = a.submitted_at or a.leased_at
-            entries.append(HistoryEntry(when, "submitted", who, _reason(a.finish_reason)))
+            entries.append(
+                HistoryEntry(when, "submitted", who, FinishReason.words(a.finish_reason))
+            )
     reviews = Review.objects.filter(assignment__solution=solution).select_related(
         "reviewer", "assignment__annotator"
     )

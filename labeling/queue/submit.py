@@ -334,7 +334,7 @@ def _labels_final(
                 "ratings",
                 f"{len(labels)} of {n_steps} steps are rated: rate every step"
                 + (" up to the first negative one" if stop_at_first_error else "")
-                + ", or finish with give_up or bad_problem.",
+                + ", or give up or report a bad problem.",
             )
         finish_reason = (
             FinishReason.SOLUTION if first_negative is None else FinishReason.FOUND_ERROR
