@@ -385,6 +385,9 @@ STEPWISE_SNAPSHOT_MAX_AGE = envint("STEPWISE_SNAPSHOT_MAX_AGE", "300")
 STEPWISE_SNAPSHOT_MIN_AGE = envint("STEPWISE_SNAPSHOT_MIN_AGE", "30")
 # How long a new invitation link works unless the manager says otherwise, in days.
 STEPWISE_INVITATION_DAYS = envint("STEPWISE_INVITATION_DAYS", "7")
+# How old the campaign's progress on the labelling page may be (seconds): it is counted over the
+# whole campaign at most this often, and read from the cache in between.
+STEPWISE_PROGRESS_SECONDS = envint("STEPWISE_PROGRESS_SECONDS", "10")
 
 # Caches: login throttling counts (stepwise/security.py). A file cache under var/ is shared by
 # the processes of one machine; set CACHE_URL=redis://... when several machines serve the site.

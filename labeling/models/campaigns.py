@@ -25,6 +25,11 @@ class FinishReason(models.TextChoices):
     BAD_PROBLEM = "bad_problem", "bad problem"
     GIVE_UP = "give_up", "gave up"
 
+    @classmethod
+    def words(cls, value: str | None) -> str:
+        """What a page says for a stored value (``found_error``: "found an error")."""
+        return cls(value).label if value in cls.values else (value or "")
+
 
 # The PRM backbones active learning trains (names ``prm.build_backbone`` knows), as the settings
 # form offers them. A campaign may hold another name set elsewhere (``hf:PATH`` for a local
