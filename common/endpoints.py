@@ -408,7 +408,7 @@ def checked_address(host: str, port: int) -> str:
     names, networks = _allowed_hosts()
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     except (OSError, UnicodeError, ValueError) as error:
         log.warning("endpoint URL refused: %r does not resolve (%s)", host, error)
         raise EndpointRefused(URL_REFUSED) from None

@@ -33,16 +33,24 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from django.conf import settings
-from django.db import OperationalError, connection, connections, models, transaction
+from django.db import OperationalError, connection, connections, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+if TYPE_CHECKING:
+    from celery import Task
+
+    from common.models import RecoverableJob
+
 log = logging.getLogger(__name__)
+
+# The model of one kind of job (``ImportJob``, ``Export``...).
+_Job = TypeVar("_Job", bound="RecoverableJob")
 
 # A job's state as every page says it, whatever its model calls it (``JobKind`` maps them).
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
@@ -128,11 +136,11 @@ class JobPage:
     element: str = "div"
     css_class: str = ""
     reload_when_done: bool = False
-    follow: Callable[[Any], Any] | None = None
+    follow: Callable[[Any], Any] | None = None  # Any: the kind's own model, in and out
 
 
 @dataclass(frozen=True, eq=False)
-class JobKind:
+class JobKind(Generic[_Job]):
     """One kind of job: a model with ``RecoverableJob``'s fields and a ``status`` and ``campaign``,
     the Celery task that runs it, the function that does its work, and how pages show it.
 
@@ -151,7 +159,7 @@ class JobKind:
     """
 
     name: str
-    model: type[models.Model]
+    model: type[_Job]
     task: str
     work: Callable[..., None] | str
     page: JobPage
@@ -166,19 +174,22 @@ class JobKind:
     stale_setting: str = "STEPWISE_JOB_STALE_SECONDS"
     attempts_setting: str = "STEPWISE_JOB_MAX_ATTEMPTS"
     heartbeat_setting: str = "STEPWISE_JOB_HEARTBEAT_SECONDS"
-    failed_fields: Callable[[Any, str], dict[str, Any]] | None = None
+    failed_fields: Callable[[_Job, str], dict[str, Any]] | None = None
 
     @property
     def stale_seconds(self) -> float:
-        return getattr(settings, self.stale_setting)
+        seconds: float = getattr(settings, self.stale_setting)
+        return seconds
 
     @property
     def max_attempts(self) -> int:
-        return getattr(settings, self.attempts_setting)
+        attempts: int = getattr(settings, self.attempts_setting)
+        return attempts
 
     @property
     def heartbeat_seconds(self) -> float:
-        return getattr(settings, self.heartbeat_setting)
+        seconds: float = getattr(settings, self.heartbeat_setting)
+        return seconds
 
     def status(self, state: str) -> str:
         """The model's name for one of the four states."""
@@ -186,7 +197,7 @@ class JobKind:
             state
         ]
 
-    def state(self, job: models.Model) -> str:
+    def state(self, job: RecoverableJob) -> str:
         """The job's state in the words of every page: pending, running, done or failed."""
         names = {self.queued: PENDING, self.running: RUNNING, self.done: DONE, self.failed: FAILED}
         return names[job.status]
@@ -197,11 +208,11 @@ class JobKind:
         transaction.on_commit(lambda: task.delay(pk))
 
 
-_KINDS: dict[str, JobKind] = {}
-_TASKS: dict[str, Any] = {}
+_KINDS: dict[str, JobKind[Any]] = {}  # Any: each kind has its own model
+_TASKS: dict[str, Task[[int], str]] = {}
 
 
-def job_kind_register(kind: JobKind) -> JobKind:
+def job_kind_register(kind: JobKind[_Job]) -> JobKind[_Job]:
     """Make ``kind`` a job: its Celery task, its place in the sweep and on the pages.
 
     Each app calls it for its kinds in ``AppConfig.ready()``, in every process (web, worker), so
@@ -223,11 +234,11 @@ def job_kind_register(kind: JobKind) -> JobKind:
     return kind
 
 
-def job_kinds() -> dict[str, JobKind]:
+def job_kinds() -> dict[str, JobKind[Any]]:
     return dict(_KINDS)
 
 
-def job_kind_of(job: models.Model) -> JobKind:
+def job_kind_of(job: _Job) -> JobKind[_Job]:
     """The registered kind whose model ``job`` is."""
     for kind in _KINDS.values():
         if isinstance(job, kind.model):
@@ -235,7 +246,7 @@ def job_kind_of(job: models.Model) -> JobKind:
     raise LookupError(f"{type(job).__name__} is no registered kind of job")
 
 
-def job_task(kind: JobKind) -> Any:
+def job_task(kind: JobKind[Any]) -> Task[[int], str]:
     """The Celery task of a registered kind (calling it runs one job here, as a worker would)."""
     return _TASKS[kind.name]
 
@@ -243,7 +254,7 @@ def job_task(kind: JobKind) -> Any:
 # --- Running a job ------------------------------------------------------------------------------
 
 
-def job_claim(kind: JobKind, pk: int, **fields: Any) -> int | None:
+def job_claim(kind: JobKind[Any], pk: int, **fields: Any) -> int | None:
     """Take a job for this worker: its attempt number, or None when it is not this worker's.
 
     One conditional UPDATE, so two workers (or two copies of one message) never both take it: a
@@ -272,7 +283,8 @@ def job_claim(kind: JobKind, pk: int, **fields: Any) -> int | None:
     )
     if not taken:
         return None
-    return kind.model.objects.values_list("attempts", flat=True).get(pk=pk)
+    attempts: int = kind.model.objects.values_list("attempts", flat=True).get(pk=pk)
+    return attempts
 
 
 class JobAttempt:
@@ -284,17 +296,18 @@ class JobAttempt:
     that replaced it. Inside a transaction, ``lock()`` makes the rest of it this attempt's alone.
     """
 
-    def __init__(self, kind: JobKind, pk: int, number: int) -> None:
+    def __init__(self, kind: JobKind[Any], pk: int, number: int) -> None:
         self.kind, self.pk, self.number = kind, pk, number
         self._reported: dict[str, Any] = {}
         self._written: dict[str, Any] = {}
         self._beat_at = 0.0
         self._lock = threading.Lock()
 
-    def owned(self) -> QuerySet:
-        return self.kind.model.objects.filter(
+    def owned(self) -> QuerySet[RecoverableJob]:
+        rows: QuerySet[RecoverableJob] = self.kind.model.objects.filter(
             pk=self.pk, attempts=self.number, status=self.kind.running
         )
+        return rows
 
     def update(self, **fields: Any) -> None:
         if not self.owned().update(**fields):
@@ -313,7 +326,7 @@ class JobAttempt:
             fields[self.kind.finished_field] = timezone.now()
         self.update(**fields)
 
-    def fail(self, reason: str, job: models.Model | None = None) -> None:
+    def fail(self, reason: str, job: RecoverableJob | None = None) -> None:
         """End the job ``failed``, saying why (and what the kind adds: ``failed_fields``)."""
         fields: dict[str, Any] = {"error": reason[:5000]}
         if self.kind.failed_fields is not None and job is not None:
@@ -352,7 +365,7 @@ class JobAttempt:
         return JobBeat(self._tick, every=every, name=f"{self.kind.name}-{self.pk}-heartbeat")
 
 
-def job_run(kind: JobKind, job: models.Model | int, **options: Any) -> models.Model | None:
+def job_run(kind: JobKind[_Job], job: _Job | int, **options: Any) -> _Job | None:
     """Run one job of ``kind`` (a row, or its id) in this process: the body of its Celery task.
 
     Claims it (a job that is finished, taken by a live worker or out of attempts is returned as
@@ -364,38 +377,40 @@ def job_run(kind: JobKind, job: models.Model | int, **options: Any) -> models.Mo
     """
     pk = job if isinstance(job, int) else job.pk
     number = job_claim(kind, pk, **kind.claim_fields)
+    row: _Job | None
     if isinstance(job, int):
-        job = kind.model.objects.select_related(*kind.related).filter(pk=pk).first()
+        row = kind.model.objects.select_related(*kind.related).filter(pk=pk).first()
     else:
+        row = job
         try:
-            job.refresh_from_db()
+            row.refresh_from_db()
         except kind.model.DoesNotExist:
-            job = None
-    if job is None or number is None:
-        return job
+            row = None
+    if row is None or number is None:
+        return row
     attempt = JobAttempt(kind, pk, number)
     work = import_string(kind.work) if isinstance(kind.work, str) else kind.work
     with attempt.heartbeat():
         try:
-            work(job, attempt, **options)
+            work(row, attempt, **options)
         except JobSuperseded:
             log.warning("%s job %s: a later attempt took it over", kind.name, pk)
         except Exception as error:
             log.exception("%s job %s failed", kind.name, pk)
             with contextlib.suppress(JobSuperseded):
-                attempt.fail(f"{type(error).__name__}: {error}", job)
+                attempt.fail(f"{type(error).__name__}: {error}", row)
             raise
-    job.refresh_from_db()
-    return job
+    row.refresh_from_db()
+    return row
 
 
-def job_is_silent(kind: JobKind, job: models.Model) -> bool:
+def job_is_silent(kind: JobKind[_Job], job: _Job) -> bool:
     """Whether a running job's worker went silent (by the sweep's own rule, ``_silent``)."""
     cutoff = timezone.now() - timedelta(seconds=kind.stale_seconds)
     return kind.model.objects.filter(_silent(cutoff), pk=job.pk).exists()
 
 
-def _silent(cutoff) -> Q:
+def _silent(cutoff: datetime) -> Q:
     """No heartbeat since ``cutoff`` (or none at all, and started before it)."""
     return Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
 
@@ -414,7 +429,7 @@ def jobs_sweep(*, stale_seconds: float | None = None) -> dict[str, dict[str, int
     return out
 
 
-def job_kind_sweep(kind: JobKind, *, stale_seconds: float | None = None) -> dict[str, int]:
+def job_kind_sweep(kind: JobKind[Any], *, stale_seconds: float | None = None) -> dict[str, int]:
     """Send again the jobs of one kind that lost their worker or message; fail those out of tries.
 
     - running with a heartbeat older than the stale bound (or none, from before heartbeats): the

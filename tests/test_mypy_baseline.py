@@ -62,6 +62,10 @@ def test_the_strict_modules_are_read_from_pyprojects_overrides(tmp_path):
     assert mypy_baseline.strict_prefixes(pyproject) == ("common/", "prm/")
 
 
+def test_the_repositorys_strict_modules_are_checked_strictly():
+    assert "common/" in mypy_baseline.strict_prefixes()
+
+
 def test_a_baseline_written_and_read_back_keeps_every_entry(tmp_path):
     path = tmp_path / "mypy-baseline.txt"
     entries = mypy_baseline.parse(OUTPUT)
