@@ -137,6 +137,11 @@ def columns(
     return _svg(width, height, title, body)
 
 
+def floor0(value: float | None) -> float | None:
+    """A score that can fall below zero (kappa: worse than chance) drawn at the axis."""
+    return None if value is None else max(value, 0.0)
+
+
 def line(
     *,
     title: str,

@@ -9,7 +9,6 @@ never stored or shown.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,20 +19,18 @@ from django.conf import settings
 
 from common.endpoints import (
     CHAT,
+    RETRY_STATUSES,
     Endpoint,
     EndpointRefused,
     endpoint_by_url,
     endpoint_error_message,
     endpoint_for_url,
     endpoint_get,
+    retry_after,
+    retry_wait,
 )
 from imports.models import GenerationJob
 from imports.prompts import PromptTemplate, TemplateError
-
-MAX_BACKOFF_S = 60.0
-
-
-RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 
 
 class GenerationRefused(Exception):
@@ -160,12 +157,11 @@ class ChatClient:
                 sample.error = f"the endpoint answered {response.status_code}" + _detail(response)
                 if response.status_code not in RETRY_STATUSES:
                     break
-                wait_s = _retry_after(response)
+                wait_s = retry_after(response)
             if attempt == self.job.max_retries:
                 break
             sample.retries += 1
-            backoff = self.backoff_s * 2**attempt * (1 + random.random() / 4)
-            self.sleep(min(MAX_BACKOFF_S, wait_s if wait_s is not None else backoff))
+            self.sleep(retry_wait(attempt, backoff_s=self.backoff_s, asked_s=wait_s))
         sample.error = self.scrub(sample.error)
         return sample
 
@@ -201,11 +197,3 @@ def _detail(response: httpx.Response) -> str:
     except ValueError:
         message = None
     return f": {str(message)[:200]}" if message else ""
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None

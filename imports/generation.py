@@ -359,7 +359,7 @@ def _complete_all(
             except StopIteration:
                 return False
             sample = Sample(key=key, problem_id=problem.pk)
-            running.add(pool.submit(chat.complete, sample, _prompt_values(problem)))
+            running.add(pool.submit(chat.complete, sample, prompt_values(problem)))
             return True
 
         for _ in range(concurrency):
@@ -373,7 +373,7 @@ def _complete_all(
                 yield future.result()
 
 
-def _prompt_values(problem: Problem) -> dict[str, str]:
+def prompt_values(problem: Problem) -> dict[str, str]:
     """The fields a prompt template may name (``imports.prompts.FIELDS``) for one problem."""
     return {
         "problem": problem.text,
