@@ -9,7 +9,8 @@ ones.
 
 An error is recorded without its line number (`path: [code] message`), so the baseline survives
 edits elsewhere in the file; a file with two identical errors lists the line twice. The strict
-modules (pyproject's override that sets `disallow_untyped_defs`) may have no entry at all.
+modules (pyproject's overrides that set `disallow_untyped_defs`, as mypy applies them) may have no
+entry at all.
 """
 
 from __future__ import annotations
@@ -38,17 +39,48 @@ ERROR = re.compile(
 LINE_REF = re.compile(r"\bline \d+\b")
 
 
-def strict_prefixes(pyproject: Path = ROOT / "pyproject.toml") -> tuple[str, ...]:
-    """The folders of the modules that pyproject.toml checks strictly (`prm/`, `common/`)."""
+def strict_rules(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, bool]:
+    """pyproject's mypy overrides that set ``disallow_untyped_defs``: module pattern -> value
+    (``prm.*``: True; a module not yet annotated may be listed with False for a while)."""
     config = tomllib.loads(pyproject.read_text())
-    prefixes: set[str] = set()
+    rules: dict[str, bool] = {}
     for override in config.get("tool", {}).get("mypy", {}).get("overrides", []):
-        if not override.get("disallow_untyped_defs"):
+        if "disallow_untyped_defs" not in override:
             continue
         modules = override["module"]
         for module in [modules] if isinstance(modules, str) else modules:
-            prefixes.add(module.removesuffix(".*").replace(".", "/") + "/")
-    return tuple(sorted(prefixes))
+            rules[module] = bool(override["disallow_untyped_defs"])
+    return rules
+
+
+def module_of(path: str) -> str:
+    """``prm/backbones/__init__.py`` -> ``prm.backbones``; ``prm/data.py`` -> ``prm.data``."""
+    module = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    return module
+
+
+def is_strict(path: str, rules: dict[str, bool]) -> bool:
+    """Whether mypy checks ``path`` strictly, by its override rules (as mypy picks them: a
+    module named exactly wins over a pattern, a longer pattern over a shorter one)."""
+    module = module_of(path)
+    if module in rules:
+        return rules[module]
+    best, strict = -1, False
+    for pattern, value in rules.items():
+        if not pattern.endswith(".*"):
+            continue
+        stem = pattern.removesuffix(".*")
+        if (module == stem or module.startswith(stem + ".")) and len(stem) > best:
+            best, strict = len(stem), value
+    return strict
+
+
+def strict_names(rules: dict[str, bool]) -> str:
+    return ", ".join(sorted(p for p, v in rules.items() if v and p.endswith(".*")))
+
+
+def _path_of(line: str) -> str:
+    return line.split(": [", 1)[0]
 
 
 def run_mypy() -> list[str]:
@@ -114,14 +146,14 @@ def compare(current: Sequence[str], baseline: Sequence[str]) -> tuple[list[str],
 def check(*, prune: bool) -> int:
     current = run_mypy()
     baseline = read_baseline()
-    strict = strict_prefixes()
+    rules = strict_rules()
     new, gone = compare(current, baseline)
     failed = False
-    in_strict = sorted(line for line in baseline if line.startswith(strict))
+    in_strict = sorted(line for line in baseline if is_strict(_path_of(line), rules))
     if in_strict:
         failed = True
         print(
-            f"mypy-baseline.txt lists errors in strict modules ({', '.join(strict)}); "
+            f"mypy-baseline.txt lists errors in strict modules ({strict_names(rules)}); "
             "these must be fixed, not baselined:"
         )
         print("".join(f"  {line}\n" for line in in_strict), end="")
@@ -146,18 +178,19 @@ def check(*, prune: bool) -> int:
         print("".join(f"  {line}\n" for line in gone), end="")
     if not failed:
         print(
-            f"mypy: no new errors ({len(baseline)} baselined; none allowed in {' '.join(strict)})."
+            f"mypy: no new errors ({len(baseline)} baselined; "
+            f"none allowed in {strict_names(rules)})."
         )
     return 1 if failed else 0
 
 
 def update() -> int:
     current = run_mypy()
-    strict = strict_prefixes()
-    in_strict = [line for line in current if line.startswith(strict)]
+    rules = strict_rules()
+    in_strict = [line for line in current if is_strict(_path_of(line), rules)]
     if in_strict:
         print(
-            f"mypy reports errors in strict modules ({', '.join(strict)}); fix them first, "
+            f"mypy reports errors in strict modules ({strict_names(rules)}); fix them first, "
             "the baseline does not take them:"
         )
         print("".join(f"  {line}\n" for line in in_strict), end="")

@@ -49,21 +49,33 @@ def test_the_same_errors_on_moved_lines_match_the_baseline():
     )
 
 
-def test_the_strict_modules_are_read_from_pyprojects_overrides(tmp_path):
+def test_the_strict_modules_are_read_from_pyprojects_overrides_as_mypy_applies_them(tmp_path):
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(
         "[[tool.mypy.overrides]]\n"
         'module = ["prm", "prm.*", "common.*"]\n'
         "disallow_untyped_defs = true\n"
         "[[tool.mypy.overrides]]\n"
+        'module = ["prm.training"]\n'
+        "disallow_untyped_defs = false\n"
+        "[[tool.mypy.overrides]]\n"
         'module = ["sympy", "sympy.*"]\n'
         "ignore_missing_imports = true\n"
     )
-    assert mypy_baseline.strict_prefixes(pyproject) == ("common/", "prm/")
+    rules = mypy_baseline.strict_rules(pyproject)
+
+    assert mypy_baseline.is_strict("prm/data.py", rules)
+    assert mypy_baseline.is_strict("prm/backbones/__init__.py", rules)
+    assert mypy_baseline.is_strict("common/jobs.py", rules)
+    assert not mypy_baseline.is_strict("prm/training.py", rules)  # named exactly: wins
+    assert not mypy_baseline.is_strict("labeling/views.py", rules)
+    assert not mypy_baseline.is_strict("prmx/data.py", rules)
 
 
 def test_the_repositorys_strict_modules_are_checked_strictly():
-    assert "common/" in mypy_baseline.strict_prefixes()
+    rules = mypy_baseline.strict_rules()
+    assert mypy_baseline.is_strict("common/jobs.py", rules)
+    assert mypy_baseline.is_strict("prm/metrics.py", rules)
 
 
 def test_a_baseline_written_and_read_back_keeps_every_entry(tmp_path):
