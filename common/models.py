@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -20,6 +22,18 @@ class RecoverableJob(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
+
+    if TYPE_CHECKING:
+        # What ``common.jobs`` reads of every concrete job model, for the type checker only: an
+        # abstract model has no manager or DoesNotExist of its own, and each kind's model
+        # declares its own ``status`` field with its own choices (``JobKind`` maps them).
+        from django.core.exceptions import ObjectDoesNotExist
+
+        # Any: the mechanism's lookups name fields of each kind's model (``status``,
+        # ``started_at``) that the abstract one lacks, so the plugin cannot check them here.
+        objects: ClassVar[models.Manager[Any]]
+        DoesNotExist: ClassVar[type[ObjectDoesNotExist]]
+        status: str
 
     class Meta:
         abstract = True
