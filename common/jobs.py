@@ -180,6 +180,13 @@ class JobKind:
     def heartbeat_seconds(self) -> float:
         return getattr(settings, self.heartbeat_setting)
 
+    @property
+    def queue(self) -> str:
+        """The Celery queue its task goes to (``CELERY_TASK_ROUTES``)."""
+        from common.queues import task_queue
+
+        return task_queue(self.task)
+
     def status(self, state: str) -> str:
         """The model's name for one of the four states."""
         return {PENDING: self.queued, RUNNING: self.running, DONE: self.done, FAILED: self.failed}[
@@ -192,9 +199,30 @@ class JobKind:
         return names[job.status]
 
     def send(self, pk: int) -> None:
-        """Send the job's task once the current transaction commits (at once outside one)."""
+        """Send the job's task once the current transaction commits (at once outside one).
+
+        The job is accepted once its row is committed, broker or not: when the broker cannot
+        take the message (down, unreachable), the job is left to the sweep, marked as sent long
+        enough ago that the sweep's next pass sends it again (``job_unsent``), and the request
+        that created it still answers with its id.
+        """
         task = job_task(self)
-        transaction.on_commit(lambda: task.delay(pk))
+
+        def deliver() -> None:
+            try:
+                task.delay(pk)
+            except Exception as error:  # the broker's trouble must not undo an accepted job
+                log.warning(
+                    "%s job %s: the broker did not take its message (%s: %s); "
+                    "the jobs sweep sends it when the broker is back",
+                    self.name,
+                    pk,
+                    type(error).__name__,
+                    error,
+                )
+                job_unsent(self, pk)
+
+        transaction.on_commit(deliver)
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -233,6 +261,14 @@ def job_kind_of(job: models.Model) -> JobKind:
         if isinstance(job, kind.model):
             return kind
     raise LookupError(f"{type(job).__name__} is no registered kind of job")
+
+
+def job_kind_for_model(model: type[models.Model]) -> JobKind:
+    """The registered kind whose model is ``model``."""
+    for kind in _KINDS.values():
+        if issubclass(model, kind.model):
+            return kind
+    raise LookupError(f"{model.__name__} is no registered kind of job")
 
 
 def job_task(kind: JobKind) -> Any:
@@ -387,6 +423,54 @@ def job_run(kind: JobKind, job: models.Model | int, **options: Any) -> models.Mo
             raise
     job.refresh_from_db()
     return job
+
+
+def job_unsent(kind: JobKind, pk: int) -> None:
+    """A waiting job whose message never reached the broker: make it due for the sweep's next
+    pass. A waiting job's ``heartbeat_at`` means "sent at" (``job_kind_sweep``), so one older
+    than the stale bound is sent again, like a lost message."""
+    long_ago = timezone.now() - timedelta(seconds=kind.stale_seconds + 1)
+    try:
+        kind.model.objects.filter(pk=pk, status=kind.queued).update(heartbeat_at=long_ago)
+    except Exception:  # the row is still waiting: the sweep sends it at the stale bound anyway
+        log.warning("%s job %s: could not mark it unsent", kind.name, pk, exc_info=True)
+
+
+def job_retry(kind: JobKind, pk: int) -> bool:
+    """Start a failed job again from scratch, with all its attempts (an operator's action: the
+    admin's "Retry"). Its work starts over as the first attempt's does (an import of the same
+    file adds nothing twice). False when the job had not failed (it is left alone)."""
+    fields: dict[str, Any] = {
+        "status": kind.queued,
+        "attempts": 0,
+        "error": "",
+        "heartbeat_at": None,
+        "started_at": None,
+    }
+    if kind.finished_field:
+        fields[kind.finished_field] = None
+    with transaction.atomic():
+        if not kind.model.objects.filter(pk=pk, status=kind.failed).update(**fields):
+            return False
+        kind.send(pk)
+    return True
+
+
+def job_fail(kind: JobKind, pk: int, reason: str) -> bool:
+    """Fail a waiting or running job now, with ``reason`` (an operator's action: the admin's
+    "Fail"). A worker still running it stops at its next write (its attempt no longer owns the
+    job). False when the job had already finished."""
+    job = kind.model.objects.filter(pk=pk, status__in=(kind.queued, kind.running)).first()
+    if job is None:
+        return False
+    fields: dict[str, Any] = {"status": kind.failed, "error": reason[:5000]}
+    if kind.finished_field:
+        fields[kind.finished_field] = timezone.now()
+    if kind.failed_fields is not None:
+        fields |= kind.failed_fields(job, reason)
+    return bool(
+        kind.model.objects.filter(pk=pk, status__in=(kind.queued, kind.running)).update(**fields)
+    )
 
 
 def job_is_silent(kind: JobKind, job: models.Model) -> bool:

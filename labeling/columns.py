@@ -30,7 +30,14 @@ CAMPAIGN = Columns(
         "is_paused",
         "created_at",
     ),
-    filled=("id", "al_strategy", "relabel_by_same_annotator", "created_by_id"),
+    filled=(
+        "id",
+        "al_strategy",
+        "al_scoring_endpoint",
+        "al_scoring_model",
+        "relabel_by_same_annotator",
+        "created_by_id",
+    ),
 )
 
 MEMBERSHIP = Columns(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from common.admin import JOB_ACTIONS
 from learning.models import ActiveLearningRun, PRMModel
 
 
@@ -22,3 +23,4 @@ class ActiveLearningRunAdmin(admin.ModelAdmin):
     list_filter = ["status", "trigger", "campaign"]
     raw_id_fields = ["model", "requested_by"]
     readonly_fields = ["metrics", "timings", "queue_head", "heartbeat_at", "started_at"]
+    actions = JOB_ACTIONS

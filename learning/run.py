@@ -151,6 +151,16 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
             _score_open(campaign=campaign, scorer=scorer, beat=attempt.beat, stats=counts)
         )
     stages.timings.update({f"solutions_{k}": v for k, v in counts.items()})
+    if campaign.al_scoring_endpoint:  # the served PRM's scores, for the strategy that uses them
+        from dataclasses import replace
+
+        from learning.served import served_scores
+
+        served = served_scores(campaign=campaign)
+        scored = [replace(s, served_score=served.get(s.solution_id)) for s in scored]
+        stages.timings["solutions_served_scores"] = sum(
+            1 for s in scored if s.served_score is not None
+        )
 
     with stages("order"):
         strategy = campaign.al_strategy

@@ -18,6 +18,25 @@ def active_learning_runs(*, campaign: Campaign, limit: int = 50):
     )
 
 
+def scoring_job_latest(*, campaign: Campaign):
+    """The campaign's latest scoring job with a served PRM, or None."""
+    from learning.models import ScoringJob
+
+    return ScoringJob.objects.filter(campaign=campaign).order_by("-created_at", "-pk").first()
+
+
+def served_count(*, campaign: Campaign, served) -> int:
+    """How many solutions the served PRM ``(endpoint, model)`` has scored (0 without one)."""
+    from learning.models import ServedScore
+
+    if not served:
+        return 0
+    endpoint, model = served
+    return ServedScore.objects.filter(
+        campaign=campaign, endpoint=endpoint.name, model=model
+    ).count()
+
+
 def prm_models(*, campaign: Campaign):
     """The campaign's PRM versions, oldest first (the metrics chart reads them in order)."""
     from learning.models import PRMModel

@@ -20,7 +20,10 @@ with the same functions.
 - ``uniform``: a random order (seeded by the run), the control, and the default of a new campaign:
   it measured best on real labels (``DEFAULT_REASON``);
 - ``mixed``: half ``uncertainty``, half ``convincing-wrong``, interleaved, each skipping what the
-  other already placed.
+  other already placed;
+- ``served-prm``: PRM800K's rule by the scores of a PRM served elsewhere (``learning.served``,
+  the campaign's ``al_scoring_endpoint``) in place of the campaign's own PRM's, which still
+  trains and is evaluated beside it; solutions it has not scored come last of their kind.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ UNCERTAINTY = Campaign.Strategy.UNCERTAINTY.value
 VERIFIER = Campaign.Strategy.VERIFIER.value
 UNIFORM = Campaign.Strategy.UNIFORM.value
 MIXED = Campaign.Strategy.MIXED.value
+SERVED_PRM = Campaign.Strategy.SERVED_PRM.value
 NAMES = list(Campaign.Strategy.values)
 # Why the campaign's default is the default: the measured result, shown on the page.
 DEFAULT_REASON = (
@@ -81,17 +85,22 @@ def order_uncertainty(
     return sorted(items, key=lambda s: _key(s.uncertainty, s.solution_id))
 
 
-def order_verifier(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
-    """PRM800K's rule by the verifier's score; the items keep their own (PRM) score."""
-    by_verifier = [
-        replace(
-            s,
-            score=-math.inf if s.verifier_score is None else s.verifier_score,
-        )
-        for s in items
-    ]
+def _rule_by(items: Sequence[Scored], score_of, *, wrong_share: float) -> list[Scored]:
+    """PRM800K's rule by another score (None: last of its kind); the items keep their own
+    (PRM) score."""
+    by_other = [replace(s, score=-math.inf if score_of(s) is None else score_of(s)) for s in items]
     original = {s.solution_id: s for s in items}
-    return [original[s.solution_id] for s in queue_order(by_verifier, wrong_share=wrong_share)]
+    return [original[s.solution_id] for s in queue_order(by_other, wrong_share=wrong_share)]
+
+
+def order_verifier(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
+    """PRM800K's rule by the verifier's score."""
+    return _rule_by(items, lambda s: s.verifier_score, wrong_share=wrong_share)
+
+
+def order_served_prm(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
+    """PRM800K's rule by the served PRM's score."""
+    return _rule_by(items, lambda s: s.served_score, wrong_share=wrong_share)
 
 
 def order_uniform(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
@@ -139,6 +148,7 @@ STRATEGIES: dict[str, Callable[..., list[Scored]]] = {
     VERIFIER: order_verifier,
     UNIFORM: order_uniform,
     MIXED: order_mixed,
+    SERVED_PRM: order_served_prm,
 }
 
 

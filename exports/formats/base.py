@@ -42,6 +42,9 @@ class Format:
     applies: tuple[str, ...]
     rating_names: dict
     options: dict[str, Any] = field(default_factory=dict)
+    # From the format options, an object whose rows() the format calls and whose report() goes
+    # into the manifest as "length_check" (or None: nothing to check).
+    length_check: Callable[[dict], Any] | None = None
     description: str = ""
 
 

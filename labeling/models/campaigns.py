@@ -116,6 +116,7 @@ class Campaign(models.Model):
         VERIFIER = "verifier", "imported verifier score"
         UNIFORM = "uniform", "uniform (random order, the control)"
         MIXED = "mixed", "half uncertainty, half convincing wrong answers"
+        SERVED_PRM = "served-prm", "convincing wrong answers by the served PRM"
 
     al_strategy = models.CharField(
         max_length=20,
@@ -127,6 +128,23 @@ class Campaign(models.Model):
         # names only the old columns (the benchmarks' loaders, operators' scripts) working.
         db_default=Strategy.UNIFORM,
         help_text="How active learning orders the queue.",
+    )
+    # A PRM served elsewhere (a declared ``pooling`` or ``step-scores`` endpoint, by name; the
+    # URL and key are the operator's): its scores steer the ``served-prm`` strategy and are
+    # shown beside the campaign's own PRM (learning.served).
+    al_scoring_endpoint = models.CharField(
+        max_length=50,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="A declared scoring endpoint whose PRM scores the open solutions.",
+    )
+    al_scoring_model = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The endpoint's model to ask (blank: its first).",
     )
     relabel_by_same_annotator = models.BooleanField(
         default=False,
