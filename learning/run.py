@@ -29,7 +29,7 @@ from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, solutions_rewrite
 from learning.rescoring import _score_open, campaign_cache_dir
-from learning.strategies import strategy_order
+from learning.strategies import CONTROL_ARM, strategy_order, with_control
 from learning.triggers import AL_RUNS, submitted_labels
 
 log = logging.getLogger(__name__)
@@ -167,11 +167,24 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         order = strategy_order(
             strategy, scored, wrong_share=campaign.al_wrong_answer_share, seed=run.pk
         )
-        head = head_summary(order) | {"strategy": strategy}
+        # A share placed uniformly at random: the control arm the estimate compares with.
+        order, arms = with_control(
+            order, strategy=strategy, share=campaign.al_control_share, seed=run.pk
+        )
+        head = head_summary(order) | {
+            "strategy": strategy,
+            "control": sum(1 for a in arms[: len(order[:100])] if a == CONTROL_ARM),
+        }
 
     with stages("write"):
         _activate_and_rewrite(
-            run=run, attempt=attempt, model=model, order=order, head=head, strategy=strategy
+            run=run,
+            attempt=attempt,
+            model=model,
+            order=order,
+            arms=arms,
+            head=head,
+            strategy=strategy,
         )
 
     stages.timings.pop("stage", None)
@@ -284,6 +297,7 @@ def _activate_and_rewrite(
     attempt: JobAttempt,
     model: PRMModel,
     order: Sequence[Scored],
+    arms: Sequence[str],
     head: dict,
     strategy: str,
 ) -> None:
@@ -305,7 +319,7 @@ def _activate_and_rewrite(
                     pk=model.pk
                 ).update(is_active=False)
                 PRMModel.objects.filter(pk=model.pk).update(is_active=True)
-                solutions_rewrite(ids=ids, scores=scores, priorities=priorities)
+                solutions_rewrite(ids=ids, scores=scores, priorities=priorities, arms=arms)
                 attempt.finish(DONE, model=model, queue_head=head, strategy=strategy)
             return
         except OperationalError as error:
