@@ -131,6 +131,10 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
             curve = _best_of_n(campaign=campaign, scorer=scorer, workdir=workdir)
         stages.save(best_of_n=curve)
 
+        with stages("efficiency"):
+            efficiency = _data_efficiency(campaign=campaign, seed=run.pk)
+        stages.save(data_efficiency=efficiency)
+
         with stages("register"):
             model = _model_register(
                 campaign=campaign,
@@ -205,6 +209,32 @@ def _best_of_n(*, campaign: Campaign, scorer, workdir: Path) -> dict:
     except Exception as exc:  # reported on the page instead
         log.exception("best-of-N of campaign %s failed", campaign.pk)
         return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+UNIFORM_SENTENCE = (
+    "The queue is ordered uniformly (the control itself): there is no strategy to measure. "
+    "Choose a strategy and the control arm keeps its share of the queue, to tell."
+)
+
+
+def _data_efficiency(*, campaign: Campaign, seed: int) -> dict:
+    """Is active learning paying here (``learning.efficiency``), on the campaign's own labels; a
+    failure is recorded on the run, never fails it."""
+    from learning.efficiency import data_efficiency
+    from learning.selectors import campaign_arm_labels
+    from learning.strategies import UNIFORM
+
+    if campaign.al_strategy == UNIFORM:
+        return {"status": "uniform", "sentence": UNIFORM_SENTENCE}
+    try:
+        return data_efficiency(
+            campaign_arm_labels(campaign=campaign),
+            control_share=campaign.al_control_share,
+            seed=seed,
+        ) | {"strategy": campaign.al_strategy}
+    except Exception as exc:  # reported on the page instead
+        log.exception("data efficiency of campaign %s failed", campaign.pk)
+        return {"status": "error", "sentence": f"Not measured: {type(exc).__name__}: {exc}"[:500]}
 
 
 def _is_checkpoint(name: str) -> bool:
