@@ -134,6 +134,12 @@ class Campaign(models.Model):
         db_default=Strategy.UNIFORM,
         help_text="How active learning orders the queue.",
     )
+    al_control_share = models.FloatField(
+        default=0.2,
+        db_default=0.2,
+        help_text="Share of the queue placed uniformly at random (the control arm) while a "
+        "strategy other than uniform orders it: what tells whether active learning pays.",
+    )
     # A PRM served elsewhere (a declared ``pooling`` or ``step-scores`` endpoint, by name; the
     # URL and key are the operator's): its scores steer the ``served-prm`` strategy and are
     # shown beside the campaign's own PRM (learning.served).
