@@ -285,7 +285,7 @@ def handler500(request: HttpRequest) -> HttpResponseBase:
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,100}")  # printable ASCII, no spaces
 
 
-def idempotent_job(request, *, scope: str, create: Callable[[], Any]) -> Any:
+def idempotent_job(request: Request, *, scope: str, create: Callable[[], Any]) -> Any:
     """The job ``create()`` makes, once per ``Idempotency-Key`` header of this user and scope.
 
     Without the header every call creates (as before). With it, the first request records the
@@ -302,14 +302,17 @@ def idempotent_job(request, *, scope: str, create: Callable[[], Any]) -> Any:
     key = request.headers.get("Idempotency-Key")
     if key is None:
         return create()
+    if not request.user.is_authenticated:  # every job-creating view checks this before
+        raise exceptions.NotAuthenticated()
+    user_id = request.user.pk
     if not IDEMPOTENCY_KEY.fullmatch(key):
         raise bad_request("Idempotency-Key", "1 to 100 printable ASCII characters, no spaces.")
     with transaction.atomic():
         try:
             with transaction.atomic():
-                record = IdempotentRequest.objects.create(user=request.user, scope=scope, key=key)
+                record = IdempotentRequest.objects.create(user_id=user_id, scope=scope, key=key)
         except IntegrityError:
-            record = IdempotentRequest.objects.get(user=request.user, scope=scope, key=key)
+            record = IdempotentRequest.objects.get(user_id=user_id, scope=scope, key=key)
             return job_kinds()[record.job_kind].model.objects.get(pk=record.job_id)
         job = create()
         record.job_kind, record.job_id = job_kind_of(job).name, job.pk
