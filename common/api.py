@@ -285,7 +285,11 @@ def handler500(request: HttpRequest) -> HttpResponseBase:
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,100}")  # printable ASCII, no spaces
 
 
+<<<<<<< HEAD
 def idempotent_job(request: HttpRequest, *, scope: str, create: Callable[[], Any]) -> Any:
+=======
+def idempotent_job(request: Request, *, scope: str, create: Callable[[], Any]) -> Any:
+>>>>>>> ops
     """The job ``create()`` makes, once per ``Idempotency-Key`` header of this user and scope.
 
     Without the header every call creates (as before). With it, the first request records the
@@ -304,14 +308,23 @@ def idempotent_job(request: HttpRequest, *, scope: str, create: Callable[[], Any
     user = request.user
     if key is None or isinstance(user, AnonymousUser):  # a job is a signed-in user's
         return create()
+    if not request.user.is_authenticated:  # every job-creating view checks this before
+        raise exceptions.NotAuthenticated()
+    user_id = request.user.pk
     if not IDEMPOTENCY_KEY.fullmatch(key):
         raise bad_request("Idempotency-Key", "1 to 100 printable ASCII characters, no spaces.")
     with transaction.atomic():
         try:
             with transaction.atomic():
+<<<<<<< HEAD
                 record = IdempotentRequest.objects.create(user=user, scope=scope, key=key)
         except IntegrityError:
             record = IdempotentRequest.objects.get(user=user, scope=scope, key=key)
+=======
+                record = IdempotentRequest.objects.create(user_id=user_id, scope=scope, key=key)
+        except IntegrityError:
+            record = IdempotentRequest.objects.get(user_id=user_id, scope=scope, key=key)
+>>>>>>> ops
             return job_kinds()[record.job_kind].model.objects.get(pk=record.job_id)
         job = create()
         record.job_kind, record.job_id = job_kind_of(job).name, job.pk
