@@ -128,7 +128,8 @@ class LabelPolicy:
     include_screening: bool = option(True, "Export the labels of screening solutions too.")
     reviewed_only: bool = option(
         False,
-        "Only assignments a reviewer accepted. Rejected ones only with include_rejected.",
+        "Only assignments a reviewer accepted (rejected work only with “Rejected work too, "
+        "flagged”).",
         label="Only reviewed and accepted",
     )
     include_rejected: bool = option(
