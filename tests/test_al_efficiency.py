@@ -108,10 +108,10 @@ def test_an_ensemble_run_orders_the_queue_by_the_members_disagreement(tmp_path, 
     scorer = prm.load(settings.MEDIA_ROOT / run.model.path)
     scored = list(_score_open(campaign=campaign, scorer=scorer, beat=lambda: None, members=members))
     spread = {s.solution_id: s.disagreement for s in scored}
-    assert len(set(round(v, 6) for v in spread.values())) > 10  # the members do disagree
+    assert len({round(v, 6) for v in spread.values()}) > 10  # the members do disagree
     open_ = Solution.objects.filter(campaign=campaign, kind="regular", is_open=True)
     arms = dict(open_.values_list("pk", "al_arm"))
-    queue = [pk for pk in open_.order_by("-priority", "pk").values_list("pk", flat=True)]
+    queue = list(open_.order_by("-priority", "pk").values_list("pk", flat=True))
     strategy_arm = [pk for pk in queue if arms[pk] == "strategy"]
     assert [spread[pk] for pk in strategy_arm] == sorted(
         (spread[pk] for pk in strategy_arm), reverse=True
