@@ -7,6 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('labeling', '0015_al_control_arm'),
+        ('labeling', '0016_merge_qc_evidence'),
     ]
 
     operations = [
