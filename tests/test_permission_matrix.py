@@ -28,7 +28,7 @@ from exports.models import Export
 from imports.models import GenerationJob, ImportJob
 from labeling.models import Membership, SolutionBulkAction
 from labeling.queue import assignment_next
-from learning.models import ActiveLearningRun
+from learning.models import ActiveLearningRun, ScoringJob
 from tests.factories import (
     make_campaign,
     make_gold_solution,
@@ -97,6 +97,7 @@ ROUTES: dict[str, Route] = {
     # active learning: the manager's page and "Retrain now"
     "learning:page": Route("manage", {"GET": 200}, ("slug",)),
     "learning:retrain": Route("manage", {"POST": 302}, ("slug",)),
+    "learning:score": Route("manage", {"POST": 302}, ("slug",)),
     # annotators
     "labeling:campaigns": Route("login", {"GET": 200}),
     "labeling:campaign-create": Route("login", {"GET": 200, "POST": 400}),
@@ -269,6 +270,9 @@ def world(settings, tmp_path):
                 "solution": gold.pk,
                 "problem": gold.problem_id,
                 "al_run": run.pk,
+                "scoring_job": ScoringJob.objects.create(
+                    campaign=campaign, endpoint="prm", model="m", status="done"
+                ).pk,
                 "api_token": api_token.pk,
                 "assignment": labelled.pk if name == "other" else held.pk,
                 "review_assignment": labelled.pk,
@@ -373,6 +377,7 @@ JOB_KINDS = {
     "exports": ("manage", "export"),
     "snapshots": ("review", "snapshot"),
     "active_learning": ("manage", "al_run"),
+    "scoring": ("manage", "scoring_job"),
     "bulk_actions": ("manage", "bulk_job"),
 }
 
