@@ -273,6 +273,9 @@ def world(settings, tmp_path):
                 "solution": gold.pk,
                 "problem": gold.problem_id,
                 "al_run": run.pk,
+                "scoring_job": ScoringJob.objects.create(
+                    campaign=campaign, endpoint="prm", model="m", status="done"
+                ).pk,
                 "api_token": api_token.pk,
                 "assignment": labelled.pk if name == "other" else held.pk,
                 "review_assignment": labelled.pk,
@@ -284,9 +287,6 @@ def world(settings, tmp_path):
                 ).pk,
                 "evidence_job": EvidenceJob.objects.create(
                     campaign=campaign, kind="judge", endpoint="e", model="m"
-                ).pk,
-                "scoring_job": ScoringJob.objects.create(
-                    campaign=campaign, endpoint="e", model="m"
                 ).pk,
                 "job_kind": "imports",
                 "snapshot": CampaignSnapshot.objects.create(campaign=campaign).pk,
@@ -383,9 +383,9 @@ JOB_KINDS = {
     "exports": ("manage", "export"),
     "snapshots": ("review", "snapshot"),
     "active_learning": ("manage", "al_run"),
+    "scoring": ("manage", "scoring_job"),
     "bulk_actions": ("manage", "bulk_job"),
     "evidence": ("manage", "evidence_job"),
-    "scoring": ("manage", "scoring_job"),
 }
 
 
