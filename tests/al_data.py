@@ -20,6 +20,9 @@ LABELLED = [("prm800k_phase1_trajectories.jsonl", "prm800k-trajectories")]
 
 def demo_campaign(*, labelled: bool = True, **fields) -> Campaign:
     fields.setdefault("qc_rate", 0.0)
+    # The tests of a strategy's order hold it exactly: no control arm drawn at random among it
+    # (the control arm has its own tests, tests/test_al_strategies.py, which set the share).
+    fields.setdefault("al_control_share", 0.0)
     campaign = make_campaign(**fields)
     for name, fmt in OPEN_WORK + (LABELLED if labelled else []):
         import_file(DEMO / name, campaign=campaign, fmt=fmt)

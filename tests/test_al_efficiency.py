@@ -71,7 +71,7 @@ def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp
     from tests.factories import make_member
 
     settings.MEDIA_ROOT = tmp_path / "media"
-    campaign = demo_campaign(al_strategy="convincing-wrong")
+    campaign = demo_campaign(al_strategy="convincing-wrong", al_control_share=0.2)
     run = active_learning_run(run=active_learning_trigger(campaign=campaign))
     assert run.status == "succeeded", run.error
     # The demo's labels were imported, not placed by a run: nothing to compare yet.

@@ -223,7 +223,9 @@ def test_a_run_ordered_by_the_served_scores_puts_its_most_convincing_wrong_answe
     settings.MEDIA_ROOT = tmp_path / "media"
     with PoolingServer() as server:
         _declare(settings, monkeypatch, server.url)
-        campaign = demo_campaign(al_strategy="served-prm", al_scoring_endpoint="prm")
+        campaign = demo_campaign(
+            al_strategy="served-prm", al_scoring_endpoint="prm", al_control_share=0.2
+        )
         job = scoring_job_run(job=scoring_job_start(campaign=campaign))
     assert job.status == "done", job.error
     run = active_learning_run(run=active_learning_trigger(campaign=campaign))
