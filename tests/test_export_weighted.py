@@ -194,3 +194,27 @@ def test_trls_prm_trainer_trains_on_the_weighted_export(tmp_path):
         labelled = [i for i, label in enumerate(tokens["labels"]) if label != -100]
         assert labelled == [i for i, t in enumerate(tokens["input_ids"]) if t == separator]
         assert [tokens["labels"][i] for i in labelled] == [int(x) for x in row["labels"]]
+
+
+def test_csv_and_prm800k_carry_the_step_probability_under_weighted(tmp_path):
+    import csv
+
+    campaign, _ = simulated_campaign(6, n_regular=6, n_gold=3)
+    policy = LabelPolicy(annotators="weighted")
+    write_export(campaign=campaign, fmt="csv", out=tmp_path / "w.csv", policy=policy)
+    rows = list(csv.DictReader((tmp_path / "w.csv").open()))
+    by_step: dict = {}
+    for row in rows:
+        p = float(row["weighted_probability"])
+        assert 0 <= p <= 1
+        by_step.setdefault((row["solution_id"], row["step_index"]), set()).add(p)
+    assert all(len(ps) == 1 for ps in by_step.values())  # one posterior per step
+    write_export(campaign=campaign, fmt="prm800k", out=tmp_path / "w.jsonl", policy=policy)
+    lines = [json.loads(x) for x in (tmp_path / "w.jsonl").read_text().splitlines()]
+    for line in lines:
+        probabilities = line["stepwise_weighted_probabilities"]
+        assert len(probabilities) == len(line["label"]["steps"])
+    write_export(campaign=campaign, fmt="csv", out=tmp_path / "m.csv")
+    assert {r["weighted_probability"] for r in csv.DictReader((tmp_path / "m.csv").open())} == {""}
+    write_export(campaign=campaign, fmt="prm800k", out=tmp_path / "m.jsonl")
+    assert "stepwise_weighted" not in (tmp_path / "m.jsonl").read_text()

@@ -61,6 +61,12 @@ def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> 
                 "finish_reason": a.finish_reason or None,
             },
         }
+        if solution.probabilities:
+            # annotators=weighted: each labelled step's P(positive) from every annotator's
+            # ratings (``exports.weighted``); PRM800K has no such field, so only then.
+            record["stepwise_weighted_probabilities"] = [
+                solution.probabilities.get(lab.index) for lab in a.labels
+            ]
         if not a.is_current:
             # History asked for by include_rejected / include_superseded; PRM800K has no such
             # field, so current lines stay exactly PRM800K's.
