@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.db import IntegrityError
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from common.jobs import job_fail, job_kind_for_model, job_retry
+from common.models import RecoverableJob
 
 
 @admin.action(description="Retry the selected failed jobs (all attempts again)")
-def retry_jobs(modeladmin, request, queryset) -> None:
+def retry_jobs(
+    modeladmin: admin.ModelAdmin[RecoverableJob],
+    request: HttpRequest,
+    queryset: QuerySet[RecoverableJob],
+) -> None:
     kind = job_kind_for_model(queryset.model)
     retried, refused = 0, []
     for pk in queryset.values_list("pk", flat=True):
@@ -27,7 +34,11 @@ def retry_jobs(modeladmin, request, queryset) -> None:
 
 
 @admin.action(description="Fail the selected waiting or running jobs")
-def fail_jobs(modeladmin, request, queryset) -> None:
+def fail_jobs(
+    modeladmin: admin.ModelAdmin[RecoverableJob],
+    request: HttpRequest,
+    queryset: QuerySet[RecoverableJob],
+) -> None:
     kind = job_kind_for_model(queryset.model)
     reason = f"failed by {request.user.get_username()} from the admin"
     failed, refused = 0, []

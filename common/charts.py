@@ -166,7 +166,7 @@ def line(
         x = left + (plot_w * (i + 0.5) / n)
         return x, top + plot_h - plot_h * min(v, scale) / scale
 
-    body = [
+    body: list[str] = [
         format_html(
             '<line x1="{}" y1="{}" x2="{}" y2="{}" class="axis"></line>',
             left,

@@ -413,7 +413,7 @@ def checked_address(host: str, port: int) -> str:
     names, networks = _allowed_hosts()
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     except (OSError, UnicodeError, ValueError) as error:
         log.warning("endpoint URL refused: %r does not resolve (%s)", host, error)
         raise EndpointRefused(URL_REFUSED) from None
@@ -495,7 +495,8 @@ def retry_wait(attempt: int, *, backoff_s: float, asked_s: float | None = None) 
     ``MAX_BACKOFF_S``."""
     if asked_s is not None:
         return min(MAX_BACKOFF_S, asked_s)
-    return min(MAX_BACKOFF_S, backoff_s * 2**attempt * (1 + random.random() / 4))
+    growth: int = 2**attempt  # (typeshed: an int's power is Any, for a negative exponent)
+    return min(MAX_BACKOFF_S, backoff_s * growth * (1 + random.random() / 4))
 
 
 # --- what managers are told -----------------------------------------------------------------------

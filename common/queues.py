@@ -45,7 +45,8 @@ def task_queue(task_name: str) -> str:
     """The queue ``task_name`` is sent to, by the app's routes (the default queue otherwise)."""
     from celery import current_app
 
-    return current_app.amqp.router.route({}, task_name)["queue"].name
+    queue: str = current_app.amqp.router.route({}, task_name)["queue"].name
+    return queue
 
 
 def queue_consumers(*, refresh: bool = False) -> Consumers:
@@ -74,7 +75,8 @@ def _ask_workers() -> Consumers:
     try:
         with current_app.connection_for_read() as conn:
             # Fail at once on a broker that is down, instead of retrying for ever.
-            conn.ensure_connection(max_retries=1, timeout=timeout)
+            # ignore[arg-type]: kombu's stub says int; kombu takes seconds as a float.
+            conn.ensure_connection(max_retries=1, timeout=timeout)  # type: ignore[arg-type]
             replies = current_app.control.inspect(timeout=timeout, connection=conn).active_queues()
     except Exception as error:  # any broker trouble: unknown, said as such
         log.warning("could not ask the workers for their queues: %s", error)

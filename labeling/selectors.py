@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import (
     Count,
@@ -20,7 +22,6 @@ from django.db.models import (
     Min,
     OuterRef,
     Subquery,
-    Sum,
     Value,
 )
 from django.db.models.functions import Coalesce, Left
@@ -40,7 +41,6 @@ from labeling.permissions import campaigns_visible_to
 from labeling.queue import (
     MembershipInactive,
     NotLeaseHolder,
-    _first,
     first_error_found,
     human_completion_load,
 )
@@ -92,25 +92,22 @@ def assignment_get(*, assignment_id: int, user) -> Assignment:
     Superusers may read any assignment (they see everything), but only the holder may act on it
     (the services check that again).
     """
-    assignment = _first(
-        Assignment.objects.raw(
-            "SELECT a.*, m.status AS membership_status FROM labeling_assignment a"
-            " LEFT JOIN annotators_membership m"
-            " ON m.campaign_id = a.campaign_id AND m.user_id = a.annotator_id WHERE a.id = %s",
-            [assignment_id],
-        )
+    # One query: the assignment, its campaign, and the holder's membership state.
+    membership = Membership.objects.filter(
+        campaign_id=OuterRef("campaign_id"), user_id=OuterRef("annotator_id")
+    ).values("status")[:1]
+    assignment = (
+        Assignment.objects.select_related("campaign")
+        .annotate(membership_status=Subquery(membership))
+        .filter(pk=assignment_id)
+        .first()
     )
     if assignment is None or (assignment.annotator_id != user.pk and not user.is_superuser):
         raise NotLeaseHolder("No such assignment.")
-    # A member removed from the campaign loses their assignments with it (one query: joined).
+    # A member removed from the campaign loses their assignments with it.
     removed = assignment.membership_status in (None, Membership.Status.REMOVED)
     if removed and not user.is_superuser:
         raise MembershipInactive()
-    assignment.campaign = _first(
-        Campaign.objects.raw(
-            "SELECT * FROM labeling_campaign WHERE id = %s", [assignment.campaign_id]
-        )
-    )
     return assignment
 
 
@@ -294,7 +291,24 @@ class CampaignProgress:
 def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
     """How far the campaign is: solutions with ``overlap`` submitted labellings, of all regular
     ones. Give-ups and bad problem reports release their slot, so they do not count; leases in
-    progress do not either (the dashboard's "done" counts them: it plans, this page reports)."""
+    progress do not either (the dashboard's "done" counts them: it plans, this page reports).
+
+    Both figures are counts over the whole campaign, which grow with it; the labelling page
+    shows them on every solution, so they are counted at most once every
+    ``STEPWISE_PROGRESS_SECONDS`` per campaign and read from the cache in between (the page's
+    own work, ``session_work``, is exact).
+    """
+    key = f"labeling:progress:{campaign.pk}:{campaign.overlap}"
+    cached = cache.get(key)
+    if cached is not None:
+        return CampaignProgress(*cached)
+    progress = campaign_progress_counted(campaign=campaign)
+    cache.set(key, (progress.done, progress.wanted), settings.STEPWISE_PROGRESS_SECONDS)
+    return progress
+
+
+def campaign_progress_counted(*, campaign: Campaign) -> CampaignProgress:
+    """``campaign_progress`` counted now (two counts over the campaign)."""
     wanted = Solution.objects.filter(campaign=campaign, kind=Solution.Kind.REGULAR).count()
     done = (
         Assignment.objects.filter(
@@ -334,16 +348,22 @@ class SessionWork:
 
 def session_work(*, campaign: Campaign, annotator, since: datetime) -> SessionWork:
     """The annotator's submissions since ``since``: how many, their rated steps, and the time
-    the page measured on them (the sum of their total times, not the wall clock)."""
-    mine = Assignment.objects.filter(
-        campaign=campaign,
-        annotator=annotator,
-        status=Assignment.Status.SUBMITTED,
-        submitted_at__gte=since,
-    )
-    figures = mine.aggregate(n=Count("id"), ms=Sum("total_time_ms"))
-    steps = StepLabel.objects.filter(assignment__in=mine, rating__isnull=False).count()
-    return SessionWork(since=since, solutions=figures["n"], steps=steps, time_ms=figures["ms"] or 0)
+    the page measured on them (the sum of their total times, not the wall clock).
+
+    One query on the annotator's own rows (``assignment_by_annotator``): it grows with their
+    session, never with the campaign.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*), COALESCE(SUM(a.total_time_ms), 0), COALESCE(SUM("
+            " (SELECT COUNT(*) FROM labeling_steplabel l"
+            "  WHERE l.assignment_id = a.id AND l.rating IS NOT NULL)), 0)"
+            " FROM labeling_assignment a WHERE a.campaign_id = %s AND a.annotator_id = %s"
+            " AND a.status = %s AND a.submitted_at >= %s",
+            [campaign.pk, annotator.pk, Assignment.Status.SUBMITTED, since],
+        )
+        solutions, time_ms, steps = cursor.fetchone()
+    return SessionWork(since=since, solutions=solutions, steps=int(steps), time_ms=int(time_ms))
 
 
 def _count(queryset) -> Coalesce:
