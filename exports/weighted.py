@@ -63,7 +63,9 @@ def dawid_skene(
     while done < iterations:
         done += 1
         confusion = np.ones((n_annotators, 3, 3))  # add-one smoothing
-        np.add.at(confusion, (annotators, slice(None), ratings), posterior[steps])
+        # Advanced indices around a slice: row i adds posterior[steps[i]] to every true rating
+        # of (annotator, given rating); numpy's stubs do not type a slice inside the index.
+        np.add.at(confusion, (annotators, slice(None), ratings), posterior[steps])  # type: ignore[arg-type]
         confusion /= confusion.sum(axis=2, keepdims=True)
         prior = (posterior.sum(axis=0) + 1) / (n_steps + 3)
         log = np.tile(np.log(prior), (n_steps, 1))
@@ -111,13 +113,13 @@ def campaign_probabilities(
     for i, (solution_id, index, annotator, rating) in enumerate(rows):
         steps[i] = keys.setdefault((solution_id, index), len(keys))
         annotators[i] = people.setdefault(annotator, len(people))
-        ratings[i] = rating + 1
+        ratings[i] = int(rating or 0) + 1  # never None: rating__isnull=False
     gold = {
         keys[(solution_id, index)]: rating + 1
         for solution_id, index, rating in Step.objects.filter(
             solution__campaign_id=campaign_id, solution__kind__in=kinds, gold_rating__isnull=False
         ).values_list("solution_id", "index", "gold_rating")
-        if (solution_id, index) in keys
+        if (solution_id, index) in keys and rating is not None
     }
     fit = dawid_skene(
         steps=steps,
