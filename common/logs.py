@@ -109,7 +109,13 @@ class RequestLogMiddleware:
         response["X-Request-ID"] = request_id
         return response
 
-    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs) -> None:
+    def process_view(
+        self,
+        request: HttpRequest,
+        view_func: Callable[..., Any],
+        view_args: tuple[Any, ...],
+        view_kwargs: dict[str, Any],
+    ) -> None:
         user = getattr(request, "user", None)
         log_context_add(
             user_id=user.pk if user is not None and user.is_authenticated else None,
