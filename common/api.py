@@ -285,7 +285,7 @@ def handler500(request: HttpRequest) -> HttpResponseBase:
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,100}")  # printable ASCII, no spaces
 
 
-def idempotent_job(request: HttpRequest, *, scope: str, create: Callable[[], Any]) -> Any:
+def idempotent_job(request: Request, *, scope: str, create: Callable[[], Any]) -> Any:
     """The job ``create()`` makes, once per ``Idempotency-Key`` header of this user and scope.
 
     Without the header every call creates (as before). With it, the first request records the
@@ -294,24 +294,25 @@ def idempotent_job(request: HttpRequest, *, scope: str, create: Callable[[], Any
     broker down). Two concurrent requests with one key: the second waits for the first's
     commit on the unique key, then gets its job. A create that raises records nothing.
     """
-    from django.contrib.auth.models import AnonymousUser
     from django.db import IntegrityError, transaction
 
     from common.jobs import job_kind_of, job_kinds
     from common.models import IdempotentRequest
 
     key = request.headers.get("Idempotency-Key")
-    user = request.user
-    if key is None or isinstance(user, AnonymousUser):  # a job is a signed-in user's
+    if key is None:
         return create()
+    if not request.user.is_authenticated:  # every job-creating view checks this before
+        raise exceptions.NotAuthenticated()
+    user_id = request.user.pk
     if not IDEMPOTENCY_KEY.fullmatch(key):
         raise bad_request("Idempotency-Key", "1 to 100 printable ASCII characters, no spaces.")
     with transaction.atomic():
         try:
             with transaction.atomic():
-                record = IdempotentRequest.objects.create(user=user, scope=scope, key=key)
+                record = IdempotentRequest.objects.create(user_id=user_id, scope=scope, key=key)
         except IntegrityError:
-            record = IdempotentRequest.objects.get(user=user, scope=scope, key=key)
+            record = IdempotentRequest.objects.get(user_id=user_id, scope=scope, key=key)
             return job_kinds()[record.job_kind].model.objects.get(pk=record.job_id)
         job = create()
         record.job_kind, record.job_id = job_kind_of(job).name, job.pk

@@ -112,7 +112,7 @@ class RequestLogMiddleware:
     def process_view(
         self,
         request: HttpRequest,
-        view_func: Callable[..., Any],
+        view_func: Callable[..., HttpResponse],
         view_args: tuple[Any, ...],
         view_kwargs: dict[str, Any],
     ) -> None:

@@ -105,6 +105,7 @@ class LengthFit:
         self.separator = separator
         self.keep_labels = keep_labels
         self.bos = 0 if tokenizer.bos_token_id is None else 1
+        self._lengths: dict[str, int] = {}
         self.separator_length = len(self._ids(separator))
         if self.separator_length == 0:
             raise ExportError(
@@ -137,11 +138,20 @@ class LengthFit:
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    def _length(self, text: str) -> int:
+        """Tokens of ``text``; a problem's prompt and a path's prefix recur in many rows."""
+        n = self._lengths.get(text)
+        if n is None:
+            if len(self._lengths) >= 100_000:  # memory stays bounded on any campaign
+                self._lengths.clear()
+            n = self._lengths[text] = len(self._ids(text))
+        return n
+
     def _step_length(self, text: str) -> int:
-        return len(self._ids(text)) + self.separator_length
+        return self._length(text) + self.separator_length
 
     def _measure(self, into: Measure, prompt: str, completions: list[str], labels: list) -> None:
-        end = self.bos + len(self._ids(prompt))
+        end = self.bos + self._length(prompt)
         cut = []
         for text, label in zip(completions, labels, strict=True):
             end += self._step_length(text)
@@ -162,7 +172,7 @@ class LengthFit:
         # Re-tokenizing a suffix can take more tokens than it had inside the whole text.
         for keep in range(budget, 0, -1):
             tail = text[offsets[len(ids) - keep][0] :]
-            if len(self._ids(tail)) <= budget:
+            if self._length(tail) <= budget:
                 return tail, True
         return "", True
 
@@ -186,7 +196,7 @@ class LengthFit:
                 self.steps_truncated += 1
             steps.append((text, self._step_length(text)))
         total = sum(n for _, n in steps)
-        if self.bos + len(self._ids(prompt)) + total <= self.max_length:
+        if self.bos + self._length(prompt) + total <= self.max_length:
             return [(prompt, [t for t, _ in steps], labels)]
         if total <= room:
             tail, cut = self._tail(prompt, room - total)

@@ -72,7 +72,11 @@ class Export(BackgroundJob):
 
         defaults = LabelPolicy().to_dict()
         changes = [f"{k}={v}" for k, v in self.policy.items() if defaults.get(k) != v]
-        changes += [f"{k}={v}" for k, v in self.options.items()]
+        if self.options.get("tokenizer", True):  # TRL's settings change nothing without one
+            changes += [
+                f"{k}={v!r}" if k == "step_separator" else f"{k}={v}"
+                for k, v in self.options.items()
+            ]
         if self.selection:
             changes.append("selection: " + self.selection_text)
         return changes

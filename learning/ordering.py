@@ -25,6 +25,7 @@ class Scored:
     uncertainty: float | None = None  # mean step entropy of the PRM's P(correct)
     verifier_score: float | None = None  # imported with the solution
     served_score: float | None = None  # a served PRM's (``learning.served``), where it scored it
+    disagreement: float | None = None  # of an ensemble on bootstrap resamples (``ensemble``)
 
     @property
     def wrong(self) -> bool:

@@ -6,7 +6,7 @@ Featurising steps is pure Python and the bulk of a run's scoring time, so it is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from django.conf import settings
@@ -37,13 +37,21 @@ def _open_solutions(campaign: Campaign):
 
 
 def _score_open(
-    *, campaign: Campaign, scorer, beat: Callable[[], None], stats: dict | None = None
+    *,
+    campaign: Campaign,
+    scorer,
+    beat: Callable[[], None],
+    stats: dict | None = None,
+    members: Sequence = (),
 ) -> Iterator[Scored]:
     """Every open regular solution with its PRM score (product of step P(correct)).
 
     ``bow`` models read the campaign's feature cache (``prm.feature_cache``) and featurise
     only the solutions it lacks; other backbones featurise everything, in batches. ``stats``, when
     given, receives how many solutions were featurised and how many came from the cache.
+    ``members`` (``bow`` models on bootstrap resamples of the labels) give each solution its
+    ``disagreement``: the mean over its steps of the members' standard deviation of P(correct),
+    from the same features (no other backbone has them: ``disagreement`` stays None).
     """
     from prm import feature_cache
 
@@ -68,11 +76,40 @@ def _score_open(
         stats.update(counts)
     beat()
     scores, uncertainty = _product_and_entropy(features, scorer)
-    for sid, score, unsure in zip(
-        features.ids.tolist(), scores.tolist(), uncertainty.tolist(), strict=True
+    spread = _disagreement(features, members).tolist() if members else [None] * len(scores)
+    for sid, score, unsure, spread_of in zip(
+        features.ids.tolist(), scores.tolist(), uncertainty.tolist(), spread, strict=True
     ):
         correct, _, verifier = rows[sid]
-        yield Scored(sid, score, correct, uncertainty=unsure, verifier_score=verifier)
+        yield Scored(
+            sid,
+            score,
+            correct,
+            uncertainty=unsure,
+            verifier_score=verifier,
+            disagreement=spread_of,
+        )
+
+
+def _disagreement(features, members: Sequence):
+    """Each solution's mean over its steps of the members' standard deviation of calibrated
+    P(correct) (0 without steps): how much models trained on resamples of the same labels
+    disagree about it (ActPRM's ensemble uncertainty)."""
+    import numpy as np
+
+    from prm.scoring import calibrate
+
+    probs = np.stack(
+        [calibrate(features.logits(m.backbone), m.calibration) for m in members], axis=0
+    )
+    spread = probs.std(axis=0)
+    n = len(features.ids)
+    out = np.zeros(n)
+    counts = np.diff(features.starts)
+    has = counts > 0
+    if features.items:
+        out[has] = np.add.reduceat(spread, features.starts[:-1][has]) / counts[has]
+    return out
 
 
 def _product_and_entropy(features, scorer):

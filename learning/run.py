@@ -29,7 +29,13 @@ from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, solutions_rewrite
 from learning.rescoring import _score_open, campaign_cache_dir
-from learning.strategies import CONTROL_ARM, strategy_order, with_control
+from learning.strategies import (
+    CONTROL_ARM,
+    ENSEMBLE,
+    ENSEMBLE_MEMBERS,
+    strategy_order,
+    with_control,
+)
 from learning.triggers import AL_RUNS, submitted_labels
 
 log = logging.getLogger(__name__)
@@ -85,12 +91,14 @@ class _Stage:
 def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
     """The run's stages, each timed on the run; every write only while this attempt owns it."""
     import prm
+    from prm import feature_cache
 
     campaign = run.campaign
     stages = _Stages(run, attempt)
     media = Path(settings.MEDIA_ROOT)
     workdir = media / "prm" / campaign.slug / f"run-{run.pk}"
     model = run.model if run.model_id and _is_checkpoint(run.model.path) else None
+    members: list = []
 
     if model is None:
         # The operator's list decides (STEPWISE_PRM_BACKBONES): refused before any work.
@@ -131,6 +139,12 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
             curve = _best_of_n(campaign=campaign, scorer=scorer, workdir=workdir)
         stages.save(best_of_n=curve)
 
+        if campaign.al_strategy == ENSEMBLE and feature_cache.supports(scorer.backbone):
+            with stages("ensemble"):
+                members = _ensemble_members(
+                    data["path"], workdir=workdir, spec=spec, overrides=overrides, seed=run.pk
+                )
+
         with stages("efficiency"):
             efficiency = _data_efficiency(campaign=campaign, seed=run.pk)
         stages.save(data_efficiency=efficiency)
@@ -152,7 +166,13 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
     with stages("score"):
         counts: dict = {}
         scored = list(
-            _score_open(campaign=campaign, scorer=scorer, beat=attempt.beat, stats=counts)
+            _score_open(
+                campaign=campaign,
+                scorer=scorer,
+                beat=attempt.beat,
+                stats=counts,
+                members=members,
+            )
         )
     stages.timings.update({f"solutions_{k}": v for k, v in counts.items()})
     if campaign.al_scoring_endpoint:  # the served PRM's scores, for the strategy that uses them
@@ -209,6 +229,33 @@ def _best_of_n(*, campaign: Campaign, scorer, workdir: Path) -> dict:
     except Exception as exc:  # reported on the page instead
         log.exception("best-of-N of campaign %s failed", campaign.pk)
         return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+def _ensemble_members(
+    path: Path, *, workdir: Path, spec, overrides: dict, seed: int, size: int = ENSEMBLE_MEMBERS
+) -> list:
+    """``size`` PRMs, each trained on a bootstrap resample (by problem) of the run's labels: the
+    ``ensemble`` strategy's members. They share the training cache, so each costs its training
+    alone; they stay in the run's folder (the run's own PRM is the model it registers)."""
+    import random
+
+    import prm
+
+    rows: dict[str, list[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            rows.setdefault(json.loads(line)["prompt"], []).append(line)
+    problems = sorted(rows)
+    members = []
+    for k in range(size):
+        rng = random.Random(seed * 1000 + k)
+        drawn = [rng.choice(problems) for _ in problems]
+        resample = workdir / f"resample-{k}.jsonl"
+        resample.write_text("".join(line + "\n" for p in drawn for line in rows[p]), "utf-8")
+        out = workdir / f"member-{k}"
+        prm.train(resample, out, backbone=spec, progress=False, **overrides)
+        members.append(prm.load(out))
+    return members
 
 
 UNIFORM_SENTENCE = (

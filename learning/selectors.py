@@ -110,7 +110,9 @@ def campaign_arm_labels(*, campaign: Campaign) -> list:
         )
     )
     out: list = []
-    current, steps, labels, problem, arm, cut = None, [], [], "", "", False
+    steps: list[str] = []
+    labels: list[bool] = []
+    current, problem, arm, cut = None, "", "", False
 
     def flush() -> None:
         if steps:
@@ -119,14 +121,8 @@ def campaign_arm_labels(*, campaign: Campaign) -> list:
     for assignment_id, text, solution_arm, step, rating in rows.iterator(chunk_size=5000):
         if assignment_id != current:
             flush()
-            current, steps, labels, problem, arm, cut = (
-                assignment_id,
-                [],
-                [],
-                text,
-                solution_arm,
-                False,
-            )
+            current, problem, arm, cut = assignment_id, text, solution_arm, False
+            steps, labels = [], []
         if cut:
             continue
         label = policy.label(rating)

@@ -23,7 +23,10 @@ with the same functions.
   other already placed;
 - ``served-prm``: PRM800K's rule by the scores of a PRM served elsewhere (``learning.served``,
   the campaign's ``al_scoring_endpoint``) in place of the campaign's own PRM's, which still
-  trains and is evaluated beside it; solutions it has not scored come last of their kind.
+  trains and is evaluated beside it; solutions it has not scored come last of their kind;
+- ``ensemble``: ActPRM's ensemble uncertainty: ``ENSEMBLE_MEMBERS`` ``bow`` PRMs trained on
+  bootstrap resamples of the labels (by problem), the solutions where they disagree most first
+  (the mean over steps of the members' standard deviation of P(correct)).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ VERIFIER = Campaign.Strategy.VERIFIER.value
 UNIFORM = Campaign.Strategy.UNIFORM.value
 MIXED = Campaign.Strategy.MIXED.value
 SERVED_PRM = Campaign.Strategy.SERVED_PRM.value
+ENSEMBLE = Campaign.Strategy.ENSEMBLE.value
+ENSEMBLE_MEMBERS = 4  # bow models on bootstrap resamples of the labels, beside the run's own
 NAMES = list(Campaign.Strategy.values)
 # Why the campaign's default is the default: the measured result, shown on the page.
 DEFAULT_REASON = (
@@ -91,6 +96,19 @@ def _rule_by(items: Sequence[Scored], score_of, *, wrong_share: float) -> list[S
     by_other = [replace(s, score=-math.inf if score_of(s) is None else score_of(s)) for s in items]
     original = {s.solution_id: s for s in items}
     return [original[s.solution_id] for s in queue_order(by_other, wrong_share=wrong_share)]
+
+
+def order_ensemble(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
+    """Where models trained on resamples of the labels disagree most first; a solution without
+    a disagreement (no ensemble: another backbone than ``bow``) by the PRM's own entropy, after
+    those with one."""
+    return sorted(
+        items,
+        key=lambda s: (
+            s.disagreement is None,
+            *_key(s.disagreement if s.disagreement is not None else s.uncertainty, s.solution_id),
+        ),
+    )
 
 
 def order_verifier(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
@@ -178,6 +196,7 @@ STRATEGIES: dict[str, Callable[..., list[Scored]]] = {
     UNIFORM: order_uniform,
     MIXED: order_mixed,
     SERVED_PRM: order_served_prm,
+    ENSEMBLE: order_ensemble,
 }
 
 

@@ -73,6 +73,7 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             "train",
             "evaluate",
             "bestofn",
+            "ensemble",
             "efficiency",
             "register",
             "score",

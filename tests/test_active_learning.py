@@ -494,7 +494,7 @@ def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch):
     from learning import run as run_module
     from learning.strategies import NAMES, strategy_order
 
-    campaign = make_campaign()
+    campaign = make_campaign(al_control_share=0.0)  # the control arm: test_al_strategies
     solutions = [
         make_solution(campaign=campaign, answer_is_correct=c, verifier_score=v)
         for c, v in ((False, 0.1), (True, 0.9), (False, 0.7), (None, None), (True, 0.3))

@@ -86,3 +86,38 @@ def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp
     assert "Is active learning paying here?" in html
     assert "the control arm needs about" in html
     assert ActiveLearningRun.objects.get(pk=run.pk).data_efficiency == run.data_efficiency
+
+
+@pytest.mark.django_db
+def test_an_ensemble_run_orders_the_queue_by_the_members_disagreement(tmp_path, settings):
+    import prm
+    from labeling.models import Solution
+    from learning.rescoring import _score_open
+    from learning.run import active_learning_run
+    from learning.strategies import ENSEMBLE_MEMBERS
+    from learning.triggers import active_learning_trigger
+    from tests.al_data import demo_campaign
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    campaign = demo_campaign(al_strategy="ensemble")
+    run = active_learning_run(run=active_learning_trigger(campaign=campaign))
+    assert run.status == "succeeded", run.error
+    assert "ensemble" in run.timings
+    folder = settings.MEDIA_ROOT / "prm" / campaign.slug / f"run-{run.pk}"
+    members = [prm.load(folder / f"member-{k}") for k in range(ENSEMBLE_MEMBERS)]
+    scorer = prm.load(settings.MEDIA_ROOT / run.model.path)
+    scored = list(_score_open(campaign=campaign, scorer=scorer, beat=lambda: None, members=members))
+    spread = {s.solution_id: s.disagreement for s in scored}
+    assert len({round(v, 6) for v in spread.values()}) > 10  # the members do disagree
+    open_ = Solution.objects.filter(campaign=campaign, kind="regular", is_open=True)
+    arms = dict(open_.values_list("pk", "al_arm"))
+    queue = list(open_.order_by("-priority", "pk").values_list("pk", flat=True))
+    strategy_arm = [pk for pk in queue if arms[pk] == "strategy"]
+    assert [spread[pk] for pk in strategy_arm] == sorted(
+        (spread[pk] for pk in strategy_arm), reverse=True
+    )
+    # one model twice disagrees with itself nowhere
+    same = list(
+        _score_open(campaign=campaign, scorer=scorer, beat=lambda: None, members=[scorer] * 2)
+    )
+    assert {s.disagreement for s in same} == {0.0}

@@ -157,3 +157,14 @@ def test_a_uniform_strategy_is_all_control_and_share_zero_none():
     assert set(with_control(items, strategy="uniform", share=0.2, seed=1)[1]) == {"control"}
     order, arms = with_control(items, strategy="uncertainty", share=0.0, seed=1)
     assert order == items and set(arms) == {"strategy"}
+
+
+def test_ensemble_puts_the_widest_disagreement_first_and_falls_back_to_entropy():
+    items = [
+        Scored(1, 0.5, False, uncertainty=0.9, disagreement=0.05),
+        Scored(2, 0.5, True, uncertainty=0.1, disagreement=0.30),
+        Scored(3, 0.5, None, uncertainty=0.99, disagreement=None),
+        Scored(4, 0.5, None, uncertainty=0.2, disagreement=0.10),
+        Scored(5, 0.5, None, uncertainty=0.5, disagreement=None),
+    ]
+    assert ids(strategy_order("ensemble", items)) == [2, 4, 1, 3, 5]

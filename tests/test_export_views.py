@@ -102,6 +102,9 @@ def test_the_list_shows_the_options_an_export_changed(client, campaign, manager)
     assert "neutral=negative" in body
     assert "step_tag=ки" in body
     assert "cut_after_first_negative" not in body.split("<tbody>")[1]
+    export_create(campaign=campaign, fmt="trl")  # TRL's settings, idle without a tokenizer
+    body = client.get(list_url(campaign)).content.decode()
+    assert "max_length" not in body.split("<tbody>")[1]
 
 
 def test_superusers_see_every_campaigns_exports(client, campaign):
@@ -176,6 +179,9 @@ def test_the_form_offers_the_declared_tokenizers_for_trls_length_check(
         "keep_labels": True,
     }
     assert export.manifest["length_check"]["as_written"]["labels_cut"]["negative"] == 0
+    listed = client.get(list_url(campaign)).content.decode()
+    assert "tokenizer=minilm" in listed and "keep_labels=True" in listed
+    assert "step_separator=&#x27; [SEP] &#x27;" in listed
     # A path the operator did not declare is no choice; keep_labels needs a tokenizer.
     for bad in ({"tokenizer": str(get_model_path())}, {"tokenizer": "", "keep_labels": "on"}):
         assert client.post(list_url(campaign), {**data, **bad}).status_code == 400

@@ -92,3 +92,22 @@ def test_metrics_count_jobs_queues_labels_and_time_requests_by_view(client):
         assert f'stepwise_queue_depth{{queue="{queue}"}}' in text
     assert "stepwise_step_labels_last_minute 3.0" in text
     assert 'stepwise_request_seconds_count{method="GET",status="2xx",view="healthz"}' in text
+
+
+def test_queue_depth_is_the_brokers_count_of_waiting_messages(client, settings):
+    import uuid
+
+    from celery import current_app
+
+    queue = f"depth-{uuid.uuid4().hex[:8]}"  # a queue of this test's own
+    settings.STEPWISE_QUEUES = (*settings.STEPWISE_QUEUES, queue)
+    client.force_login(make_user(is_staff=True))
+    for _ in range(3):
+        current_app.send_task("exports.export_run", args=[0], queue=queue)
+    try:
+        text = client.get("/metrics").content.decode()
+        assert f'stepwise_queue_depth{{queue="{queue}"}} 3.0' in text
+        assert f'stepwise_queue_consumers{{queue="{queue}"}} 0.0' in text
+    finally:
+        with current_app.connection_for_write() as conn:
+            conn.default_channel.queue_purge(queue)

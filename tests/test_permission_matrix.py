@@ -25,10 +25,10 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from annotators.models import CampaignSnapshot
 from annotators.services import api_token_create, invitation_create
 from exports.models import Export
-from imports.models import GenerationJob, ImportJob
+from imports.models import EvidenceJob, GenerationJob, ImportJob
 from labeling.models import Membership, SolutionBulkAction
 from labeling.queue import assignment_next
-from learning.models import ActiveLearningRun
+from learning.models import ActiveLearningRun, ScoringJob
 from tests.factories import (
     make_campaign,
     make_gold_solution,
@@ -97,6 +97,8 @@ ROUTES: dict[str, Route] = {
     # active learning: the manager's page and "Retrain now"
     "learning:page": Route("manage", {"GET": 200}, ("slug",)),
     "learning:retrain": Route("manage", {"POST": 302}, ("slug",)),
+    # "Score with the served PRM": none is chosen here, refused with a message, back to the page.
+    "learning:score": Route("manage", {"POST": 302}, ("slug",)),
     # annotators
     "labeling:campaigns": Route("login", {"GET": 200}),
     "labeling:campaign-create": Route("login", {"GET": 200, "POST": 400}),
@@ -110,6 +112,8 @@ ROUTES: dict[str, Route] = {
     "imports:generations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
     # A pending job cannot be resumed: refused with a message, back to the list.
     "imports:generation-resume": Route("manage", {"POST": 302}, ("slug", "generation_job")),
+    # Machine evidence: the jobs list; an empty request is refused past the permission check.
+    "imports:evidence": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
     "annotators:members": Route("manage", {"GET": 200}, ("slug",)),
     "annotators:member": Route("manage", {"GET": 200, "POST": 400}, ("slug", "membership")),
     "annotators:invitations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
@@ -269,6 +273,9 @@ def world(settings, tmp_path):
                 "solution": gold.pk,
                 "problem": gold.problem_id,
                 "al_run": run.pk,
+                "scoring_job": ScoringJob.objects.create(
+                    campaign=campaign, endpoint="prm", model="m", status="done"
+                ).pk,
                 "api_token": api_token.pk,
                 "assignment": labelled.pk if name == "other" else held.pk,
                 "review_assignment": labelled.pk,
@@ -277,6 +284,9 @@ def world(settings, tmp_path):
                 "export": export.pk,
                 "bulk_job": SolutionBulkAction.objects.create(
                     campaign=campaign, action="requeue"
+                ).pk,
+                "evidence_job": EvidenceJob.objects.create(
+                    campaign=campaign, kind="judge", endpoint="e", model="m"
                 ).pk,
                 "job_kind": "imports",
                 "snapshot": CampaignSnapshot.objects.create(campaign=campaign).pk,
@@ -373,7 +383,9 @@ JOB_KINDS = {
     "exports": ("manage", "export"),
     "snapshots": ("review", "snapshot"),
     "active_learning": ("manage", "al_run"),
+    "scoring": ("manage", "scoring_job"),
     "bulk_actions": ("manage", "bulk_job"),
+    "evidence": ("manage", "evidence_job"),
 }
 
 

@@ -36,7 +36,7 @@ TOKEN = "smoke-metrics-token"
 def stack(transactional_db, settings, tmp_path):
     """``honcho start`` of the repository's Procfile, on the test database; its URL."""
     import httpx
-    import psutil
+    import psutil  # type: ignore[import-untyped]  # no stubs in the lock (types-psutil)
 
     port = free_port()
     var = tmp_path / "var"

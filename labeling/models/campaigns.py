@@ -122,6 +122,7 @@ class Campaign(models.Model):
         UNIFORM = "uniform", "uniform (random order, the control)"
         MIXED = "mixed", "half uncertainty, half convincing wrong answers"
         SERVED_PRM = "served-prm", "convincing wrong answers by the served PRM"
+        ENSEMBLE = "ensemble", "ensemble disagreement (PRMs on resamples of the labels)"
 
     al_strategy = models.CharField(
         max_length=20,
