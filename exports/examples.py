@@ -25,6 +25,8 @@ class LabelledPath:
     annotator: str | None
     labels: list[bool]
     candidates: list[tuple[int, str, bool]]
+    # ``annotators="weighted"``: P(positive) of each label (the label is whether it is >= 0.5).
+    probabilities: list[float] | None = None
 
 
 def _annotator_labels(
@@ -87,13 +89,19 @@ def labelled_paths(solution: SolutionData, policy: LabelPolicy) -> list[Labelled
     if not per_annotator:
         return []
     decided = solution.adjudications if policy.annotators == "adjudicated" else {}
-    if policy.annotators == "each" or (len(per_annotator) == 1 and not decided):
+    weighted = policy.annotators == "weighted"
+    probabilities: list[float] = []
+    if policy.annotators == "each" or (len(per_annotator) == 1 and not decided and not weighted):
         paths = [LabelledPath(name, labels, cands) for name, labels, cands in per_annotator]
     else:
         labels: list[bool] = []
         for position in range(max(len(lbls) for _, lbls, _ in per_annotator)):
             if position in decided:
                 value = policy.label(decided[position])
+            elif weighted and position in solution.probabilities:
+                probability = solution.probabilities[position]
+                probabilities.append(probability)
+                value = probability >= 0.5
             else:
                 votes = [lbls[position] for _, lbls, _ in per_annotator if len(lbls) > position]
                 value = _vote(votes, policy.annotators)
@@ -110,9 +118,18 @@ def labelled_paths(solution: SolutionData, policy: LabelPolicy) -> list[Labelled
             if value is not None:
                 candidates.append((position, text, value))
         paths = [LabelledPath(None, labels, candidates)]
+        if weighted:
+            # A step without a posterior (no current rating of its own) takes its vote's label.
+            by_position = iter(probabilities)
+            paths[0].probabilities = [
+                next(by_position) if p in solution.probabilities else float(v)
+                for p, v in enumerate(labels)
+            ]
     for path in paths:
         if policy.cut_after_first_negative and False in path.labels:
             del path.labels[path.labels.index(False) + 1 :]
+            if path.probabilities is not None:
+                del path.probabilities[len(path.labels) :]
         # A candidate needs its whole prefix labelled (and, when cutting, free of errors).
         end = len(path.labels)
         if policy.cut_after_first_negative and end and not path.labels[-1]:
@@ -125,9 +142,23 @@ def training_examples(
     solution: SolutionData, policy: LabelPolicy
 ) -> Iterator[tuple[list[str], list[bool]]]:
     """(step texts, labels) of every training example the solution gives."""
+    for texts, labels, _ in training_examples_soft(solution, policy):
+        yield texts, labels
+
+
+def training_examples_soft(
+    solution: SolutionData, policy: LabelPolicy
+) -> Iterator[tuple[list[str], list[bool], list[float] | None]]:
+    """``training_examples`` with each label's P(positive) under ``annotators="weighted"``
+    (None otherwise). A candidate's own label is a vote: its probability is 0 or 1."""
     for path in labelled_paths(solution, policy):
         n = len(path.labels)
+        soft = path.probabilities
         if n:
-            yield solution.steps[:n], path.labels
+            yield solution.steps[:n], path.labels, soft
         for position, text, value in path.candidates:
-            yield [*solution.steps[:position], text], [*path.labels[:position], value]
+            yield (
+                [*solution.steps[:position], text],
+                [*path.labels[:position], value],
+                None if soft is None else [*soft[:position], float(value)],
+            )

@@ -110,6 +110,11 @@ class LabelPolicy:
                 "adjudicated",
                 "a reviewer's adjudication where there is one, else the majority",
             ),
+            (
+                "weighted",
+                "weighted by reliability (Dawid-Skene from overlap and gold): each step's label "
+                "is the posterior, as a probability in TRL JSONL and CSV, a field in PRM800K",
+            ),
         ),
     )
     annotator_ids: str = option(

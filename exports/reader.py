@@ -108,6 +108,8 @@ class SolutionData:
     assignments: list[AssignmentData] = field(default_factory=list)
     # Step index -> a reviewer's adjudicated rating; read only for ``annotators="adjudicated"``.
     adjudications: dict[int, int] = field(default_factory=dict)
+    # Step index -> P(positive) of ``annotators="weighted"`` (``exports.weighted``).
+    probabilities: dict[int, float] = field(default_factory=dict)
 
 
 # What a solution's row reads: every field of ``SolutionData`` up to its split.
@@ -145,12 +147,28 @@ def iter_solutions(
     fifth for adjudications under ``annotators="adjudicated"``); nothing outlives its batch but
     the next one, which a thread reads while this one is written (see ``common.readahead``).
     """
+    weights = None
+    if policy.annotators == "weighted":
+        from exports.weighted import campaign_probabilities
+
+        weights = campaign_probabilities(
+            campaign_id=campaign.pk,
+            kinds=policy.kinds,
+            neutral_positive=policy.neutral == "positive",
+        )
     batches = _batches(campaign, policy, batch_size, stats or StreamStats(), selection)
     if not connections[DEFAULT_DB_ALIAS].in_atomic_block:
         # Inside a transaction another thread's connection would not see its writes.
         batches = read_ahead(batches, name="export-reader")
     for solutions, done, total in batches:
-        yield from solutions
+        for solution in solutions:
+            if weights is not None:
+                solution.probabilities = {
+                    index: weights[(solution.id, index)]
+                    for index in range(len(solution.steps))
+                    if (solution.id, index) in weights
+                }
+            yield solution
         if progress:
             progress(done, total)
 

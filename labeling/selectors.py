@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -226,11 +227,11 @@ REJECTIONS_SHOWN_DAYS = 14
 REJECTIONS_SHOWN = 3
 
 
-def my_recent_rejections(*, campaign: Campaign, user) -> list[dict]:
+def my_recent_rejections(*, campaign: Campaign, user) -> list[dict[str, Any]]:
     """The annotator's work rejected in the last ``REJECTIONS_SHOWN_DAYS``, newest first (at most
     ``REJECTIONS_SHOWN``): assignment id, comment, problem excerpt, when. Never who reviewed."""
     since = timezone.now() - timedelta(days=REJECTIONS_SHOWN_DAYS)
-    return list(
+    rows = (
         Review.objects.filter(
             assignment__campaign=campaign,
             assignment__annotator=user,
@@ -245,6 +246,7 @@ def my_recent_rejections(*, campaign: Campaign, user) -> list[dict]:
             problem=Left("assignment__solution__problem__text", 120),
         )[:REJECTIONS_SHOWN]
     )
+    return [dict(row) for row in rows]
 
 
 def qc_first_error_missed(*, assignment_id: int, user) -> bool:
@@ -272,11 +274,13 @@ def qc_first_error_missed(*, assignment_id: int, user) -> bool:
         .order_by("index")
         .values_list("index", "gold_rating")
     )
-    ratings = dict(
-        StepLabel.objects.filter(assignment_id=assignment_id, rating__isnull=False).values_list(
-            "step__index", "rating"
-        )
-    )
+    ratings: dict[int, int] = {
+        index: rating
+        for index, rating in StepLabel.objects.filter(
+            assignment_id=assignment_id, rating__isnull=False
+        ).values_list("step__index", "rating")
+        if rating is not None
+    }
     return first_error_found(gold, ratings) is False
 
 

@@ -376,12 +376,11 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
             campaign=campaign, annotator=request.user, since=_session_since(request, campaign)
         ),
     }
+    refusal: str | None = None
     try:
         assignment = queue.assignment_next(campaign=campaign, annotator=request.user)
     except queue.LabelingError as error:
         assignment, refusal = None, error.detail
-    else:
-        refusal = None
     # After the claim, as Home would count now (the served solution is no longer "left").
     context["mine"] = selectors.my_campaign_figures(campaign=campaign, user=request.user)
     context["rejections"] = selectors.my_recent_rejections(campaign=campaign, user=request.user)

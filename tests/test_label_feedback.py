@@ -43,6 +43,7 @@ def submitted_by(user, campaign, ratings=None) -> Assignment:
     from labeling import queue
 
     assignment = queue.assignment_next(campaign=campaign, annotator=user)
+    assert assignment is not None
     submit_ratings(assignment=assignment, annotator=user, ratings=ratings)
     assignment.refresh_from_db()
     return assignment

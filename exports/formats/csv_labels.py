@@ -33,6 +33,9 @@ CSV_COLUMNS = [
     # submitted (current), rejected or superseded: the last two only with include_rejected /
     # include_superseded.
     "assignment_status",
+    # annotators=weighted: the step's P(positive) from every annotator's ratings (Dawid-Skene,
+    # ``exports.weighted``), the same on each annotator's row of the step; empty otherwise.
+    "weighted_probability",
 ]
 
 
@@ -65,6 +68,7 @@ def csv_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iter
                     a.review or "",
                     corrected,
                     a.status,
+                    solution.probabilities.get(lab.index, ""),
                 ],
                 (lab.rating,),
             )

@@ -61,6 +61,14 @@ def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> 
                 "finish_reason": a.finish_reason or None,
             },
         }
+        if solution.probabilities:
+            # annotators=weighted: each labelled step's P(positive) from every annotator's
+            # ratings (``exports.weighted``); PRM800K has no such field, so only then.
+            weighted: list[float | None] = [
+                solution.probabilities.get(lab.index) for lab in a.labels
+            ]
+            # The record's type is inferred from its PRM800K fields; this one is ours.
+            record["stepwise_weighted_probabilities"] = weighted  # type: ignore[assignment]
         if not a.is_current:
             # History asked for by include_rejected / include_superseded; PRM800K has no such
             # field, so current lines stay exactly PRM800K's.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from exports.examples import training_examples
+from exports.examples import training_examples_soft
 from exports.formats.base import ALL_OPTIONS, BINARY_NAMES, Format, JsonlWriter
 from exports.lengths import TRL_DEFAULT_MAX_LENGTH, TRL_DEFAULT_SEPARATOR, LengthFit
 from exports.policy import LabelPolicy
@@ -18,14 +18,23 @@ from exports.reader import SolutionData
 
 
 def trl_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
-    """TRL stepwise supervision: the problem as prompt, the steps, one bool per step."""
+    """TRL stepwise supervision: the problem as prompt, the steps, one bool per step; under
+    ``annotators="weighted"`` also ``label_probabilities``, P(positive) per label (soft labels;
+    the JSONL carries them, the Parquet schema keeps TRL's three columns)."""
     fit: LengthFit | None = options.get("length_check")
-    for texts, labels in training_examples(solution, policy):
-        if fit is None:
-            yield {"prompt": solution.problem_text, "completions": texts, "labels": labels}, labels
-            continue
-        for prompt, completions, kept in fit.rows(solution.problem_text, texts, labels):
-            yield {"prompt": prompt, "completions": completions, "labels": kept}, kept
+    for texts, labels, soft in training_examples_soft(solution, policy):
+        rows = (
+            [(solution.problem_text, texts, labels)]
+            if fit is None
+            else fit.rows(solution.problem_text, texts, labels)
+        )
+        offset = 0  # the rows that replace a long one take its labels in order
+        for prompt, completions, kept in rows:
+            row = {"prompt": prompt, "completions": completions, "labels": kept}
+            if soft is not None:
+                row["label_probabilities"] = soft[offset : offset + len(kept)]
+            offset += len(kept)
+            yield row, kept
 
 
 # PRMTrainer's settings, as PRMConfig names them; without a tokenizer nothing is measured.
