@@ -40,6 +40,7 @@ from labeling.models import (
 )
 from labeling.permissions import MANAGE, REVIEW, campaign_for, campaign_page
 from labeling.scores import step_scores
+from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
 
 PAGE_SIZE = 50
 GENERATORS_CACHE_SECONDS = 300
@@ -103,7 +104,7 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
         page = filters.solutions_page(rows, solution_filter, cursor=None, size=PAGE_SIZE)
     excerpts = dict(
         Problem.objects.filter(pk__in={s.problem_id for s in page.solutions})
-        .annotate(excerpt=Left("text", 160))
+        .annotate(excerpt=Left("text", EXCERPT_SOURCE_CHARS))
         .values_list("pk", "excerpt")
     )
     for s in page.solutions:
