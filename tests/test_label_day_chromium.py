@@ -168,3 +168,17 @@ def test_nine_keys_pressed_20_ms_apart_give_nine_ratings_in_order(live_server, p
     page.wait_for_selector('#steps[data-current="3"]')
     page.wait_for_selector("#workspace:not(.htmx-request)")
     assert ratings_of(second) == [1, 0, 1]
+
+
+def test_the_invitation_link_has_a_copy_button(live_server, page, client):
+    campaign = make_campaign(slug="invite")
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    log_in(page, live_server, client, manager)
+    page.goto(live_server.url + reverse("annotators:invitations", kwargs={"slug": campaign.slug}))
+    with page.expect_navigation():
+        page.click("button:has-text('Create link')")
+    link = page.locator("#new-invitation-link").input_value()
+    page.click("button[data-copy]")
+    page.wait_for_selector("button[data-copy]:has-text('Copied')")
+    assert page.evaluate("() => navigator.clipboard.readText()") == link
