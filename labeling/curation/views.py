@@ -178,11 +178,17 @@ def _generators(campaign) -> list[str]:
 
 
 def _annotators(campaign) -> list[tuple[int, str]]:
-    return list(
+    """The "Labelled by" choices: people by name, accounts an import made by a short id
+    (``imported 340d89bc``), as every other page names them; people first."""
+    rows = (
         Membership.objects.filter(campaign=campaign, role=Membership.Role.ANNOTATOR)
-        .order_by("user__username")
-        .values_list("user_id", "user__username")
+        .order_by("is_imported", "user__username")
+        .values_list("user_id", "user__username", "is_imported")
     )
+    return [
+        (user_id, Membership.short_name(name, imported=imported))
+        for user_id, name, imported in rows
+    ]
 
 
 def is_db_id(value: object) -> bool:
