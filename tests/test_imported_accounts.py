@@ -143,7 +143,7 @@ def test_the_agreement_page_leaves_them_out_unless_asked(client, campaign, manag
 
 
 def test_the_data_browser_names_them_by_a_short_id(client, campaign, manager):
-    ann, ghost = with_work(campaign)
+    with_work(campaign)
     page = client.get(reverse("labeling:browser", kwargs={"slug": campaign.slug})).content.decode()
     assert LABELER not in page
     assert "imported cc88bf76" in page
