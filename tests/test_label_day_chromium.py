@@ -182,3 +182,24 @@ def test_the_invitation_link_has_a_copy_button(live_server, page, client):
     page.click("button[data-copy]")
     page.wait_for_selector("button[data-copy]:has-text('Copied')")
     assert page.evaluate("() => navigator.clipboard.readText()") == link
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_open_instructions_never_cover_the_step_being_rated(live_server, page, client, width):
+    campaign = make_campaign(slug=f"instr-{width}", instructions="Rate **every** step. " * 40)
+    make_solution(campaign=campaign, steps=["a", "b"])
+    user = make_member(campaign=campaign).user
+    page.set_viewport_size({"width": width, "height": 800})
+    log_in(page, live_server, client, user)
+    page.goto(label_url(live_server, campaign))
+    page.click(".instructions summary")
+    card = page.locator(".instructions .card").bounding_box()
+    step = page.locator(".step.current").bounding_box()
+    assert card["height"] > 0
+    apart = (
+        card["x"] + card["width"] <= step["x"]
+        or step["x"] + step["width"] <= card["x"]
+        or card["y"] + card["height"] <= step["y"]
+        or step["y"] + step["height"] <= card["y"]
+    )
+    assert apart, (card, step)
