@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from annotators.models import ApiToken, CampaignSnapshot
+from common.admin import JOB_ACTIONS
 
 
 @admin.register(CampaignSnapshot)
@@ -19,6 +20,7 @@ class CampaignSnapshotAdmin(admin.ModelAdmin):
         "seconds",
         "error",
     ]
+    actions = JOB_ACTIONS
 
     def has_add_permission(self, request) -> bool:
         return False

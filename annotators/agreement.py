@@ -14,6 +14,10 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from itertools import combinations
 
+from common.agreement import cohen_kappa
+
+__all__ = ["cohen_kappa", "krippendorff_alpha", "pairwise_kappa", "per_coder"]
+
 Triple = tuple[Hashable, Hashable, int]
 
 
@@ -64,21 +68,6 @@ def krippendorff_alpha(triples: Iterable[Triple], *, metric: str = "nominal") ->
     if expected == 0:
         return None
     return 1.0 - observed / expected
-
-
-def cohen_kappa(pairs: Iterable[tuple[int, int]]) -> float | None:
-    """Cohen's kappa for two coders over the units both rated: (p_o - p_e) / (1 - p_e)."""
-    pairs = list(pairs)
-    n = len(pairs)
-    if n == 0:
-        return None
-    observed = sum(a == b for a, b in pairs) / n
-    first = Counter(a for a, _ in pairs)
-    second = Counter(b for _, b in pairs)
-    expected = sum(first[v] * second[v] for v in first) / (n * n)
-    if expected == 1:
-        return None
-    return (observed - expected) / (1 - expected)
 
 
 @dataclass(frozen=True)

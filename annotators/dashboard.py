@@ -19,7 +19,8 @@ ANNOTATOR_COLUMNS = [
     Column("hours", "hours", numeric=True, fmt="num"),
     Column("labels_per_hour", "labels / hour", numeric=True, fmt="num"),
     Column("median_seconds_per_step", "median s / step", numeric=True, fmt="num"),
-    Column("qc_agreement", "QC agreement", numeric=True, fmt="pct"),
+    Column("qc_score", "QC score", numeric=True, fmt="num"),
+    Column("qc_agreement", "QC steps alike", numeric=True, fmt="pct"),
     Column("qc_steps", "QC steps", numeric=True, fmt="int"),
     Column("kappa", "kappa", numeric=True, fmt="num"),
     Column("last", "last submitted", fmt="time"),
@@ -106,8 +107,9 @@ def dashboard_context(data: dict, *, query: QueryDict, show_imported: bool = Fal
                 ],
             ),
             "qc": charts.line(
-                title="Agreement with gold on quality-control steps, by day (UTC)",
-                points=[(d["day"][5:], d["agreement"]) for d in qc_days],
+                title="QC score (kappa with gold and first errors found), by day (UTC)",
+                points=[(d["day"][5:], charts.floor0(d.get("score"))) for d in qc_days],
+                fmt=lambda v: f"{v:.2f}",
             ),
             "queue": charts.bars_horizontal(
                 title="Open solutions in the queue",

@@ -11,6 +11,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Left
 
 from annotators.models import CampaignSnapshot
+from labeling import queue
 from labeling.models import (
     Assignment,
     Campaign,
@@ -30,12 +31,12 @@ def annotator_figures(snapshot: CampaignSnapshot | None) -> dict[int, dict]:
 
 
 def low_qc_annotators(*, campaign: Campaign, snapshot: CampaignSnapshot | None) -> list[int]:
-    """Annotators whose QC agreement is below the campaign's screening threshold."""
+    """Annotators whose QC score (``labeling.queue.gold_score``, what screening passes on) is
+    below the campaign's screening threshold."""
     return [
         uid
         for uid, row in annotator_figures(snapshot).items()
-        if row.get("qc_agreement") is not None
-        and row["qc_agreement"] < campaign.screening_threshold
+        if row.get("qc_score") is not None and row["qc_score"] < campaign.screening_threshold
     ]
 
 
@@ -87,6 +88,7 @@ def members_rows(
                 "assignments": f.get("assignments"),
                 "labels": f.get("labels"),
                 "median_seconds_per_step": f.get("median_seconds_per_step"),
+                "qc_score": f.get("qc_score"),
                 "qc_agreement": f.get("qc_agreement"),
                 "kappa": f.get("kappa"),
                 "last": f.get("last"),
@@ -121,3 +123,27 @@ def gold_solutions(*, campaign: Campaign, page: int = 1, per_page: int = 50) -> 
         )[start : start + per_page + 1]
     )
     return rows[:per_page], len(rows) > per_page
+
+
+def gold_warnings(*, campaign: Campaign) -> list[str]:
+    """Why the campaign's screening or QC set cannot tell good annotators from bad ones
+    (``labeling.queue.gold_set_warnings``, per kind). Gold sets are small: every gold step read."""
+    by_kind: dict[str, dict[int, list[tuple[int, int | None]]]] = {}
+    for kind, solution_id, index, rating in (
+        Step.objects.filter(solution__campaign=campaign)
+        .exclude(solution__kind=Solution.Kind.REGULAR)
+        .order_by("solution_id", "index")
+        .values_list("solution__kind", "solution_id", "index", "gold_rating")
+    ):
+        by_kind.setdefault(kind, {}).setdefault(solution_id, []).append((index, rating))
+    names = {Solution.Kind.SCREENING: "screening", Solution.Kind.QUALITY_CONTROL: "quality-control"}
+    return [
+        warning
+        for kind in (Solution.Kind.SCREENING, Solution.Kind.QUALITY_CONTROL)
+        if kind in by_kind
+        for warning in queue.gold_set_warnings(
+            by_kind[kind].values(),
+            stop_at_first_error=campaign.stop_at_first_error,
+            kind=names[kind],
+        )
+    ]

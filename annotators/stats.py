@@ -7,9 +7,11 @@ Definitions, all over submitted assignments:
 - progress: assignments and rated step labels per day (UTC) of submission, and cumulative;
 - seconds per step: an assignment's total time over its rated steps (both recorded by the queue
   and by PRM800K's ``total_time``); the median over assignments, overall and per annotator;
-- QC agreement: on quality-control solutions, the share of scored steps equal to the gold rating,
-  by the queue's own rule (``labeling.queue.gold_agreement``: steps with a gold rating, up to
-  the first gold negative with stop-at-first-error; an unrated step disagrees);
+- QC score: on quality-control solutions, the queue's own score against gold
+  (``labeling.queue.gold_score``: the mean of Cohen's kappa with the gold ratings and the share of
+  gold first errors found, what screening passes on), with its parts and the old figure, the
+  share of scored steps equal to the gold rating (steps with a gold rating, up to the first gold
+  negative with stop-at-first-error; an unrated step disagrees);
 - inter-annotator agreement: Krippendorff's alpha (nominal, and interval as a second figure) and
   pairwise Cohen's kappa over steps rated by at least two annotators, on regular and QC solutions
   (screening is left out: it is everyone's first, unscreened work). Raw ratings: a reviewer's
@@ -30,7 +32,7 @@ from django.db.models import Count, Q
 
 from annotators import agreement
 from labeling.models import Assignment, Campaign, Membership, Review, Solution, Step, StepLabel
-from labeling.queue import gold_agreement
+from labeling.queue import gold_score
 
 # The queue's head: how many solutions the next annotators will be served (active learning puts
 # convincing wrong answers there).
@@ -77,6 +79,9 @@ def campaign_stats(*, campaign: Campaign) -> dict:
         q = qc["annotators"].get(uid, {"agree": 0, "scored": 0})
         row["qc_steps"] = q["scored"]
         row["qc_agreement"] = _ratio(q["agree"], q["scored"])
+        row["qc_score"] = q.get("score")
+        row["qc_kappa"] = q.get("kappa")
+        row["qc_first_error"] = q.get("first_error")
         row.update(inter["per_annotator"].get(uid, _empty_agreement()))
         annotators.append(row)
     for pair in inter["pairs"]:
@@ -93,6 +98,9 @@ def campaign_stats(*, campaign: Campaign) -> dict:
         "qc": {
             "steps": qc["scored"],
             "agreement": _ratio(qc["agree"], qc["scored"]),
+            "score": qc["score"],
+            "kappa": qc["kappa"],
+            "first_error": qc["first_error"],
             "days": qc["days"],
         },
         "agreement": {key: inter[key] for key in ("alpha_nominal", "alpha_interval", "units")}
@@ -219,11 +227,12 @@ def _ratings(submitted) -> dict:
 
 
 def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict:
-    """Agreement with gold on quality-control solutions: overall, per day, per annotator.
+    """Scores against gold on quality-control solutions: overall, per day, per annotator.
 
-    Per assignment it applies the queue's screening rule (``gold_agreement``). With
-    ``annotator_id`` only that annotator's work is read (the member page, live); the result then
-    also holds their per-day series in ``days``.
+    Each annotator's work is scored as the screening gate scores it (``gold_score``: kappa, first
+    errors found, their mean ``score``, and the old share of steps alike, ``agree``/``scored``);
+    overall and per day, everyone's QC work is scored together. With ``annotator_id`` only that
+    annotator's work is read (the member page, live); ``days`` is then their series.
     """
     assignments = Assignment.objects.filter(
         campaign=campaign,
@@ -252,27 +261,23 @@ def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict
             .values_list("assignment_id", "step__index", "rating")
         ):
             given[aid][index] = rating
-    per: dict[int, dict] = defaultdict(lambda: {"agree": 0, "scored": 0})
-    days: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    agree_all = scored_all = 0
+    per: dict[int, list] = defaultdict(list)
+    days: dict[str, list] = defaultdict(list)
+    everything = []
     for aid, sid, uid, at in meta:
-        agree, scored = gold_agreement(
-            gold=gold[sid], ratings=given[aid], stop_at_first_error=campaign.stop_at_first_error
-        )
-        per[uid]["agree"] += agree
-        per[uid]["scored"] += scored
-        agree_all, scored_all = agree_all + agree, scored_all + scored
+        item = (gold[sid], given[aid])
+        per[uid].append(item)
+        everything.append(item)
         if (day := _day(at)) is not None:
-            days[day][0] += agree
-            days[day][1] += scored
-    return {
-        "agree": agree_all,
-        "scored": scored_all,
-        "annotators": dict(per),
-        "days": [
-            {"day": d, "agree": a, "scored": s, "agreement": _ratio(a, s)}
-            for d, (a, s) in sorted(days.items())
-        ],
+            days[day].append(item)
+
+    def score(items) -> dict:
+        return gold_score(items, stop_at_first_error=campaign.stop_at_first_error).as_dict()
+
+    overall = score(everything)
+    return overall | {
+        "annotators": {uid: score(items) for uid, items in per.items()},
+        "days": [{"day": d} | score(items) for d, items in sorted(days.items())],
     }
 
 

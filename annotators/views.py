@@ -25,6 +25,7 @@ from annotators.stats import qc_agreement
 from common import charts
 from common.pages import page_number, posted, query_id
 from common.tables import Column, table
+from labeling import queue
 from labeling.curation.actions import CurationError, solution_gold_set
 from labeling.models import Campaign, Invitation, Membership, Solution, Step
 from labeling.permissions import (
@@ -41,11 +42,12 @@ MEMBER_COLUMNS = [
     Column("role", "role"),
     Column("status", "state"),
     Column("screening", "screening"),
-    Column("screening_score", "screening score", numeric=True, fmt="pct"),
+    Column("screening_score", "screening score", numeric=True, fmt="num"),
     Column("assignments", "solutions", numeric=True, fmt="int"),
     Column("labels", "step labels", numeric=True, fmt="int"),
     Column("median_seconds_per_step", "median s / step", numeric=True, fmt="num"),
-    Column("qc_agreement", "QC agreement", numeric=True, fmt="pct"),
+    Column("qc_score", "QC score", numeric=True, fmt="num"),
+    Column("qc_agreement", "QC steps alike", numeric=True, fmt="pct"),
     Column("kappa", "kappa", numeric=True, fmt="num"),
     Column("last", "last submitted", fmt="time"),
 ]
@@ -94,7 +96,7 @@ def member_list(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """One member: change role or state; their QC agreement over time (read live)."""
+    """One member: change role or state; their screening and QC scores over time (read live)."""
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
     member = get_object_or_404(
         Membership.objects.select_related("user", "invitation"), campaign=campaign, pk=pk
@@ -114,8 +116,14 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             return redirect("annotators:member", slug=campaign.slug, pk=member.pk)
     qc = qc_agreement(campaign=campaign, annotator_id=member.user_id)
     chart = charts.line(
-        title=f"{member.user.get_username()}: agreement with gold by day (UTC)",
-        points=[(d["day"][5:], d["agreement"]) for d in qc["days"]],
+        title=f"{member.user.get_username()}: QC score by day (UTC)",
+        points=[(d["day"][5:], charts.floor0(d["score"])) for d in qc["days"]],
+        fmt=lambda v: f"{v:.2f}",
+    )
+    screening = (
+        queue.screening_score(campaign=campaign, annotator_id=member.user_id).as_dict()
+        if member.role == Membership.Role.ANNOTATOR and campaign.requires_screening
+        else None
     )
     figures = selectors.annotator_figures(snapshots.snapshot_current(campaign=campaign))
     return campaign_page(
@@ -127,7 +135,7 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "member": member,
             "form": form,
             "qc": qc,
-            "qc_share": qc["agree"] / qc["scored"] if qc["scored"] else None,
+            "screening_detail": screening,
             "qc_chart": chart,
             "figures": figures.get(member.user_id),
         },
@@ -238,7 +246,13 @@ def gold_list(request: HttpRequest, slug: str) -> HttpResponse:
         "annotators/gold_list.html",
         campaign,
         membership,
-        {"solutions": solutions, "page": page, "has_next": has_next, "query": ""},
+        {
+            "solutions": solutions,
+            "page": page,
+            "has_next": has_next,
+            "query": "",
+            "gold_warnings": selectors.gold_warnings(campaign=campaign),
+        },
     )
 
 
@@ -271,6 +285,7 @@ def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "solution": solution,
             "rows": [(s, form[f"gold_{s.index}"]) for s in steps],
             "form": form,
+            "gold_warnings": selectors.gold_warnings(campaign=campaign),
         },
         status=400 if form.errors else 200,
     )
@@ -327,7 +342,8 @@ AGREEMENT_COLUMNS = [
     Column("percent", "agreement", numeric=True, fmt="pct"),
     Column("kappa", "Cohen's kappa (mean)", numeric=True, fmt="num"),
     Column("alpha", "alpha on their steps", numeric=True, fmt="num"),
-    Column("qc_agreement", "QC agreement", numeric=True, fmt="pct"),
+    Column("qc_score", "QC score", numeric=True, fmt="num"),
+    Column("qc_agreement", "QC steps alike", numeric=True, fmt="pct"),
 ]
 PAIR_COLUMNS = [
     Column("a", "annotator"),

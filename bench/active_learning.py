@@ -502,7 +502,10 @@ def main(argv: list[str] | None = None) -> None:
     import django
 
     django.setup()  # learning.strategies: the app's own selection rules
-    from learning.strategies import NAMES
+    from learning.strategies import NAMES, SERVED_PRM
+
+    # The pools have no served PRM's scores (that strategy is the selector-quality sweep's).
+    NAMES = [n for n in NAMES if n != SERVED_PRM]
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=_default_data(), help="the phase 1 folder")

@@ -9,10 +9,18 @@ The views themselves live beside their domain (``labeling/api.py``, ``annotators
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
 
 from django.core.validators import MaxLengthValidator
+from django.db.models import Model
+from django.http import HttpRequest, HttpResponseBase
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, generics, pagination, serializers
+from rest_framework.request import Request
+
+_Model = TypeVar("_Model", bound=Model)
 
 
 class CursorPagination(pagination.CursorPagination):
@@ -25,7 +33,7 @@ class CursorPagination(pagination.CursorPagination):
     ordering = "id"
 
 
-class CursorListView(generics.ListAPIView):
+class CursorListView(generics.ListAPIView[_Model]):
     """A list endpoint paged by ``CursorPagination``."""
 
     pagination_class = CursorPagination
@@ -35,7 +43,7 @@ class _MostItems(MaxLengthValidator):
     """``MaxLengthValidator`` whose limit is read when used (a setting): it gives the schema
     its ``maxItems``."""
 
-    def __init__(self, most) -> None:
+    def __init__(self, most: int | Callable[[], int]) -> None:
         self.most = most
         super().__init__(0)
 
@@ -44,7 +52,7 @@ class _MostItems(MaxLengthValidator):
         return self.most() if callable(self.most) else self.most
 
     @limit_value.setter
-    def limit_value(self, value) -> None:
+    def limit_value(self, value: object) -> None:
         pass
 
 
@@ -52,12 +60,12 @@ class BoundedListField(serializers.ListField):
     """A list refused on its length before any item is validated (``ListField`` checks
     ``max_length`` only after validating every item: a long list costs before it is refused)."""
 
-    def __init__(self, *, most, **kwargs) -> None:
+    def __init__(self, *, most: int | Callable[[], int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.most = _MostItems(most)  # an int, or a callable read at each request (a setting)
         self.validators.append(self.most)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> list[Any]:
         most = self.most.limit_value
         if isinstance(data, list) and len(data) > most:
             raise exceptions.ValidationError(f"At most {most} items, not {len(data)}.")
@@ -68,12 +76,14 @@ class FiniteFloatField(serializers.FloatField):
     """A float as JSON can carry it: NaN and infinities (rows written before imports refused
     them) read as null instead of failing the whole page with a 500."""
 
-    def to_representation(self, value):
-        value = super().to_representation(value)
-        return value if math.isfinite(value) else None
+    def to_representation(self, value: float) -> float | None:  # type: ignore[override]
+        # ignore[override], cast: DRF's stubs say FloatField represents a value as str; it is
+        # float(value), and null here where that is not finite.
+        number = cast(float, super().to_representation(value))
+        return number if math.isfinite(number) else None
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[dict[str, str]]):
     """A refusal: ``detail`` for people, ``code`` for programs."""
 
     detail = serializers.CharField()
@@ -84,7 +94,7 @@ def bad_request(field: str, message: str) -> exceptions.ValidationError:
     return exceptions.ValidationError({field: [message]})
 
 
-def query_int(request, name: str) -> int | None:
+def query_int(request: Request, name: str) -> int | None:
     """An integer query parameter, or None when absent; a clear 400 when it is not one."""
     raw = request.query_params.get(name)
     if raw in (None, ""):
@@ -98,7 +108,7 @@ def query_int(request, name: str) -> int | None:
     return value
 
 
-def query_text(request, name: str) -> str | None:
+def query_text(request: Request, name: str) -> str | None:
     """A text query parameter; NUL is refused (PostgreSQL text cannot hold it)."""
     raw = request.query_params.get(name)
     if raw in (None, ""):
@@ -108,7 +118,7 @@ def query_text(request, name: str) -> str | None:
     return raw
 
 
-def query_bool(request, name: str) -> bool | None:
+def query_bool(request: Request, name: str) -> bool | None:
     raw = request.query_params.get(name)
     if raw in (None, ""):
         return None
@@ -120,7 +130,7 @@ def query_bool(request, name: str) -> bool | None:
     raise bad_request(name, f"{name} must be true or false, not {raw!r}.")
 
 
-def query_choice(request, name: str, choices) -> str | None:
+def query_choice(request: Request, name: str, choices: Iterable[object]) -> str | None:
     raw = request.query_params.get(name)
     if raw in (None, ""):
         return None
@@ -138,11 +148,13 @@ def bool_param(name: str, description: str) -> OpenApiParameter:
     return OpenApiParameter(name, bool, description=description)
 
 
-def choice_param(name: str, choices, description: str) -> OpenApiParameter:
+def choice_param(name: str, choices: Iterable[object], description: str) -> OpenApiParameter:
     return OpenApiParameter(name, str, enum=[str(c) for c in choices], description=description)
 
 
-def schema_add_error_responses(result, generator, request, public):
+def schema_add_error_responses(
+    result: dict[str, Any], generator: object, request: object, public: bool
+) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: document the error shapes on every operation.
 
     The views answer 401 without credentials, 403 for a role that is not enough, 404 for
@@ -207,7 +219,9 @@ def schema_add_error_responses(result, generator, request, public):
 # over DATA_UPLOAD_MAX_MEMORY_SIZE), must still answer JSON: clients parse every API response.
 
 
-def _json_or_page(request, status_code: int, detail: str, code: str, page):
+def _json_or_page(
+    request: HttpRequest, status_code: int, detail: str, code: str, page: HttpResponseBase
+) -> HttpResponseBase:
     from django.http import JsonResponse
 
     if request.path.startswith("/api/"):
@@ -215,7 +229,7 @@ def _json_or_page(request, status_code: int, detail: str, code: str, page):
     return page
 
 
-def handler404(request, exception=None):
+def handler404(request: HttpRequest, exception: Exception) -> HttpResponseBase:
     from django.views import defaults
 
     return _json_or_page(
@@ -223,7 +237,7 @@ def handler404(request, exception=None):
     )
 
 
-def handler403(request, exception=None):
+def handler403(request: HttpRequest, exception: Exception) -> HttpResponseBase:
     from django.views import defaults
 
     detail = (str(exception) if exception else "") or "Permission denied."
@@ -236,7 +250,7 @@ def handler403(request, exception=None):
     )
 
 
-def handler400(request, exception=None):
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponseBase:
     from django.conf import settings
     from django.core.exceptions import RequestDataTooBig
     from django.views import defaults
@@ -260,9 +274,46 @@ def handler400(request, exception=None):
     return _json_or_page(request, 400, detail, "bad_request", page)
 
 
-def handler500(request):
+def handler500(request: HttpRequest) -> HttpResponseBase:
     from django.views import defaults
 
     return _json_or_page(
         request, 500, "Server error.", "server_error", defaults.server_error(request)
     )
+
+
+IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,100}")  # printable ASCII, no spaces
+
+
+def idempotent_job(request: HttpRequest, *, scope: str, create: Callable[[], Any]) -> Any:
+    """The job ``create()`` makes, once per ``Idempotency-Key`` header of this user and scope.
+
+    Without the header every call creates (as before). With it, the first request records the
+    job it created in the same transaction (``common.models.IdempotentRequest``); the same key
+    sent again returns that job, whatever happened to the first answer (lost, timed out, the
+    broker down). Two concurrent requests with one key: the second waits for the first's
+    commit on the unique key, then gets its job. A create that raises records nothing.
+    """
+    from django.contrib.auth.models import AnonymousUser
+    from django.db import IntegrityError, transaction
+
+    from common.jobs import job_kind_of, job_kinds
+    from common.models import IdempotentRequest
+
+    key = request.headers.get("Idempotency-Key")
+    user = request.user
+    if key is None or isinstance(user, AnonymousUser):  # a job is a signed-in user's
+        return create()
+    if not IDEMPOTENCY_KEY.fullmatch(key):
+        raise bad_request("Idempotency-Key", "1 to 100 printable ASCII characters, no spaces.")
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                record = IdempotentRequest.objects.create(user=user, scope=scope, key=key)
+        except IntegrityError:
+            record = IdempotentRequest.objects.get(user=user, scope=scope, key=key)
+            return job_kinds()[record.job_kind].model.objects.get(pk=record.job_id)
+        job = create()
+        record.job_kind, record.job_id = job_kind_of(job).name, job.pk
+        record.save(update_fields=["job_kind", "job_id"])
+    return job

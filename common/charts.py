@@ -137,6 +137,11 @@ def columns(
     return _svg(width, height, title, body)
 
 
+def floor0(value: float | None) -> float | None:
+    """A score that can fall below zero (kappa: worse than chance) drawn at the axis."""
+    return None if value is None else max(value, 0.0)
+
+
 def line(
     *,
     title: str,
@@ -161,7 +166,7 @@ def line(
         x = left + (plot_w * (i + 0.5) / n)
         return x, top + plot_h - plot_h * min(v, scale) / scale
 
-    body = [
+    body: list[str] = [
         format_html(
             '<line x1="{}" y1="{}" x2="{}" y2="{}" class="axis"></line>',
             left,

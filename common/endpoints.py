@@ -33,6 +33,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import random
 import re
 import socket
 import ssl
@@ -72,6 +73,10 @@ URL_REFUSED = (
     "STEPWISE_ENDPOINT_HOSTS, at a public address unless the operator lists that address."
 )
 UNREACHABLE = "the endpoint could not be reached or did not answer over HTTP"
+# Answers worth asking again after a pause (every client of a model endpoint: generation,
+# scoring): timeouts, conflicts, rate limits and server errors; ``Retry-After`` is honoured.
+RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
+MAX_BACKOFF_S = 60.0
 
 
 class EndpointRefused(Exception):
@@ -408,7 +413,7 @@ def checked_address(host: str, port: int) -> str:
     names, networks = _allowed_hosts()
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     except (OSError, UnicodeError, ValueError) as error:
         log.warning("endpoint URL refused: %r does not resolve (%s)", host, error)
         raise EndpointRefused(URL_REFUSED) from None
@@ -470,6 +475,28 @@ def _is_ip_literal(host: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# --- retries ------------------------------------------------------------------------------------
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """The seconds a ``Retry-After`` header asks for (in seconds form), or None."""
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def retry_wait(attempt: int, *, backoff_s: float, asked_s: float | None = None) -> float:
+    """How long to wait before retry ``attempt + 1``: what the server asked for, else an
+    exponential backoff from ``backoff_s`` with up to a quarter of jitter; at most
+    ``MAX_BACKOFF_S``."""
+    if asked_s is not None:
+        return min(MAX_BACKOFF_S, asked_s)
+    growth: int = 2**attempt  # (typeshed: an int's power is Any, for a negative exponent)
+    return min(MAX_BACKOFF_S, backoff_s * growth * (1 + random.random() / 4))
 
 
 # --- what managers are told -----------------------------------------------------------------------

@@ -33,16 +33,26 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from django.conf import settings
-from django.db import OperationalError, connection, connections, models, transaction
+from django.db import OperationalError, connection, connections, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from common.logs import log_context
+
+if TYPE_CHECKING:
+    from celery import Task
+
+    from common.models import RecoverableJob
+
 log = logging.getLogger(__name__)
+
+# The model of one kind of job (``ImportJob``, ``Export``...).
+_Job = TypeVar("_Job", bound="RecoverableJob")
 
 # A job's state as every page says it, whatever its model calls it (``JobKind`` maps them).
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
@@ -128,11 +138,11 @@ class JobPage:
     element: str = "div"
     css_class: str = ""
     reload_when_done: bool = False
-    follow: Callable[[Any], Any] | None = None
+    follow: Callable[[Any], Any] | None = None  # Any: the kind's own model, in and out
 
 
 @dataclass(frozen=True, eq=False)
-class JobKind:
+class JobKind(Generic[_Job]):
     """One kind of job: a model with ``RecoverableJob``'s fields and a ``status`` and ``campaign``,
     the Celery task that runs it, the function that does its work, and how pages show it.
 
@@ -151,7 +161,7 @@ class JobKind:
     """
 
     name: str
-    model: type[models.Model]
+    model: type[_Job]
     task: str
     work: Callable[..., None] | str
     page: JobPage
@@ -166,19 +176,29 @@ class JobKind:
     stale_setting: str = "STEPWISE_JOB_STALE_SECONDS"
     attempts_setting: str = "STEPWISE_JOB_MAX_ATTEMPTS"
     heartbeat_setting: str = "STEPWISE_JOB_HEARTBEAT_SECONDS"
-    failed_fields: Callable[[Any, str], dict[str, Any]] | None = None
+    failed_fields: Callable[[_Job, str], dict[str, Any]] | None = None
 
     @property
     def stale_seconds(self) -> float:
-        return getattr(settings, self.stale_setting)
+        seconds: float = getattr(settings, self.stale_setting)
+        return seconds
 
     @property
     def max_attempts(self) -> int:
-        return getattr(settings, self.attempts_setting)
+        attempts: int = getattr(settings, self.attempts_setting)
+        return attempts
 
     @property
     def heartbeat_seconds(self) -> float:
-        return getattr(settings, self.heartbeat_setting)
+        seconds: float = getattr(settings, self.heartbeat_setting)
+        return seconds
+
+    @property
+    def queue(self) -> str:
+        """The Celery queue its task goes to (``CELERY_TASK_ROUTES``)."""
+        from common.queues import task_queue
+
+        return task_queue(self.task)
 
     def status(self, state: str) -> str:
         """The model's name for one of the four states."""
@@ -186,22 +206,43 @@ class JobKind:
             state
         ]
 
-    def state(self, job: models.Model) -> str:
+    def state(self, job: RecoverableJob) -> str:
         """The job's state in the words of every page: pending, running, done or failed."""
         names = {self.queued: PENDING, self.running: RUNNING, self.done: DONE, self.failed: FAILED}
         return names[job.status]
 
     def send(self, pk: int) -> None:
-        """Send the job's task once the current transaction commits (at once outside one)."""
+        """Send the job's task once the current transaction commits (at once outside one).
+
+        The job is accepted once its row is committed, broker or not: when the broker cannot
+        take the message (down, unreachable), the job is left to the sweep, marked as sent long
+        enough ago that the sweep's next pass sends it again (``job_unsent``), and the request
+        that created it still answers with its id.
+        """
         task = job_task(self)
-        transaction.on_commit(lambda: task.delay(pk))
+
+        def deliver() -> None:
+            try:
+                task.delay(pk)
+            except Exception as error:  # the broker's trouble must not undo an accepted job
+                log.warning(
+                    "%s job %s: the broker did not take its message (%s: %s); "
+                    "the jobs sweep sends it when the broker is back",
+                    self.name,
+                    pk,
+                    type(error).__name__,
+                    error,
+                )
+                job_unsent(self, pk)
+
+        transaction.on_commit(deliver)
 
 
-_KINDS: dict[str, JobKind] = {}
-_TASKS: dict[str, Any] = {}
+_KINDS: dict[str, JobKind[Any]] = {}  # Any: each kind has its own model
+_TASKS: dict[str, Task[[int], str]] = {}
 
 
-def job_kind_register(kind: JobKind) -> JobKind:
+def job_kind_register(kind: JobKind[_Job]) -> JobKind[_Job]:
     """Make ``kind`` a job: its Celery task, its place in the sweep and on the pages.
 
     Each app calls it for its kinds in ``AppConfig.ready()``, in every process (web, worker), so
@@ -223,11 +264,11 @@ def job_kind_register(kind: JobKind) -> JobKind:
     return kind
 
 
-def job_kinds() -> dict[str, JobKind]:
+def job_kinds() -> dict[str, JobKind[Any]]:
     return dict(_KINDS)
 
 
-def job_kind_of(job: models.Model) -> JobKind:
+def job_kind_of(job: _Job) -> JobKind[_Job]:
     """The registered kind whose model ``job`` is."""
     for kind in _KINDS.values():
         if isinstance(job, kind.model):
@@ -235,7 +276,15 @@ def job_kind_of(job: models.Model) -> JobKind:
     raise LookupError(f"{type(job).__name__} is no registered kind of job")
 
 
-def job_task(kind: JobKind) -> Any:
+def job_kind_for_model(model: type[_Job]) -> JobKind[_Job]:
+    """The registered kind whose model is ``model``."""
+    for kind in _KINDS.values():
+        if issubclass(model, kind.model):
+            return kind
+    raise LookupError(f"{model.__name__} is no registered kind of job")
+
+
+def job_task(kind: JobKind[Any]) -> Task[[int], str]:
     """The Celery task of a registered kind (calling it runs one job here, as a worker would)."""
     return _TASKS[kind.name]
 
@@ -243,7 +292,7 @@ def job_task(kind: JobKind) -> Any:
 # --- Running a job ------------------------------------------------------------------------------
 
 
-def job_claim(kind: JobKind, pk: int, **fields: Any) -> int | None:
+def job_claim(kind: JobKind[Any], pk: int, **fields: Any) -> int | None:
     """Take a job for this worker: its attempt number, or None when it is not this worker's.
 
     One conditional UPDATE, so two workers (or two copies of one message) never both take it: a
@@ -272,7 +321,8 @@ def job_claim(kind: JobKind, pk: int, **fields: Any) -> int | None:
     )
     if not taken:
         return None
-    return kind.model.objects.values_list("attempts", flat=True).get(pk=pk)
+    attempts: int = kind.model.objects.values_list("attempts", flat=True).get(pk=pk)
+    return attempts
 
 
 class JobAttempt:
@@ -284,17 +334,18 @@ class JobAttempt:
     that replaced it. Inside a transaction, ``lock()`` makes the rest of it this attempt's alone.
     """
 
-    def __init__(self, kind: JobKind, pk: int, number: int) -> None:
+    def __init__(self, kind: JobKind[Any], pk: int, number: int) -> None:
         self.kind, self.pk, self.number = kind, pk, number
         self._reported: dict[str, Any] = {}
         self._written: dict[str, Any] = {}
         self._beat_at = 0.0
         self._lock = threading.Lock()
 
-    def owned(self) -> QuerySet:
-        return self.kind.model.objects.filter(
+    def owned(self) -> QuerySet[RecoverableJob]:
+        rows: QuerySet[RecoverableJob] = self.kind.model.objects.filter(
             pk=self.pk, attempts=self.number, status=self.kind.running
         )
+        return rows
 
     def update(self, **fields: Any) -> None:
         if not self.owned().update(**fields):
@@ -313,7 +364,7 @@ class JobAttempt:
             fields[self.kind.finished_field] = timezone.now()
         self.update(**fields)
 
-    def fail(self, reason: str, job: models.Model | None = None) -> None:
+    def fail(self, reason: str, job: RecoverableJob | None = None) -> None:
         """End the job ``failed``, saying why (and what the kind adds: ``failed_fields``)."""
         fields: dict[str, Any] = {"error": reason[:5000]}
         if self.kind.failed_fields is not None and job is not None:
@@ -352,7 +403,7 @@ class JobAttempt:
         return JobBeat(self._tick, every=every, name=f"{self.kind.name}-{self.pk}-heartbeat")
 
 
-def job_run(kind: JobKind, job: models.Model | int, **options: Any) -> models.Model | None:
+def job_run(kind: JobKind[_Job], job: _Job | int, **options: Any) -> _Job | None:
     """Run one job of ``kind`` (a row, or its id) in this process: the body of its Celery task.
 
     Claims it (a job that is finished, taken by a live worker or out of attempts is returned as
@@ -364,38 +415,105 @@ def job_run(kind: JobKind, job: models.Model | int, **options: Any) -> models.Mo
     """
     pk = job if isinstance(job, int) else job.pk
     number = job_claim(kind, pk, **kind.claim_fields)
+    row: _Job | None
     if isinstance(job, int):
-        job = kind.model.objects.select_related(*kind.related).filter(pk=pk).first()
+        row = kind.model.objects.select_related(*kind.related).filter(pk=pk).first()
     else:
+        row = job
         try:
-            job.refresh_from_db()
+            row.refresh_from_db()
         except kind.model.DoesNotExist:
-            job = None
-    if job is None or number is None:
-        return job
+            row = None
+    if row is None or number is None:
+        return row
     attempt = JobAttempt(kind, pk, number)
     work = import_string(kind.work) if isinstance(kind.work, str) else kind.work
-    with attempt.heartbeat():
+    campaign = getattr(row, "campaign_id", None)
+    with log_context(job_kind=kind.name, job_id=pk, campaign=campaign), attempt.heartbeat():
         try:
-            work(job, attempt, **options)
+            work(row, attempt, **options)
         except JobSuperseded:
             log.warning("%s job %s: a later attempt took it over", kind.name, pk)
         except Exception as error:
             log.exception("%s job %s failed", kind.name, pk)
             with contextlib.suppress(JobSuperseded):
-                attempt.fail(f"{type(error).__name__}: {error}", job)
+                attempt.fail(job_error_reason(error), row)
             raise
-    job.refresh_from_db()
-    return job
+    row.refresh_from_db()
+    return row
 
 
-def job_is_silent(kind: JobKind, job: models.Model) -> bool:
+def job_error_reason(error: BaseException) -> str:
+    """What a failed job's page says about ``error``: its type and message, without the server's
+    paths (a file error names the path it could not use; the worker's log keeps it whole)."""
+    if isinstance(error, OSError) and (error.filename or error.filename2):
+        what = error.strerror or "file error"
+        return (
+            f"{type(error).__name__}: {what} (the file storage could not be used; "
+            "the worker's log names the file)"
+        )
+    text = str(error)
+    for root in (settings.MEDIA_ROOT, settings.VAR_DIR, settings.BASE_DIR):
+        if root:
+            text = text.replace(str(root), "…")
+    return f"{type(error).__name__}: {text}"
+
+
+def job_unsent(kind: JobKind[Any], pk: int) -> None:
+    """A waiting job whose message never reached the broker: make it due for the sweep's next
+    pass. A waiting job's ``heartbeat_at`` means "sent at" (``job_kind_sweep``), so one older
+    than the stale bound is sent again, like a lost message."""
+    long_ago = timezone.now() - timedelta(seconds=kind.stale_seconds + 1)
+    try:
+        kind.model.objects.filter(pk=pk, status=kind.queued).update(heartbeat_at=long_ago)
+    except Exception:  # the row is still waiting: the sweep sends it at the stale bound anyway
+        log.warning("%s job %s: could not mark it unsent", kind.name, pk, exc_info=True)
+
+
+def job_retry(kind: JobKind[Any], pk: int) -> bool:
+    """Start a failed job again from scratch, with all its attempts (an operator's action: the
+    admin's "Retry"). Its work starts over as the first attempt's does (an import of the same
+    file adds nothing twice). False when the job had not failed (it is left alone)."""
+    fields: dict[str, Any] = {
+        "status": kind.queued,
+        "attempts": 0,
+        "error": "",
+        "heartbeat_at": None,
+        "started_at": None,
+    }
+    if kind.finished_field:
+        fields[kind.finished_field] = None
+    with transaction.atomic():
+        if not kind.model.objects.filter(pk=pk, status=kind.failed).update(**fields):
+            return False
+        kind.send(pk)
+    return True
+
+
+def job_fail(kind: JobKind[Any], pk: int, reason: str) -> bool:
+    """Fail a waiting or running job now, with ``reason`` (an operator's action: the admin's
+    "Fail"). A worker still running it stops at its next write (its attempt no longer owns the
+    job). False when the job had already finished."""
+    job = kind.model.objects.filter(pk=pk, status__in=(kind.queued, kind.running)).first()
+    if job is None:
+        return False
+    fields: dict[str, Any] = {"status": kind.failed, "error": reason[:5000]}
+    if kind.finished_field:
+        fields[kind.finished_field] = timezone.now()
+    if kind.failed_fields is not None:
+        fields |= kind.failed_fields(job, reason)
+    return bool(
+        kind.model.objects.filter(pk=pk, status__in=(kind.queued, kind.running)).update(**fields)
+    )
+
+
+def job_is_silent(kind: JobKind[_Job], job: _Job) -> bool:
     """Whether a running job's worker went silent (by the sweep's own rule, ``_silent``)."""
     cutoff = timezone.now() - timedelta(seconds=kind.stale_seconds)
     return kind.model.objects.filter(_silent(cutoff), pk=job.pk).exists()
 
 
-def _silent(cutoff) -> Q:
+def _silent(cutoff: datetime) -> Q:
     """No heartbeat since ``cutoff`` (or none at all, and started before it)."""
     return Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
 
@@ -414,7 +532,7 @@ def jobs_sweep(*, stale_seconds: float | None = None) -> dict[str, dict[str, int
     return out
 
 
-def job_kind_sweep(kind: JobKind, *, stale_seconds: float | None = None) -> dict[str, int]:
+def job_kind_sweep(kind: JobKind[Any], *, stale_seconds: float | None = None) -> dict[str, int]:
     """Send again the jobs of one kind that lost their worker or message; fail those out of tries.
 
     - running with a heartbeat older than the stale bound (or none, from before heartbeats): the

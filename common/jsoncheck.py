@@ -35,15 +35,15 @@ def text_unfit(text: str) -> str | None:
     return None
 
 
-def _check(value, depth: int) -> None:
-    kind = type(value)
-    if kind is str:
+def _check(value: object, depth: int) -> None:
+    # Exact types (a str subclass is not JSON); ``type(value) is`` also tells the type checker.
+    if type(value) is str:
         if (problem := text_unfit(value)) is not None:
             raise _Unfit(problem)
-    elif kind is float:
+    elif type(value) is float:
         if not math.isfinite(value):
             raise _Unfit(f"{json.dumps(value)} is not a number (NaN and infinities are refused)")
-    elif kind is dict:
+    elif type(value) is dict:
         if depth >= MAX_DEPTH:
             raise _Unfit(f"nested more than {MAX_DEPTH} levels deep")
         for key, item in value.items():
@@ -54,7 +54,7 @@ def _check(value, depth: int) -> None:
             except _Unfit as unfit:
                 unfit.path.append("." + key if text_unfit(key) is None else ".<key>")
                 raise
-    elif kind is list:
+    elif type(value) is list:
         if depth >= MAX_DEPTH:
             raise _Unfit(f"nested more than {MAX_DEPTH} levels deep")
         for i, item in enumerate(value):
@@ -65,7 +65,7 @@ def _check(value, depth: int) -> None:
                 raise
 
 
-def json_unfit(value) -> tuple[str, str] | None:
+def json_unfit(value: object) -> tuple[str, str] | None:
     """``(path, reason)`` for the first value in parsed JSON that cannot be stored (NaN or an
     infinity, a NUL character, a lone surrogate, nesting deeper than ``MAX_DEPTH``), else None.
     The path reads like ``solutions[0].steps[2]``."""

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from django.apps.registry import Apps
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
-def content_types_moved(old_app: str, new_app: str, models: Sequence[str]) -> Callable:
+
+def content_types_moved(
+    old_app: str, new_app: str, models: Sequence[str]
+) -> Callable[[Apps, BaseDatabaseSchemaEditor], None]:
     """A ``RunPython`` function that relabels the content types of ``models`` to ``new_app``."""
 
-    def move(apps, schema_editor) -> None:
+    def move(apps: Apps, schema_editor: BaseDatabaseSchemaEditor) -> None:
         ContentType = apps.get_model("contenttypes", "ContentType")
         db = schema_editor.connection.alias
         for model in models:

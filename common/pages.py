@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import BadRequest
-from django.http import HttpRequest
+from django.http import HttpRequest, QueryDict
 
 # The database's integer range: a page (or id) past it cannot exist, and its OFFSET would fail.
 PAGE_MAX = 2**31 - 1
@@ -17,7 +17,7 @@ class QueryInvalid(BadRequest):
         self.field = field
 
 
-def posted(request: HttpRequest):
+def posted(request: HttpRequest) -> QueryDict | None:
     """The form data of a POST (even an empty one, which must fail validation), else None."""
     return request.POST if request.method == "POST" else None
 

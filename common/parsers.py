@@ -3,6 +3,9 @@ REST framework imports it while its views are being defined, before ``common.api
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import IO, Any
+
 from rest_framework import exceptions, parsers
 
 from common.jsoncheck import MAX_DEPTH, json_unfit
@@ -13,7 +16,12 @@ class JSONParser(parsers.JSONParser):
     NUL character or lone surrogate in a string, and nesting deeper than ``MAX_DEPTH`` (which
     would otherwise end in a RecursionError, a 500). A 400 that names the path."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self,
+        stream: IO[Any],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from django.db import connections
 
@@ -33,7 +33,7 @@ def read_ahead(items: Iterator[T], *, depth: int = 1, name: str = "read-ahead") 
     are per thread) are closed when it ends, so a producer that reads the database must not run
     inside the consumer's transaction (it would not see its writes).
     """
-    handoff: queue.Queue = queue.Queue(maxsize=depth)
+    handoff: queue.Queue[object] = queue.Queue(maxsize=depth)
     stop = threading.Event()
     end = object()
 
@@ -64,7 +64,7 @@ def read_ahead(items: Iterator[T], *, depth: int = 1, name: str = "read-ahead") 
         while (item := handoff.get()) is not end:
             if isinstance(item, _Failed):
                 raise item.exc
-            yield item
+            yield cast(T, item)  # neither the end nor a failure: one of the items
     finally:
         stop.set()
         producer.join()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.http import QueryDict
 
@@ -37,14 +38,14 @@ class Header:
 @dataclass
 class Table:
     headers: list[Header]
-    rows: list[dict]
+    rows: list[dict[str, Any]]
     page: int
     pages: int
     total: int
     previous_url: str | None = None
     next_url: str | None = None
     first_index: int = 0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _url(query: QueryDict, **changes: object) -> str:
@@ -58,7 +59,7 @@ def _url(query: QueryDict, **changes: object) -> str:
 
 
 def table(
-    rows: Sequence[dict],
+    rows: Sequence[dict[str, Any]],
     columns: Sequence[Column],
     *,
     query: QueryDict,

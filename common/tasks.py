@@ -9,7 +9,7 @@ from celery import shared_task
 
 
 @shared_task(name="common.jobs_sweep", ignore_result=True)
-def jobs_sweep_task() -> dict:
+def jobs_sweep_task() -> dict[str, dict[str, int]]:
     """Send again (or fail) every registered kind of job whose worker went silent (beat)."""
     from common.jobs import jobs_sweep
 

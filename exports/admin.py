@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from common.admin import JOB_ACTIONS
 from exports.models import Export
 
 
@@ -11,3 +12,4 @@ class ExportAdmin(admin.ModelAdmin):
     list_filter = ["status", "format"]
     readonly_fields = ["counts", "files", "manifest", "error", "started_at", "finished_at"]
     raw_id_fields = ["campaign", "created_by"]
+    actions = JOB_ACTIONS

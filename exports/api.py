@@ -16,7 +16,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import CursorListView
+from common.api import CursorListView, idempotent_job
 from exports.formats.registry import FORMATS
 from exports.models import Export
 from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
@@ -89,6 +89,9 @@ def policy_field(option: Option) -> serializers.Field:
     return number(min_value=option.min_value, max_value=option.max_value, **common)
 
 
+FORMAT_OPTION_FIELDS = ("step_tag", "tokenizer", "max_length", "step_separator", "keep_labels")
+
+
 class ExportCreateSerializer(serializers.Serializer):
     """A format and the label policy (every option defaults as on the export page)."""
 
@@ -102,14 +105,33 @@ class ExportCreateSerializer(serializers.Serializer):
     step_tag = serializers.CharField(
         max_length=20, required=False, trim_whitespace=False, help_text="math-shepherd only."
     )
+    tokenizer = serializers.CharField(
+        max_length=200,
+        required=False,
+        help_text="trl and trl-parquet only: a tokenizer the operator declared "
+        "(STEPWISE_EXPORT_TOKENIZERS); the manifest's length_check counts the labels TRL's "
+        "PRMTrainer would cut off at max_length.",
+    )
+    max_length = serializers.IntegerField(
+        min_value=8, max_value=1_000_000, required=False, help_text="PRMConfig.max_length."
+    )
+    step_separator = serializers.CharField(
+        max_length=40,
+        required=False,
+        trim_whitespace=False,
+        help_text='PRMConfig.step_separator (default "\\n"); " [SEP] " for BERT-style tokenizers.',
+    )
+    keep_labels = serializers.BooleanField(
+        required=False,
+        help_text="With a tokenizer: rewrite the rows the trainer would cut so that every label "
+        "stays within max_length (prompt truncated from the left, or windows).",
+    )
 
     def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
-        step_tag = fields.pop("step_tag")
-        selection = fields.pop("selection")
+        extra = {name: fields.pop(name) for name in (*FORMAT_OPTION_FIELDS, "selection")}
         fields.update({option.name: policy_field(option) for option in POLICY_OPTIONS})
-        fields["step_tag"] = step_tag
-        fields["selection"] = selection
+        fields.update(extra)
         return fields
 
     def validate_selection(self, value: dict) -> SolutionFilter | None:
@@ -145,18 +167,25 @@ class ExportList(CursorListView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         fmt = values.pop("format")
-        step_tag = values.pop("step_tag", None)
+        options = {name: values.pop(name) for name in FORMAT_OPTION_FIELDS if name in values}
         selection = values.pop("selection", None)
-        if step_tag is not None and fmt != "math-shepherd":
+        if "step_tag" in options and fmt != "math-shepherd":
             raise exceptions.ValidationError({"step_tag": ["Only math-shepherd has a step tag."]})
+        for name in set(options) - {"step_tag"}:
+            if fmt not in ("trl", "trl-parquet"):
+                raise exceptions.ValidationError({name: ["Only trl and trl-parquet have it."]})
         try:
-            export = export_create(
-                campaign=campaign,
-                fmt=fmt,
-                policy=LabelPolicy(**values),
-                options={"step_tag": step_tag} if step_tag is not None else None,
-                created_by=request.user,
-                selection=selection,
+            export = idempotent_job(
+                request,
+                scope=f"exports:{campaign.pk}",
+                create=lambda: export_create(
+                    campaign=campaign,
+                    fmt=fmt,
+                    policy=LabelPolicy(**values),
+                    options=options or None,
+                    created_by=request.user,
+                    selection=selection,
+                ),
             )
         except ExportError as error:
             raise exceptions.ValidationError({"non_field_errors": [str(error)]}) from error

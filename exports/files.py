@@ -58,7 +58,10 @@ def write_export(
     opts = format_options(spec, options)
     files, manifest_path = output_paths(Path(out), spec, policy.splits)
     manifest_path.parent.mkdir(parents=True, exist_ok=True)
-    row_options = {**opts, "campaign_slug": campaign.slug}
+    row_options: dict[str, Any] = {**opts, "campaign_slug": campaign.slug}
+    check = spec.length_check(opts) if spec.length_check else None
+    if check is not None:
+        row_options["length_check"] = check
 
     stats = StreamStats()
     tallies = {split: Tally() for split in files}
@@ -90,4 +93,5 @@ def write_export(
         files=files,
         tallies=tallies,
         stats=stats,
+        length_check=check.report() if check is not None else None,
     )

@@ -9,8 +9,11 @@ from django.http import QueryDict
 
 from exports.formats.math_shepherd import DEFAULT_STEP_TAG
 from exports.formats.registry import FORMATS
+from exports.lengths import TRL_DEFAULT_MAX_LENGTH, TRL_DEFAULT_SEPARATOR, tokenizer_choices
 from exports.policy import POLICY_OPTIONS, LabelPolicy, Option
 from labeling.curation.filters import FilterError, SolutionFilter
+
+TRL_FIELDS = ("tokenizer", "max_length", "step_separator", "keep_labels")
 
 
 def policy_field(option: Option) -> forms.Field:
@@ -37,6 +40,32 @@ class ExportForm(forms.Form):
         required=False,
         help_text="math-shepherd only",
     )
+    tokenizer = forms.ChoiceField(
+        required=False,
+        choices=(),
+        help_text="trl only: the trainer's tokenizer; the manifest counts the labels TRL's "
+        "PRMTrainer would cut off at max_length",
+    )
+    max_length = forms.IntegerField(
+        min_value=8,
+        max_value=1_000_000,
+        initial=TRL_DEFAULT_MAX_LENGTH,
+        required=False,
+        help_text="trl only: PRMConfig.max_length",
+    )
+    step_separator = forms.CharField(
+        max_length=40,
+        strip=False,
+        required=False,
+        help_text="trl only: PRMConfig.step_separator (empty: TRL's default, a newline); "
+        "for BERT-style tokenizers ' [SEP] '",
+    )
+    keep_labels = forms.BooleanField(
+        required=False,
+        label="Keep every label within max_length",
+        help_text="trl only, with a tokenizer: rows the trainer would cut lose the start of "
+        "their prompt, or are split into windows that each end on a labelled step",
+    )
     # The data browser's filters, as its query string: export only what they match.
     selection = forms.CharField(required=False, widget=forms.HiddenInput, max_length=200_000)
 
@@ -44,7 +73,14 @@ class ExportForm(forms.Form):
         super().__init__(*args, **kwargs)
         for option in POLICY_OPTIONS:
             self.fields[option.name] = policy_field(option)
-        self.order_fields(["format", *(o.name for o in POLICY_OPTIONS), "step_tag"])
+        self.fields["tokenizer"].choices = [("", "none (no length check)"), *tokenizer_choices()]
+        self.order_fields(["format", *(o.name for o in POLICY_OPTIONS), "step_tag", *TRL_FIELDS])
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("keep_labels") and not data.get("tokenizer"):
+            self.add_error("keep_labels", "Choose the trainer's tokenizer to keep every label.")
+        return data
 
     def clean_selection(self) -> SolutionFilter | None:
         raw = self.cleaned_data.get("selection") or ""
@@ -60,4 +96,11 @@ class ExportForm(forms.Form):
     def options(self) -> dict[str, Any]:
         if self.cleaned_data["format"] == "math-shepherd":
             return {"step_tag": self.cleaned_data["step_tag"] or DEFAULT_STEP_TAG}
+        if self.cleaned_data["format"] in ("trl", "trl-parquet"):
+            return {
+                "tokenizer": self.cleaned_data["tokenizer"] or "",
+                "max_length": self.cleaned_data["max_length"] or TRL_DEFAULT_MAX_LENGTH,
+                "step_separator": self.cleaned_data["step_separator"] or TRL_DEFAULT_SEPARATOR,
+                "keep_labels": self.cleaned_data["keep_labels"],
+            }
         return {}

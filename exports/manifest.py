@@ -76,6 +76,7 @@ def manifest_write(
     files: dict[str, Path],
     tallies: dict[str, Tally],
     stats: StreamStats,
+    length_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Describe the written ``files`` in a manifest at ``path``, and return it."""
     counts = {split: t.as_dict(spec.rating_names) for split, t in tallies.items()}
@@ -110,6 +111,8 @@ def manifest_write(
         ],
         "manifest_name": path.name,
     }
+    if length_check is not None:
+        manifest["length_check"] = length_check
     with open(path, "w", encoding="utf-8") as f:
         json.dump(manifest, f, ensure_ascii=False, indent=2)
         f.write("\n")

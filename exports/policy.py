@@ -112,6 +112,16 @@ class LabelPolicy:
             ),
         ),
     )
+    annotator_ids: str = option(
+        "pseudonym",
+        "How exports name annotators: a stable pseudonym per person and campaign (the mapping "
+        "to usernames is for the campaign's managers), or their username.",
+        label="Annotators appear as",
+        choices=(
+            ("pseudonym", "a stable pseudonym (no personal data)"),
+            ("username", "their username"),
+        ),
+    )
     include_quality_control: bool = option(
         True, "Export the labels of quality-control solutions too."
     )

@@ -15,6 +15,7 @@ from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
 from common.storage import storage_publish_dir, storage_scratch_dir
 from exports.files import write_export
 from exports.formats.registry import format_options, get_format
+from exports.lengths import check_declared_tokenizer
 from exports.models import Export
 from exports.policy import LabelPolicy
 from labeling.curation.filters import SolutionFilter
@@ -36,15 +37,18 @@ def export_create(
     """Record an export job and have a Celery worker run it once the row is committed.
 
     The format and its options are checked here, so a bad request fails at once instead of in
-    the worker. ``selection`` (the data browser's filters) exports only the solutions it matches.
+    the worker; a tokenizer must be one the operator declared (no path from the web).
+    ``selection`` (the data browser's filters) exports only the solutions it matches.
     """
     policy = policy or LabelPolicy()
     spec = get_format(fmt)
+    checked = format_options(spec, options)
+    check_declared_tokenizer(checked.get("tokenizer", ""))
     export = Export.objects.create(
         campaign=campaign,
         format=spec.name,
         policy=policy.to_dict(),
-        options=format_options(spec, options),
+        options=checked,
         created_by=created_by,
         selection=selection.to_params(with_sort=False) if selection else {},
     )

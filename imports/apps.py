@@ -7,8 +7,10 @@ class ImportsConfig(AppConfig):
 
     def ready(self) -> None:
         from common.jobs import job_kind_register
+        from imports.evidence import EVIDENCE_JOBS
         from imports.generation import GENERATION_JOBS
         from imports.services import IMPORT_JOBS
 
         job_kind_register(IMPORT_JOBS)
         job_kind_register(GENERATION_JOBS)
+        job_kind_register(EVIDENCE_JOBS)

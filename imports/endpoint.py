@@ -9,7 +9,6 @@ never stored or shown.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,23 +16,22 @@ from typing import Any
 
 import httpx
 from django.conf import settings
+from django.db.models import F
 
 from common.endpoints import (
     CHAT,
+    RETRY_STATUSES,
     Endpoint,
     EndpointRefused,
     endpoint_by_url,
     endpoint_error_message,
     endpoint_for_url,
     endpoint_get,
+    retry_after,
+    retry_wait,
 )
 from imports.models import GenerationJob
 from imports.prompts import PromptTemplate, TemplateError
-
-MAX_BACKOFF_S = 60.0
-
-
-RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 
 
 class GenerationRefused(Exception):
@@ -94,6 +92,30 @@ class Sample:
     completion_tokens: int = 0
     retries: int = 0
     error: str = ""
+
+
+@dataclass
+class Tally:
+    """What a chat job's samples cost since its counters were last written: the tokens the
+    endpoint reported and the retries. ``take()`` gives them as increments of the job's columns
+    (``prompt_tokens``, ``completion_tokens``, ``retries``) and starts again from zero."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+
+    def add(self, sample: Sample) -> None:
+        self.prompt_tokens += sample.prompt_tokens
+        self.completion_tokens += sample.completion_tokens
+        self.retries += sample.retries
+
+    def take(self) -> dict[str, Any]:
+        fields = {name: F(name) + getattr(self, name) for name in _TALLIED}
+        self.prompt_tokens = self.completion_tokens = self.retries = 0
+        return fields
+
+
+_TALLIED = ("prompt_tokens", "completion_tokens", "retries")
 
 
 class ChatClient:
@@ -160,12 +182,11 @@ class ChatClient:
                 sample.error = f"the endpoint answered {response.status_code}" + _detail(response)
                 if response.status_code not in RETRY_STATUSES:
                     break
-                wait_s = _retry_after(response)
+                wait_s = retry_after(response)
             if attempt == self.job.max_retries:
                 break
             sample.retries += 1
-            backoff = self.backoff_s * 2**attempt * (1 + random.random() / 4)
-            self.sleep(min(MAX_BACKOFF_S, wait_s if wait_s is not None else backoff))
+            self.sleep(retry_wait(attempt, backoff_s=self.backoff_s, asked_s=wait_s))
         sample.error = self.scrub(sample.error)
         return sample
 
@@ -201,11 +222,3 @@ def _detail(response: httpx.Response) -> str:
     except ValueError:
         message = None
     return f": {str(message)[:200]}" if message else ""
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator
 
 from common.endpoints import CHAT, endpoints_of
-from imports.models import GenerationJob
+from imports.models import EvidenceJob, GenerationJob
 from imports.pipeline import FORMATS
 from imports.prompts import FIELDS as PROMPT_FIELDS
 from imports.prompts import MAX_TEMPLATE_CHARS, TemplateError, template_check
@@ -172,3 +172,43 @@ class GenerationForm(forms.Form):
             name, _, model = choice.partition(":")
             data |= {"endpoint": name, "model": model}
         return data
+
+
+class EvidenceForm(forms.Form):
+    """Machine evidence for some solutions (``imports.evidence``): rollouts from steps or a
+    judge, from a declared chat endpoint's model (``endpoint:model``). The solutions are the
+    data browser's filter carried in the query string, or one solution and step from the item
+    page."""
+
+    kind = forms.ChoiceField(choices=EvidenceJob.Kind.choices, initial=EvidenceJob.Kind.ROLLOUTS)
+    model = forms.ChoiceField(
+        label="Model",
+        help_text="The chat endpoints and models the operator declared (STEPWISE_ENDPOINTS).",
+    )
+    samples_per_step = forms.IntegerField(
+        min_value=1, max_value=64, initial=8, label="Rollouts per step (k)"
+    )
+    step = forms.IntegerField(
+        min_value=1, required=False, help_text="Roll out from this step only (blank: every step)."
+    )
+    budget_tokens = forms.IntegerField(
+        min_value=0, initial=0, label="Token budget", help_text="0: no budget."
+    )
+    max_tokens = forms.IntegerField(min_value=1, max_value=131072, initial=1024)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = [
+            (e.title, [(f"{e.name}:{m}", m) for m in e.models]) for e in endpoints_of(CHAT)
+        ]
+
+    def job_kwargs(self) -> dict:
+        """The fields as ``evidence_job_create`` takes them (the selection apart)."""
+        data = dict(self.cleaned_data)
+        endpoint, _, model = data.pop("model").partition(":")
+        step = data.pop("step")
+        return data | {
+            "endpoint": endpoint,
+            "model": model,
+            "steps": [] if step is None else [step - 1],
+        }

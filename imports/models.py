@@ -151,3 +151,70 @@ class GenerationJob(BackgroundJob):
     def endpoint_shown(self) -> str:
         """What the job's page says it asked: the endpoint's name, or the URL a manager typed."""
         return self.endpoint or self.base_url
+
+
+class EvidenceJob(BackgroundJob):
+    """Machines asked about steps (``imports.evidence``): rollouts from steps, or a judge.
+
+    **Rollouts**: for each chosen step of each solution, ``samples_per_step`` completions are
+    sampled from a declared chat endpoint after the step (the prompt is the problem in the
+    campaign's prompt format, the reply so far the steps up to it), their final answers graded,
+    and the share that reaches the right answer stored as the step's rollout value
+    (``labeling.models.StepEvidence``). **Judge**: a chat endpoint is asked, in ProcessBench's
+    critic style, which step is the first wrong one (or none).
+
+    ``plan`` fixes the units of work the first time the job runs ([[solution id, step index]];
+    the index is -1 for a judge's whole solution); a unit is written once all its samples are
+    back, so a job stopped half way keeps what it finished and a resumed one asks only for the
+    units missing: no sample is stored twice. ``budget_tokens`` (0: none) stops the job, done,
+    once the tokens paid reach it.
+    """
+
+    class Kind(models.TextChoices):
+        ROLLOUTS = "rollouts", "rollouts from steps"
+        JUDGE = "judge", "a judge's first error"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="evidence_jobs")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    endpoint = models.CharField(max_length=100, help_text="A declared chat endpoint, by name.")
+    model = models.CharField(max_length=200)
+    selection = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The data browser's filter of the solutions asked about.",
+    )
+    steps = models.JSONField(
+        default=list, blank=True, help_text="Step indexes to roll out from (empty: every step)."
+    )
+    samples_per_step = models.PositiveSmallIntegerField(default=8)
+    prompt_template = models.TextField(default=PRM800K_PROMPT)
+    temperature = models.FloatField(default=1.0)
+    top_p = models.FloatField(default=1.0)
+    max_tokens = models.PositiveIntegerField(default=1024)
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    timeout_s = models.FloatField(default=120.0)
+    max_retries = models.PositiveSmallIntegerField(default=5)
+    budget_tokens = models.PositiveBigIntegerField(default=0, help_text="0: no budget.")
+    plan = models.JSONField(default=list, blank=True, help_text="[[solution id, step index], ...]")
+    requested = models.PositiveIntegerField(default=0, help_text="Units of work in the plan.")
+    completed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    samples = models.PositiveIntegerField(default=0, help_text="Completions stored.")
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0)
+    progress = models.FloatField(default=0.0)
+    stopped_by_budget = models.BooleanField(default=False)
+    errors = models.JSONField(default=list, blank=True, help_text="The last few [{key, message}].")
+
+    def __str__(self) -> str:
+        return f"evidence {self.pk} ({self.kind}) from {self.model} in {self.campaign}"
+
+    @property
+    def ref(self) -> str:
+        """The job's name on the evidence it wrote."""
+        return f"e{self.pk}"
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens

@@ -15,4 +15,5 @@ urlpatterns = [
     path("preview/", views.import_preview, name="preview"),
     path("generations/", views.generation_list, name="generations"),
     path("generations/<id:pk>/resume/", views.generation_resume, name="generation-resume"),
+    path("evidence/", views.evidence_list, name="evidence"),
 ]

@@ -12,10 +12,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from imports import services
 from imports.forms import (
+    EvidenceForm,
     GenerationForm,
     UploadForm,
 )
-from imports.models import GenerationJob, ImportJob
+from imports.models import EvidenceJob, GenerationJob, ImportJob
 from labeling.permissions import (
     MANAGE,
     campaign_for,
@@ -168,3 +169,61 @@ def generation_resume(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     except generation.GenerationRefused as error:
         messages.error(request, str(error))
     return redirect("imports:generations", slug=campaign.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def evidence_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """Ask machines about steps (rollouts, a judge) for the solutions of a data-browser filter
+    (the query string) or one solution (the item page's forms), and follow the jobs."""
+    from imports import evidence
+    from labeling.curation.filters import FilterError, SolutionFilter
+
+    campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
+    status = 200
+    try:
+        solution = request.POST.get("solution", "")
+        chosen = SolutionFilter.from_params({"id": solution} if solution else request.GET)
+    except FilterError as error:
+        chosen, status = SolutionFilter(), 400
+        messages.error(request, f"{error.field}: {error.message}")
+    form = EvidenceForm(request.POST or None)
+    if request.method == "POST":
+        back = request.POST.get("next", "")
+        if form.is_valid():
+            try:
+                job = evidence.evidence_job_create(
+                    campaign=campaign,
+                    created_by=request.user,
+                    selection=chosen.to_params(with_sort=False),
+                    **form.job_kwargs(),
+                )
+            except evidence.EvidenceRefused as error:
+                form.add_error(error.field if error.field in form.fields else None, str(error))
+            else:
+                messages.success(
+                    request, f"Evidence job {job.pk} queued: {job.get_kind_display()}."
+                )
+                if back.startswith("/") and not back.startswith("//"):
+                    return redirect(back)
+                return redirect("imports:evidence", slug=campaign.slug)
+        if back.startswith("/") and not back.startswith("//"):
+            for errors in form.errors.values():
+                messages.error(request, " ".join(errors))
+            return redirect(back)
+        status = 400
+    jobs = EvidenceJob.objects.filter(campaign=campaign).select_related("created_by")[:50]
+    return campaign_page(
+        request,
+        "imports/evidence_list.html",
+        campaign,
+        membership,
+        {
+            "form": form,
+            "jobs": jobs,
+            "selection": chosen.describe(),
+            "query": chosen.querystring(with_sort=False),
+            "matching": chosen.apply(campaign.solutions.all()).count() if chosen else 0,
+        },
+        status=status,
+    )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from common.admin import JOB_ACTIONS
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -11,6 +12,7 @@ from labeling.models import (
     Problem,
     Review,
     Solution,
+    SolutionBulkAction,
     Step,
     StepLabel,
 )
@@ -167,4 +169,17 @@ class AdjudicationAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(SolutionBulkAction)
+class SolutionBulkActionAdmin(admin.ModelAdmin):
+    """Bulk actions of the data browser (they start there; retry or fail them here)."""
+
+    list_display = ["pk", "campaign", "action", "status", "total", "changed", "created_at"]
+    list_filter = ["status", "action", "campaign"]
+    readonly_fields = [f.name for f in SolutionBulkAction._meta.fields]
+    actions = JOB_ACTIONS
+
+    def has_add_permission(self, request) -> bool:
         return False

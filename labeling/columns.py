@@ -30,7 +30,15 @@ CAMPAIGN = Columns(
         "is_paused",
         "created_at",
     ),
-    filled=("id", "al_strategy", "relabel_by_same_annotator", "created_by_id"),
+    filled=(
+        "id",
+        "al_strategy",
+        "al_control_share",
+        "al_scoring_endpoint",
+        "al_scoring_model",
+        "relabel_by_same_annotator",
+        "created_by_id",
+    ),
 )
 
 MEMBERSHIP = Columns(
@@ -78,6 +86,7 @@ SOLUTION = Columns(
         "answer_is_correct",
         "verifier_score",
         "prm_score",
+        "al_arm",
         "archived",
         "extra_labels",
         "import_job_id",

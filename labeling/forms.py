@@ -10,6 +10,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.text import slugify
 
+from common.endpoints import POOLING, STEP_SCORES, EndpointRefused, endpoint_choices, endpoint_get
 from labeling.backbones import backbone_choices
 from labeling.models import Campaign, FinishReason, Rating
 
@@ -113,6 +114,9 @@ class CampaignForm(forms.ModelForm):
             "al_retrain_every",
             "al_backbone",
             "al_strategy",
+            "al_control_share",
+            "al_scoring_endpoint",
+            "al_scoring_model",
         ]
         labels = {
             "qc_rate": "Quality-control rate",
@@ -120,6 +124,9 @@ class CampaignForm(forms.ModelForm):
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
             "al_strategy": "Active learning: selection strategy",
+            "al_control_share": "Active learning: control arm share",
+            "al_scoring_endpoint": "Active learning: served PRM (scoring endpoint)",
+            "al_scoring_model": "Active learning: served PRM's model",
             "lease_seconds": "Lease (seconds)",
             "relabel_by_same_annotator": "Rejected work may go back to the same annotator",
         }
@@ -140,6 +147,16 @@ class CampaignForm(forms.ModelForm):
         # Optional: a client that predates the setting (a saved form, a script) keeps the
         # campaign's strategy, or a new campaign's default.
         self.fields["al_strategy"].required = False
+        # A PRM served elsewhere: one of the operator's scoring endpoints, by name (never a URL).
+        self.fields["al_scoring_endpoint"] = forms.ChoiceField(
+            choices=[("", "none"), *_scoring_choices()],
+            required=False,
+            label=self.Meta.labels["al_scoring_endpoint"],
+            help_text="A PRM the operator serves (STEPWISE_ENDPOINTS, kinds pooling and "
+            "step-scores): its scores steer the strategy 'by the served PRM'.",
+        )
+        self.fields["al_scoring_model"].required = False
+        self.fields["al_control_share"].required = False
 
     def clean_overlap(self) -> int:
         value = self.cleaned_data["overlap"]
@@ -168,6 +185,12 @@ class CampaignForm(forms.ModelForm):
     def clean_al_wrong_answer_share(self) -> float:
         return _share(self.cleaned_data["al_wrong_answer_share"], "The share")
 
+    def clean_al_control_share(self) -> float:
+        value = self.cleaned_data.get("al_control_share")
+        if value is None:  # a client that predates the setting keeps the campaign's
+            return self.instance.al_control_share
+        return _share(value, "The control arm's share")
+
     def clean_al_strategy(self) -> str:
         return self.cleaned_data.get("al_strategy") or self.instance.al_strategy
 
@@ -179,6 +202,21 @@ class CampaignForm(forms.ModelForm):
 
     def clean(self) -> dict:
         data = super().clean()
+        name = data.get("al_scoring_endpoint") or ""
+        if name:
+            kind = STEP_SCORES if name in dict(endpoint_choices(STEP_SCORES)) else POOLING
+            try:
+                data["al_scoring_model"] = endpoint_get(name, kind=kind).model(
+                    data.get("al_scoring_model") or ""
+                )
+            except EndpointRefused as e:
+                self.add_error("al_scoring_model", str(e))
+        else:
+            data["al_scoring_model"] = ""
+        if data.get("al_strategy") == Campaign.Strategy.SERVED_PRM and not name:
+            self.add_error(
+                "al_scoring_endpoint", "The strategy by the served PRM needs a scoring endpoint."
+            )
         if "slug" in self.fields and data.get("name") and not self.errors.get("slug"):
             slug = data.get("slug") or slugify(data["name"])[:80]
             if not slug:
@@ -194,6 +232,10 @@ class CampaignForm(forms.ModelForm):
     def settings(self) -> dict:
         """The cleaned settings as keyword arguments for the services."""
         return {name: self.cleaned_data[name] for name in self.fields}
+
+
+def _scoring_choices() -> list[tuple[str, str]]:
+    return endpoint_choices(POOLING) + endpoint_choices(STEP_SCORES)
 
 
 # Paths under /campaigns/ that are not campaigns.
@@ -222,6 +264,21 @@ class AmendForm(forms.Form):
 
     def clean(self) -> dict:
         data = super().clean()
+        name = data.get("al_scoring_endpoint") or ""
+        if name:
+            kind = STEP_SCORES if name in dict(endpoint_choices(STEP_SCORES)) else POOLING
+            try:
+                data["al_scoring_model"] = endpoint_get(name, kind=kind).model(
+                    data.get("al_scoring_model") or ""
+                )
+            except EndpointRefused as e:
+                self.add_error("al_scoring_model", str(e))
+        else:
+            data["al_scoring_model"] = ""
+        if data.get("al_strategy") == Campaign.Strategy.SERVED_PRM and not name:
+            self.add_error(
+                "al_scoring_endpoint", "The strategy by the served PRM needs a scoring endpoint."
+            )
         ratings: list[int] = []
         for index in self.step_indexes:
             value = data.get(f"step_{index}")

@@ -9,7 +9,7 @@ columns that may be shown.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -30,13 +30,20 @@ from django.utils import timezone
 from labeling.models import (
     Assignment,
     Campaign,
+    FinishReason,
     Membership,
     Review,
     Solution,
+    Step,
     StepLabel,
 )
 from labeling.permissions import campaigns_visible_to
-from labeling.queue import MembershipInactive, NotLeaseHolder, human_completion_load
+from labeling.queue import (
+    MembershipInactive,
+    NotLeaseHolder,
+    first_error_found,
+    human_completion_load,
+)
 
 
 @dataclass(frozen=True)
@@ -234,6 +241,71 @@ def campaigns_progress(*, user):
             Membership.objects.filter(campaign=OuterRef("pk"), user=user).values("role")[:1]
         ),
     )
+
+
+def my_campaign_figures(*, campaign: Campaign, user):
+    """Home's figures (``campaigns_progress``) for one campaign: the labelling page shows the
+    same ``left``, ``solutions_today`` and ``steps_today``, counted by the same rule."""
+    return campaigns_progress(user=user).filter(pk=campaign.pk).first()
+
+
+# Rejections of my work are shown on the labelling page for this long after the review.
+REJECTIONS_SHOWN_DAYS = 14
+REJECTIONS_SHOWN = 3
+
+
+def my_recent_rejections(*, campaign: Campaign, user) -> list[dict]:
+    """The annotator's work rejected in the last ``REJECTIONS_SHOWN_DAYS``, newest first (at most
+    ``REJECTIONS_SHOWN``): assignment id, comment, problem excerpt, when. Never who reviewed."""
+    since = timezone.now() - timedelta(days=REJECTIONS_SHOWN_DAYS)
+    return list(
+        Review.objects.filter(
+            assignment__campaign=campaign,
+            assignment__annotator=user,
+            decision=Review.Decision.REJECTED,
+            created_at__gte=since,
+        )
+        .order_by("-created_at", "-id")
+        .values(
+            "assignment_id",
+            "comment",
+            "created_at",
+            problem=Left("assignment__solution__problem__text", 120),
+        )[:REJECTIONS_SHOWN]
+    )
+
+
+def qc_first_error_missed(*, assignment_id: int, user) -> bool:
+    """After the annotator submitted ``assignment_id``: True when it was a quality-control
+    question with a gold error, they rated it to the end (or to an error) and their first -1
+    was not on the gold's. Only their own submitted work
+    is read, and only for the notice after submission (the page never says a solution is QC
+    before)."""
+    assignment = (
+        Assignment.objects.filter(
+            pk=assignment_id,
+            annotator=user,
+            status=Assignment.Status.SUBMITTED,
+            solution__kind=Solution.Kind.QUALITY_CONTROL,
+            # A give-up or a bad-problem report judged no solution: nothing was missed.
+            finish_reason__in=(FinishReason.SOLUTION, FinishReason.FOUND_ERROR),
+        )
+        .values("solution_id")
+        .first()
+    )
+    if assignment is None:
+        return False
+    gold = list(
+        Step.objects.filter(solution_id=assignment["solution_id"])
+        .order_by("index")
+        .values_list("index", "gold_rating")
+    )
+    ratings = dict(
+        StepLabel.objects.filter(assignment_id=assignment_id, rating__isnull=False).values_list(
+            "step__index", "rating"
+        )
+    )
+    return first_error_found(gold, ratings) is False
 
 
 @dataclass(frozen=True)

@@ -301,7 +301,10 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         return _refused(request, assignment, error)
     except queue.LabelingError as error:
         return _refused(request, assignment, error)
-    return _finished(request, assignment, notice=_submitted_notice(result))
+    notice = _submitted_notice(result)
+    if selectors.qc_first_error_missed(assignment_id=result.assignment_id, user=request.user):
+        notice += QC_MISSED
+    return _finished(request, assignment, notice=notice)
 
 
 @_login_returns_to_label
@@ -376,7 +379,14 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
     try:
         assignment = queue.assignment_next(campaign=campaign, annotator=request.user)
     except queue.LabelingError as error:
-        return {**context, "refusal": error.detail}
+        assignment, refusal = None, error.detail
+    else:
+        refusal = None
+    # After the claim, as Home would count now (the served solution is no longer "left").
+    context["mine"] = selectors.my_campaign_figures(campaign=campaign, user=request.user)
+    context["rejections"] = selectors.my_recent_rejections(campaign=campaign, user=request.user)
+    if refusal is not None:
+        return {**context, "refusal": refusal}
     if assignment is None:
         nothing = selectors.queue_no_work(campaign=campaign, annotator=request.user)
         # The page looks again by itself when a lease is due to expire, at least once a minute.
@@ -440,6 +450,14 @@ def _refused(
     return render(
         request, f"{TEMPLATE}#steps", _page_context(assignment, error=message), status=status
     )
+
+
+# Said after a quality-control question is submitted (never before), without the step: the
+# annotator can still amend their work, and the notice must not hand them the answer.
+QC_MISSED = (
+    " That was a quality-control question, and you missed its first error: your first −1 was"
+    " not on the step the reference marks as the first wrong one."
+)
 
 
 def _submitted_notice(result: queue.SubmitResult) -> str:

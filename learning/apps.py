@@ -21,9 +21,13 @@ class LearningConfig(AppConfig):
         from learning.triggers import AL_RUNS
 
         job_kind_register(AL_RUNS)
+        from learning.served import METHOD, SCORING_JOBS, served_step_scores
+
+        job_kind_register(SCORING_JOBS)
 
         # The data browser's item page shows the active PRM's step scores.
         from labeling.scores import step_scorer_register
         from learning.step_scores import active_prm_step_scores
 
         step_scorer_register("PRM", active_prm_step_scores)
+        step_scorer_register(METHOD, served_step_scores)

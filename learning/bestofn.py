@@ -26,6 +26,53 @@ from labeling.models import Campaign, Solution
 ORM_MAX_SOLUTIONS = 20000
 PRM_METHODS = {"PRM (product)": "product", "PRM (min)": "min"}
 ORM_METHOD = "ORM"
+SERVED_METHOD = "served PRM (product)"
+
+
+class StoredScores:
+    """A scorer (``.score(rows)``) that answers step scores stored beforehand, by the row's
+    problem and steps: how the served PRM joins the best-of-N curve without being asked
+    again."""
+
+    def __init__(self, scores: dict[tuple[str, tuple[str, ...]], list[float]]) -> None:
+        self.scores = scores
+
+    @staticmethod
+    def key(row) -> tuple[str, tuple[str, ...]]:
+        return (row.problem, tuple(row.steps))
+
+    def score(self, rows, **_) -> list[list[float]]:
+        return [self.scores[self.key(r)] for r in rows]
+
+
+def _served_scorer(*, campaign: Campaign) -> StoredScores | None:
+    """The campaign's served PRM's stored step scores of its graded solutions (None when it has
+    no served PRM or it scored none of them)."""
+    from labeling.models import Step
+    from learning.served import served_step_scores_of
+
+    by_solution = served_step_scores_of(campaign=campaign)
+    if not by_solution:
+        return None
+    graded = dict(
+        Solution.objects.filter(
+            campaign=campaign, kind=Solution.Kind.REGULAR, answer_is_correct__isnull=False
+        )
+        .filter(pk__in=list(by_solution))
+        .values_list("pk", "problem__text")
+    )
+    steps: dict[int, list[str]] = {pk: [] for pk in graded}
+    ids = list(graded)
+    for start in range(0, len(ids), 5000):
+        for sid, text in (
+            Step.objects.filter(solution_id__in=ids[start : start + 5000])
+            .order_by("solution_id", "index")
+            .values_list("solution_id", "text")
+        ):
+            steps[sid].append(text)
+    return StoredScores(
+        {(graded[pk], tuple(steps[pk])): by_solution[pk] for pk in graded if steps[pk]}
+    )
 
 
 def graded_file(*, campaign: Campaign, out: Path, seed: int = 0) -> dict:
@@ -101,9 +148,22 @@ def best_of_n_curve(*, campaign: Campaign, scorer, workdir: Path) -> dict:
         models[ORM_METHOD] = (prm.load(workdir / "orm"), "last")
     except ValueError as exc:  # no graded solution of a training problem
         orm_note = f"no ORM: {exc}"
+    served_note = ""
+    stored = _served_scorer(campaign=campaign)
+    if stored is not None:
+        rows = [r for g in graded_groups(dataset, split="test") for r in g]
+        missing = sum(1 for r in rows if stored.key(r) not in stored.scores)
+        if missing:
+            served_note = (
+                f"no served PRM line: it has not scored {missing} of the {len(rows)} held-out "
+                "solutions (score with it again)"
+            )
+        else:
+            models[SERVED_METHOD] = (stored, "product")
     result = evaluate_models(models, dataset, split="test")
     result["orm_solutions"] = counts["train"]
-    if orm_note:
-        result["note"] = orm_note
+    notes = [n for n in (orm_note, served_note) if n]
+    if notes:
+        result["note"] = "; ".join(notes)
     result["data"] = path.name
     return result

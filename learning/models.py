@@ -114,6 +114,12 @@ class ActiveLearningRun(RecoverableJob):
         blank=True,
         help_text="Best-of-N accuracy against N on held-out problems (learning.bestofn).",
     )
+    data_efficiency = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Is active learning paying here: the strategy's labels against the control "
+        "arm's (learning.efficiency).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -136,3 +142,82 @@ class ActiveLearningRun(RecoverableJob):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
+
+
+class ScoringJob(RecoverableJob):
+    """Scoring a campaign's open solutions with a PRM served elsewhere (``learning.served``).
+
+    The endpoint is a declared one, by name (its URL and key stay the operator's); the scores
+    it answers are ``ServedScore`` rows tagged with this job, so an attempt that resumes after
+    a killed worker skips every solution an earlier attempt already committed.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="scoring_jobs")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    endpoint = models.CharField(max_length=50)
+    model = models.CharField(max_length=200)
+    total = models.PositiveIntegerField(default=0, help_text="Open solutions to score.")
+    scored = models.PositiveIntegerField(default=0, help_text="Scored and committed so far.")
+    requests = models.PositiveIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(null=True, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign"],
+                condition=Q(status__in=["pending", "running"]),
+                name="scoringjob_one_active_per_campaign",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"scoring job {self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class ServedScore(models.Model):
+    """One solution's scores by a served PRM: P(correct) of each step and the solution's score
+    (their product, as the campaign's own PRM scores a solution), with the endpoint and model
+    that gave them. The latest job's scores replace an earlier job's for the same model."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    solution = models.ForeignKey(
+        "labeling.Solution", on_delete=models.CASCADE, related_name="served_scores"
+    )
+    endpoint = models.CharField(max_length=50)
+    model = models.CharField(max_length=200)
+    job = models.ForeignKey(ScoringJob, null=True, on_delete=models.SET_NULL, related_name="+")
+    step_scores = models.JSONField(default=list)
+    score = models.FloatField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["solution", "endpoint", "model"], name="servedscore_one_per_model"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["campaign", "endpoint", "model"], name="servedscore_by_model"),
+            models.Index(fields=["job", "solution"], name="servedscore_by_job"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint}/{self.model} score of solution {self.solution_id}"

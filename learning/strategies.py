@@ -20,7 +20,10 @@ with the same functions.
 - ``uniform``: a random order (seeded by the run), the control, and the default of a new campaign:
   it measured best on real labels (``DEFAULT_REASON``);
 - ``mixed``: half ``uncertainty``, half ``convincing-wrong``, interleaved, each skipping what the
-  other already placed.
+  other already placed;
+- ``served-prm``: PRM800K's rule by the scores of a PRM served elsewhere (``learning.served``,
+  the campaign's ``al_scoring_endpoint``) in place of the campaign's own PRM's, which still
+  trains and is evaluated beside it; solutions it has not scored come last of their kind.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ UNCERTAINTY = Campaign.Strategy.UNCERTAINTY.value
 VERIFIER = Campaign.Strategy.VERIFIER.value
 UNIFORM = Campaign.Strategy.UNIFORM.value
 MIXED = Campaign.Strategy.MIXED.value
+SERVED_PRM = Campaign.Strategy.SERVED_PRM.value
 NAMES = list(Campaign.Strategy.values)
 # Why the campaign's default is the default: the measured result, shown on the page.
 DEFAULT_REASON = (
@@ -81,17 +85,22 @@ def order_uncertainty(
     return sorted(items, key=lambda s: _key(s.uncertainty, s.solution_id))
 
 
-def order_verifier(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
-    """PRM800K's rule by the verifier's score; the items keep their own (PRM) score."""
-    by_verifier = [
-        replace(
-            s,
-            score=-math.inf if s.verifier_score is None else s.verifier_score,
-        )
-        for s in items
-    ]
+def _rule_by(items: Sequence[Scored], score_of, *, wrong_share: float) -> list[Scored]:
+    """PRM800K's rule by another score (None: last of its kind); the items keep their own
+    (PRM) score."""
+    by_other = [replace(s, score=-math.inf if score_of(s) is None else score_of(s)) for s in items]
     original = {s.solution_id: s for s in items}
-    return [original[s.solution_id] for s in queue_order(by_verifier, wrong_share=wrong_share)]
+    return [original[s.solution_id] for s in queue_order(by_other, wrong_share=wrong_share)]
+
+
+def order_verifier(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
+    """PRM800K's rule by the verifier's score."""
+    return _rule_by(items, lambda s: s.verifier_score, wrong_share=wrong_share)
+
+
+def order_served_prm(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
+    """PRM800K's rule by the served PRM's score."""
+    return _rule_by(items, lambda s: s.served_score, wrong_share=wrong_share)
 
 
 def order_uniform(items: Sequence[Scored], *, wrong_share: float, seed: int = 0) -> list[Scored]:
@@ -103,10 +112,39 @@ def order_uniform(items: Sequence[Scored], *, wrong_share: float, seed: int = 0)
 def interleave(orders: Sequence[Sequence[Scored]], shares: Sequence[float]) -> list[Scored]:
     """One order from several: position ``k`` goes to the order furthest below its share of the
     prefix (as ``queue_order`` does for two kinds), which gives its best item not yet placed."""
+    return [s for s, _ in _interleave(orders, shares)]
+
+
+STRATEGY_ARM, CONTROL_ARM = "strategy", "control"
+
+
+def with_control(
+    order: Sequence[Scored], *, strategy: str, share: float, seed: int
+) -> tuple[list[Scored], list[str]]:
+    """The queue order with a control arm, and the arm of each position.
+
+    ``share`` of every prefix (to within one) is drawn uniformly at random (``order_uniform``
+    with its own seed), the rest follows the strategy's ``order``, each skipping what the other
+    placed: the control arm's labels are a uniform sample of the same queue, which is what the
+    data-efficiency estimate compares the strategy's labels with. A uniform strategy is all
+    control."""
+    if strategy == UNIFORM:
+        return list(order), [CONTROL_ARM] * len(order)
+    share = min(1.0, max(0.0, share))
+    if share == 0:
+        return list(order), [STRATEGY_ARM] * len(order)
+    control = order_uniform(order, wrong_share=0.0, seed=seed * 7919 + 1)
+    placed = _interleave([order, control], [1 - share, share])
+    return [s for s, _ in placed], [STRATEGY_ARM if k == 0 else CONTROL_ARM for _, k in placed]
+
+
+def _interleave(
+    orders: Sequence[Sequence[Scored]], shares: Sequence[float]
+) -> list[tuple[Scored, int]]:
     placed: set[int] = set()
     taken = [0] * len(orders)
     cursor = [0] * len(orders)
-    out: list[Scored] = []
+    out: list[tuple[Scored, int]] = []
     total = len({s.solution_id for order in orders for s in order})
     while len(out) < total:
         k = len(out) + 1
@@ -118,7 +156,7 @@ def interleave(orders: Sequence[Sequence[Scored]], shares: Sequence[float]) -> l
             continue
         s = orders[i][cursor[i]]
         placed.add(s.solution_id)
-        out.append(s)
+        out.append((s, i))
         taken[i] += 1
     return out
 
@@ -139,6 +177,7 @@ STRATEGIES: dict[str, Callable[..., list[Scored]]] = {
     VERIFIER: order_verifier,
     UNIFORM: order_uniform,
     MIXED: order_mixed,
+    SERVED_PRM: order_served_prm,
 }
 
 

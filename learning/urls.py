@@ -11,4 +11,5 @@ app_name = "learning"
 urlpatterns = [
     path("", views.active_learning, name="page"),
     path("retrain/", views.active_learning_retrain, name="retrain"),
+    path("score/", views.active_learning_score, name="score"),
 ]

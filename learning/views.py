@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -15,6 +16,7 @@ from labeling.permissions import (
 )
 from learning import selectors, strategies
 from learning.charts import best_of_n_chart
+from learning.served import ScoringRefused, campaign_scoring, scoring_job_start
 from learning.triggers import active_learning_trigger
 
 
@@ -29,6 +31,12 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
     versions = [(f"v{m.version}", m.metrics.get("auroc")) for m in models]
     measured = next((run for run in runs if run.best_of_n), None)
     curve = measured.best_of_n if measured else {}
+    efficiency_run = next((run for run in runs if run.data_efficiency), None)
+    served, served_error = None, ""
+    try:
+        served = campaign_scoring(campaign)
+    except ScoringRefused as e:
+        served_error = str(e)
     context = campaign_nav(request.user, campaign, membership) | {
         "runs": runs,
         "run_in_progress": next((run for run in runs if run.is_active), None),
@@ -47,6 +55,12 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             points=head.histogram,
         ),
         "strategy_reason": strategies.DEFAULT_REASON,
+        "efficiency_run": efficiency_run,
+        "efficiency": efficiency_run.data_efficiency if efficiency_run else {},
+        "served": served,
+        "served_error": served_error,
+        "served_count": selectors.served_count(campaign=campaign, served=served),
+        "scoring_job": selectors.scoring_job_latest(campaign=campaign),
         "best_of_n_run": measured,
         "best_of_n": curve,
         "best_of_n_rows": [
@@ -59,6 +73,7 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             "train",
             "evaluate",
             "bestofn",
+            "efficiency",
             "register",
             "score",
             "order",
@@ -77,4 +92,16 @@ def active_learning_retrain(request: HttpRequest, slug: str) -> HttpResponse:
     # No flash message: the page itself says the run is queued, and replaces that notice with
     # the outcome when the run ends (a message would stay until the next reload).
     active_learning_trigger(campaign=campaign, requested_by=request.user)
+    return redirect("learning:page", slug=campaign.slug)
+
+
+@login_required
+@require_POST
+def active_learning_score(request: HttpRequest, slug: str) -> HttpResponse:
+    """ "Score with the served PRM": queue a scoring job (or find the one already queued)."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    try:
+        scoring_job_start(campaign=campaign, requested_by=request.user)
+    except ScoringRefused as e:
+        messages.error(request, str(e))
     return redirect("learning:page", slug=campaign.slug)

@@ -125,7 +125,7 @@ def cmd_bestofn(args: argparse.Namespace) -> None:
     from prm.scoring import load
 
     scorer = load(args.model, device=args.device)
-    models: dict = {"PRM (product)": (scorer, "product"), "PRM (min)": (scorer, "min")}
+    models: dict[str, Any] = {"PRM (product)": (scorer, "product"), "PRM (min)": (scorer, "min")}
     if args.orm:
         models["ORM"] = (load(args.orm, device=args.device), "last")
     result = evaluate_models(models, args.data, split=args.split, samples=args.samples)

@@ -24,8 +24,12 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from prm.data import Dataset, read_dataset, split_of
+from prm.data import Dataset, Solution, read_dataset, split_of
+
+if TYPE_CHECKING:
+    from prm.scoring import Scorer
 
 BASELINES = ("majority", "random", "oracle")
 
@@ -78,7 +82,7 @@ def curve(
     methods: Sequence[str] | None = None,
     samples: int = 256,
     seed: int = 0,
-) -> dict:
+) -> dict[str, Any]:
     """Accuracy at each N of every method (``methods``: the candidates' score names) and of the
     baselines, over the problems in ``groups`` (each a problem's candidates; fewer than 2: left
     out). Returns ``{"problems", "most", "n", "accuracy": {method: [...]}, "problems_at_n"}``."""
@@ -125,10 +129,10 @@ def normalise_answer(answer: str | None) -> str | None:
     return text or None
 
 
-def graded_groups(dataset: Dataset, *, split: str = "test") -> list[list]:
+def graded_groups(dataset: Dataset, *, split: str = "test") -> list[list[Solution]]:
     """The rows of ``split`` (``"all"``: every row) with a graded answer, grouped by problem
     (problems with at least 2), in file order."""
-    groups: dict[str, list] = defaultdict(list)
+    groups: dict[str, list[Solution]] = defaultdict(list)
     for s in dataset.solutions:
         if s.answer_correct is None or (split != "all" and split_of(s.problem) != split):
             continue
@@ -137,13 +141,13 @@ def graded_groups(dataset: Dataset, *, split: str = "test") -> list[list]:
 
 
 def evaluate_models(
-    models: dict[str, tuple[object, str]],
+    models: dict[str, tuple[Scorer, str]],
     data: str | Path | Dataset,
     *,
     split: str = "test",
     samples: int = 256,
     seed: int = 0,
-) -> dict:
+) -> dict[str, Any]:
     """The curve for ``models`` (``{name: (scorer, aggregate)}``, e.g. ``{"prm product":
     (prm, "product"), "orm": (orm, "last")}``) on the graded rows of ``split`` of ``data``."""
     from prm.metrics import aggregate
@@ -152,7 +156,7 @@ def evaluate_models(
     groups = graded_groups(dataset, split=split)
     rows = [s for g in groups for s in g]
     scored: dict[int, dict[str, float]] = defaultdict(dict)
-    probs_of: dict[int, list] = {}
+    probs_of: dict[int, list[list[float]]] = {}
     for name, (scorer, how) in models.items():
         key = id(scorer)
         if key not in probs_of:
@@ -172,7 +176,7 @@ def evaluate_models(
     return result
 
 
-def format_curve(result: dict) -> str:
+def format_curve(result: dict[str, Any]) -> str:
     """The curve as a table: one line per method, one column per N."""
     if not result["problems"]:
         return "best-of-N: no problem has several solutions with a graded answer"

@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ class Dataset:
     """Solutions read from one file, with where they came from (for the checkpoint's manifest)."""
 
     solutions: list[Solution]
-    source: dict = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
 
     def split(self, name: str) -> list[Solution]:
         return [s for s in self.solutions if split_of(s.problem) == name]
@@ -131,6 +132,7 @@ def unique_steps(
                 continue
             seen.add(key)
             out.append(v[i])
+            assert s.labels is not None, "unique_steps reads labelled rows"
             labels.append(bool(s.labels[i]))
             groups.append(s.problem)
     return np.asarray(out, dtype=np.float64), np.asarray(labels, dtype=bool), groups
@@ -145,7 +147,7 @@ def read_dataset(path: str | Path) -> Dataset:
     if not path.exists():
         raise FileNotFoundError(f"no such data file: {path}")
     if path.suffix == ".parquet":
-        rows: Iterable[dict] = _parquet_rows(path)
+        rows: Iterable[dict[str, Any]] = _parquet_rows(path)
     else:
         rows = _jsonl_rows(path)
     solutions = list(solutions_from_rows(rows))
@@ -154,7 +156,7 @@ def read_dataset(path: str | Path) -> Dataset:
     return Dataset(solutions, source=data_source(path))
 
 
-def solutions_from_rows(rows: Iterable[dict]) -> Iterator[Solution]:
+def solutions_from_rows(rows: Iterable[dict[str, Any]]) -> Iterator[Solution]:
     """Rows of either format to solutions; PRM800K lines go through the default label policy."""
     for n, row in enumerate(rows, 1):
         if "prompt" in row and "completions" in row:
@@ -168,7 +170,7 @@ def solutions_from_rows(rows: Iterable[dict]) -> Iterator[Solution]:
             )
 
 
-def _solution_from_trl(row: dict, n: int) -> Solution:
+def _solution_from_trl(row: dict[str, Any], n: int) -> Solution:
     completions = row["completions"]
     labels = row.get("labels")
     if not isinstance(completions, list) or not all(isinstance(c, str) for c in completions):
@@ -185,7 +187,7 @@ def _solution_from_trl(row: dict, n: int) -> Solution:
     )
 
 
-def prm800k_solutions(line: dict) -> list[Solution]:
+def prm800k_solutions(line: dict[str, Any]) -> list[Solution]:
     """A PRM800K label line as `trl` rows under the default label policy.
 
     The labeler's path takes at each position the chosen completion, else the human completion
@@ -199,7 +201,7 @@ def prm800k_solutions(line: dict) -> list[Solution]:
     steps = (line.get("label") or {}).get("steps") or []
     path: list[str] = []
     path_labels: list[bool] = []
-    last: dict | None = None  # the completion the path ends on, for its final answer
+    last: dict[str, Any] | None = None  # the completion the path ends on, for its final answer
     rows: list[Solution] = []
     for step in steps:
         completions = step.get("completions") or []
@@ -245,7 +247,7 @@ def prm800k_solutions(line: dict) -> list[Solution]:
     return rows
 
 
-def _graded_answer(completion: dict | None, question: dict) -> dict:
+def _graded_answer(completion: dict[str, Any] | None, question: dict[str, Any]) -> dict[str, Any]:
     """Final answer and its correctness for a completion that states one (phase 1 marks them)."""
     if (
         not completion
@@ -270,7 +272,7 @@ def _same_answer(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def _jsonl_rows(path: Path) -> Iterator[dict]:
+def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
@@ -281,7 +283,7 @@ def _jsonl_rows(path: Path) -> Iterator[dict]:
                 raise ValueError(f"{path}:{n}: not JSON: {exc}") from exc
 
 
-def _parquet_rows(path: Path) -> Iterator[dict]:
+def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     for batch in pq.ParquetFile(path).iter_batches():
@@ -299,10 +301,10 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def data_source(path: Path) -> dict:
+def data_source(path: Path) -> dict[str, Any]:
     """What a checkpoint records about its training data: the file's sha256 and, when the exporter
     wrote a manifest beside it, the manifest's sha256 and label policy."""
-    source: dict = {"path": str(path), "sha256": sha256_file(path)}
+    source: dict[str, Any] = {"path": str(path), "sha256": sha256_file(path)}
     for candidate in (
         path.with_name(path.name + ".manifest.json"),
         path.with_suffix(".manifest.json"),

@@ -17,6 +17,7 @@ import os
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,7 +30,9 @@ from prm.scoring import FORMAT, FORMAT_VERSION, Scorer, SolutionLike, _as_pair, 
 class EnsembleScorer(Scorer):
     """A :class:`Scorer` over member scorers: logit = bias + sum of weight x member logit."""
 
-    def __init__(self, members: list[Scorer], config: dict, directory: Path | None = None) -> None:
+    def __init__(
+        self, members: list[Scorer], config: dict[str, Any], directory: Path | None = None
+    ) -> None:
         self.members = members
         self.config = config
         self.directory = directory
@@ -51,7 +54,7 @@ class EnsembleScorer(Scorer):
             for j in range(len(solutions))
         ]
 
-    def save(self, directory: str | Path) -> dict:
+    def save(self, directory: str | Path) -> dict[str, Any]:
         if self.directory is None:
             raise ValueError("this ensemble was not loaded from a directory")
         directory = Path(directory)
@@ -82,7 +85,7 @@ def _fit_stack(x: np.ndarray, y: np.ndarray) -> tuple[list[float], float]:
 
 def build_ensemble(
     members: Sequence[str | Path], data: str | Path | Dataset, out_dir: str | Path
-) -> dict:
+) -> dict[str, Any]:
     """Fit the members' weights on ``data``'s validation split and write the ensemble."""
     from prm.scoring import load
 
@@ -143,7 +146,9 @@ def build_ensemble(
     return {**metrics, "weights": weights, "bias": bias, "version": config["version"]}
 
 
-def load_ensemble(directory: Path, config: dict, *, device: str | None = None) -> EnsembleScorer:
+def load_ensemble(
+    directory: Path, config: dict[str, Any], *, device: str | None = None
+) -> EnsembleScorer:
     from prm.scoring import load
 
     members = [load(directory / m["path"], device=device) for m in config["backbone"]["members"]]

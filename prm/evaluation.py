@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def evaluate(
     bootstrap: int = 1000,
     seed: int = 0,
     cache_dir: str | Path | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """All metrics of ``scorer`` on ``split`` of ``data`` (``"all"`` for every row).
 
     ``cache_dir``: the training cache of featurised items (``prm.item_cache``), for ``bow``:
@@ -53,7 +54,7 @@ def evaluate(
     probs = _scores(scorer, rows, cache_dir)
     p, y, groups = unique_steps(rows, probs)
     low, high = bootstrap_auroc(y, p, groups, n=bootstrap, seed=seed)
-    result: dict = {
+    result: dict[str, Any] = {
         "split": split,
         "problems": len(set(groups)),
         "rows": len(rows),
@@ -99,7 +100,9 @@ def evaluate(
     return result
 
 
-def _scores(scorer: Scorer, rows: list[Solution], cache_dir) -> list[list[float]]:
+def _scores(
+    scorer: Scorer, rows: list[Solution], cache_dir: str | Path | None
+) -> list[list[float]]:
     """Each row's calibrated step scores. For backbones with a walker (``bow``) through the
     training path: each distinct step featurised once, from the cache where it has them (never
     compacting it: training decides what it keeps); the same features and network as
@@ -128,7 +131,7 @@ def _norm(answer: str | None) -> str | None:
     return None if answer is None else " ".join(answer.split()).strip("$ .")
 
 
-def format_report(result: dict, *, title: str = "") -> str:
+def format_report(result: dict[str, Any], *, title: str = "") -> str:
     """The metrics as the few lines ``prm eval`` prints."""
     lines = [title] if title else []
     lines.append(

@@ -23,6 +23,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -232,7 +233,7 @@ def features_for(
     wanted: Sequence[tuple[int, str]],
     texts: Callable[[set[int]], Iterable[tuple[int, str, Sequence[str]]]],
     build: Callable[[Iterable[tuple[int, str, str, Sequence[str]]], int], Features] | None = None,
-) -> tuple[Features, dict]:
+) -> tuple[Features, dict[str, Any]]:
     """The features of the ``(id, content_hash)`` solutions, from the cache where it has them.
 
     ``texts(ids)`` yields ``(id, problem, steps)`` of the solutions to featurise; ``build(rows,

@@ -16,7 +16,7 @@ import math
 import operator
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -51,7 +51,7 @@ def stable_hash(token: str) -> int:
 
 # -- arithmetic --------------------------------------------------------------------------------
 
-_OPS = {
+_OPS: dict[type[ast.operator | ast.unaryop], Callable[..., float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,

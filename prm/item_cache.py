@@ -35,10 +35,14 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from prm.items import Bags, copy_items
+
+if TYPE_CHECKING:
+    from prm.backbones.base import Backbone
 
 MAX_SHARDS = 8
 KEEP_FACTOR = 2.0
@@ -46,7 +50,7 @@ PRUNE_AFTER_S = 7 * 24 * 3600
 STALE_TMP_S = 3600
 
 
-def featurisation_key(backbone) -> str:
+def featurisation_key(backbone: Backbone) -> str:
     describe = getattr(backbone, "featurisation", None) or backbone.describe
     blob = json.dumps(describe(), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -66,7 +70,7 @@ class Found:
 class ItemCache:
     """The shards of one featurisation key under ``root`` (see the module docstring)."""
 
-    def __init__(self, root: str | Path, backbone) -> None:
+    def __init__(self, root: str | Path, backbone: Backbone) -> None:
         self.root = Path(root)
         self.key = featurisation_key(backbone)
         self.folder = self.root / f"items-{self.key}"
@@ -159,7 +163,7 @@ class ItemCache:
         target = self.folder / f"shard-{digest}.npz"
         tmp = self.folder / f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz"
         with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub: a key could be allow_pickle
         os.replace(tmp, target)
         self._tidy()
         return target

@@ -23,6 +23,7 @@ import multiprocessing
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -148,7 +149,7 @@ class PackedItems:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def batch(self, idx: np.ndarray) -> dict:
+    def batch(self, idx: np.ndarray) -> dict[str, Any]:
         """The backbone's input for items ``idx`` (what ``collate`` gives for the same items)."""
         import torch
 

@@ -34,8 +34,8 @@ def auroc(labels: Sequence[bool] | np.ndarray, scores: Sequence[float] | np.ndar
 
 
 def bootstrap_auroc(
-    labels: Sequence[bool],
-    scores: Sequence[float],
+    labels: Sequence[bool] | np.ndarray,
+    scores: Sequence[float] | np.ndarray,
     groups: Sequence[str],
     *,
     n: int = 1000,
@@ -65,7 +65,7 @@ def bootstrap_auroc(
     return float(low), float(high)
 
 
-def predicted_first_error(probs: Sequence[float], threshold: float) -> int:
+def predicted_first_error(probs: Sequence[float] | np.ndarray, threshold: float) -> int:
     """The first step whose P(correct) falls below ``threshold``; -1 when none does."""
     for i, p in enumerate(probs):
         if p < threshold:
@@ -74,7 +74,7 @@ def predicted_first_error(probs: Sequence[float], threshold: float) -> int:
 
 
 def first_error_scores(
-    probs: Sequence[Sequence[float]], first_errors: Sequence[int], threshold: float
+    probs: Sequence[Sequence[float] | np.ndarray], first_errors: Sequence[int], threshold: float
 ) -> dict[str, float]:
     """ProcessBench's metric: accuracy on erroneous solutions (the predicted first error is the
     true one), on error-free ones (no error predicted), and their harmonic mean (F1)."""
@@ -100,10 +100,11 @@ def first_error_scores(
 
 
 def best_first_error_threshold(
-    probs: Sequence[Sequence[float]], first_errors: Sequence[int]
+    probs: Sequence[Sequence[float] | np.ndarray], first_errors: Sequence[int]
 ) -> float:
     """The threshold with the best first-error F1 (chosen on validation, applied to test)."""
-    flat = np.concatenate([np.asarray(p, dtype=np.float64) for p in probs if len(p)] or [[0.5]])
+    parts = [np.asarray(p, dtype=np.float64) for p in probs if len(p)]
+    flat = np.concatenate(parts or [np.asarray([0.5])])
     candidates = np.unique(np.quantile(flat, np.linspace(0.0, 1.0, 101)))
     best, best_f1 = 0.5, -1.0
     for t in candidates:

@@ -131,7 +131,7 @@ def solution_logits(
     return results
 
 
-def calibrate(logits: np.ndarray, calibration: dict) -> np.ndarray:
+def calibrate(logits: np.ndarray, calibration: dict[str, Any]) -> np.ndarray:
     """P(correct) = sigmoid(a * logit + b) (Platt scaling fitted on validation)."""
     z = calibration.get("a", 1.0) * logits + calibration.get("b", 0.0)
     return 1.0 / (1.0 + np.exp(-z))
@@ -145,7 +145,7 @@ class Scorer:
     last). Results do not depend on the order of the input or on the batch size.
     """
 
-    def __init__(self, backbone: Backbone, config: dict, device: torch.device) -> None:
+    def __init__(self, backbone: Backbone, config: dict[str, Any], device: torch.device) -> None:
         self.backbone = backbone
         self.config = config
         self.device = device
@@ -155,7 +155,7 @@ class Scorer:
         return self.config["version"]
 
     @property
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return self.config.get("calibration") or {"a": 1.0, "b": 0.0}
 
     def logits(
@@ -193,7 +193,7 @@ class Scorer:
     ) -> list[float]:
         return [aggregate_probs(p, aggregate) for p in self.score(solutions, batch_size=batch_size)]
 
-    def save(self, directory: str | Path) -> dict:
+    def save(self, directory: str | Path) -> dict[str, Any]:
         """Write this model as a checkpoint directory (a copy that loads to the same scores)."""
         keep = {k: v for k, v in self.config.items() if k not in ("backbone", "weights_sha256")}
         return save_checkpoint(directory, self.backbone, keep)
@@ -244,7 +244,9 @@ def _parallel_logits(
 # -- checkpoints ----------------------------------------------------------------------------------
 
 
-def save_checkpoint(directory: str | Path, backbone: Backbone, config: dict) -> dict:
+def save_checkpoint(
+    directory: str | Path, backbone: Backbone, config: dict[str, Any]
+) -> dict[str, Any]:
     """Write weights, extra files and config.json (last); returns the config as written."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -298,7 +300,7 @@ def load(directory: str | Path, *, device: str | None = None) -> Scorer:
     return Scorer(backbone, config, dev)
 
 
-def fit_calibration(logits: np.ndarray, labels: np.ndarray) -> dict:
+def fit_calibration(logits: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
     """Platt scaling: the a, b of sigmoid(a * logit + b) that minimise log loss on ``labels``."""
     if len(logits) == 0 or labels.all() or not labels.any():
         return {"a": 1.0, "b": 0.0}

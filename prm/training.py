@@ -12,7 +12,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,7 +120,14 @@ def outcome_rows(solutions: Iterable[Solution]) -> list[Solution]:
     ]
 
 
-def _memoised(backbone: Backbone, cache: dict):
+# Prepared items by (problem, steps), kept by a caller across trainings (``train``'s
+# ``prepare_cache``).
+PrepareCache = dict[tuple[str, tuple[str, ...]], list[Item]]
+
+
+def _memoised(
+    backbone: Backbone, cache: PrepareCache
+) -> Callable[[str, Sequence[str]], list[Item]]:
     """``backbone.prepare`` remembering its items by (problem, steps) in ``cache``.
 
     For a caller that trains many models on subsets of one pool in one process
@@ -129,7 +136,7 @@ def _memoised(backbone: Backbone, cache: dict):
     """
     prepare = backbone.prepare
 
-    def cached(problem: str, steps) -> list[Item]:
+    def cached(problem: str, steps: Sequence[str]) -> list[Item]:
         key = (problem, tuple(steps))
         items = cache.get(key)
         if items is None:
@@ -224,7 +231,7 @@ class _Optimizer:
 
 def _fit(
     backbone: Backbone, train_set, val_set, cfg: TrainConfig, device, select: bool
-) -> tuple[list[dict], float, float]:
+) -> tuple[list[dict[str, Any]], float, float]:
     """Train; with ``select``, keep the weights of the best validation AUROC and stop after
     ``patience`` evaluations without a better one. Validation runs after every epoch and, on
     large sets, every ``eval_every`` training items as well, so a model whose best point comes
@@ -235,7 +242,7 @@ def _fit(
     loss_fn = torch.nn.BCEWithLogitsLoss()
     n = len(train_set)
     every = cfg.eval_every or EVAL_ITEMS
-    history: list[dict] = []
+    history: list[dict[str, Any]] = []
     best_state, best_auroc, best_at, stale = None, -1.0, 0.0, 0
     seen = since = 0
     total, count = 0.0, 0
@@ -316,11 +323,11 @@ def _fit(
 def train(
     data: str | Path | Dataset | Iterable[Solution],
     out_dir: str | Path,
-    config: TrainConfig | dict | None = None,
+    config: TrainConfig | dict[str, Any] | None = None,
     *,
-    prepare_cache: dict | None = None,
+    prepare_cache: PrepareCache | None = None,
     **overrides: Any,
-) -> dict:
+) -> dict[str, Any]:
     """Train a PRM on ``data`` (a `trl`/PRM800K file, a Dataset, or Solutions) into ``out_dir``.
 
     Returns the metrics also written into the checkpoint's config.json. ``prepare_cache`` (a dict
@@ -357,7 +364,7 @@ def train(
     if not train_rows:
         raise ValueError("no training rows (is every problem in the validation/test split?)")
     cache_dir = cfg.cache_dir or os.environ.get("PRM_CACHE_DIR") or None
-    prepare_stats: dict = {}
+    prepare_stats: dict[str, Any] = {}
     if hasattr(backbone, "walker"):  # one step per item, bags of ids: flat arrays
         prepare = _memoised(backbone, prepare_cache) if prepare_cache is not None else None
         cache = ItemCache(cache_dir, backbone) if cache_dir and prepare is None else None
@@ -368,7 +375,11 @@ def train(
         prior = backbone.fit_prior_packed(train_set.packed)
     else:
         if prepare_cache is not None:
-            backbone.prepare = _memoised(backbone, prepare_cache)  # type: ignore[method-assign]
+            # ignore: this backbone's prepare, memoised for this process (an instance attribute
+            # over the method, which mypy compares with the unbound method)
+            backbone.prepare = _memoised(  # type: ignore[method-assign, assignment]
+                backbone, prepare_cache
+            )
         train_set, val_set = listed_sets(backbone, [train_rows, val_rows])
         prior = backbone.fit_prior(train_set.items) if hasattr(backbone, "fit_prior") else {}
         backbone.prepare_training(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -133,7 +134,7 @@ def packed_sets(
     workers: int = 1,
     prepare=None,
     compact: bool = True,
-) -> tuple[list[PackedSet], dict]:
+) -> tuple[list[PackedSet], dict[str, Any]]:
     """One :class:`PackedSet` per part of the rows (train, validation), and what it cost.
 
     The parts' problems are disjoint (they are splits by problem), so no item is in two parts.
@@ -146,7 +147,7 @@ def packed_sets(
     rows = [s for part in parts for s in part]
     index = RowIndex.build(rows)
     n = len(index)
-    stats: dict = {"items": n, "labels": int(index.row_starts[-1])}
+    stats: dict[str, Any] = {"items": n, "labels": int(index.row_starts[-1])}
     found_mask = np.zeros(n, dtype=bool)
     found: list = []
     if cache is not None:

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs the web server and a Celery worker (with beat) side by side; Ctrl-C stops both.
-# The worker consumes both queues: `celery` (imports, snapshots, sweeps) and `learning` (training,
-# scoring, exports). To scale out, run workers per queue instead (docs/operations.md).
+# The worker consumes every queue: `celery` (imports, snapshots, sweeps), `learning` (training,
+# scoring, exports) and `long` (generation). To scale out, run workers per queue instead (docs/operations.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 PORT=${PORT:-8000}
 $BIN/celery -A stepwise worker -B --loglevel=INFO --concurrency=1 --pool=prefork \
-  --queues=celery,learning --logfile=var/celery-worker.log &
+  --queues=celery,learning,long --logfile=var/celery-worker.log &
 WORKER=$!
 trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
 echo

@@ -74,6 +74,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that it times everything below it (stepwise/observability.py).
+    "stepwise.observability.RequestMetricsMiddleware",
+    # Each request's id, user and campaign on its log lines (common/logs.py), early, so that
+    # what the middleware below logs carries them too.
+    "common.logs.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "stepwise.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -226,16 +231,35 @@ CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
 CELERY_WORKER_PREFETCH_MULTIPLIER = envint("CELERY_WORKER_PREFETCH_MULTIPLIER", "4")
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-# Queues: heavy tasks (training and scoring, exports) go to `learning`, so a dedicated worker (a
-# GPU box) takes them with `-Q learning`; everything else stays on the default `celery` queue. A
-# worker that serves both says `-Q celery,learning` (scripts/serve.sh). See docs/operations.md.
-# A job's task is named by its kind (common/jobs.py, JobKind.task); the sweep sends a job again to
-# the same task, so to the same queue.
+# With JSON logs a worker logs through LOGGING (below) instead of Celery's own plain format.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = envstr("LOG_FORMAT", "text") != "json"
+# Queues: heavy tasks (training and scoring, exports) go to `learning`, so a dedicated worker (a GPU
+# box) takes them with `-Q learning`; work that may hold a worker for hours (generation from a model
+# endpoint, rollouts and a judge) goes to `long`, so that imports, figures and the sweeps on the
+# default `celery` queue are never behind it. A worker that serves them all says `-Q
+# celery,learning,long` (scripts/serve.sh). Every queue needs a worker: the app asks the workers
+# which queues they consume (common/queues.py) and says so on a job's page when nobody consumes its
+# queue. See docs/operations.md. A job's task is named by its kind (common/jobs.py, JobKind.task);
+# the sweep sends a job again to the same task, so to the same queue.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {
     "learning.active_learning_run": {"queue": "learning"},
     "exports.export_run": {"queue": "learning"},
+    "learning.scoring_run": {"queue": "learning"},
+    "imports.generation_run": {"queue": "long"},
+    "imports.evidence_run": {"queue": "long"},
 }
+# Every queue the routes name, the default first (readiness and the metrics watch each one).
+STEPWISE_QUEUES = tuple(
+    dict.fromkeys([CELERY_TASK_DEFAULT_QUEUE, *(r["queue"] for r in CELERY_TASK_ROUTES.values())])
+)
+# Seconds the answer to "which workers consume which queue" is kept (asking takes up to
+# STEPWISE_INSPECT_TIMEOUT seconds of waiting for the workers' replies).
+STEPWISE_QUEUE_CONSUMERS_SECONDS = envint("STEPWISE_QUEUE_CONSUMERS_SECONDS", "15")
+STEPWISE_INSPECT_TIMEOUT = float(envstr("STEPWISE_INSPECT_TIMEOUT", "1.0"))
+# /metrics (stepwise/observability.py) is readable by staff, and with
+# `Authorization: Bearer <token>` when this is set (for Prometheus). Empty: staff only.
+STEPWISE_METRICS_TOKEN = envstr("STEPWISE_METRICS_TOKEN", "")
 # Periodic tasks; each app adds its own entries.
 CELERY_BEAT_SCHEDULE: dict = {}
 # Releases the slots of expired leases in every campaign (the queue also does it when serving).
@@ -325,11 +349,32 @@ STEPWISE_ENDPOINT_URLS = envbool("STEPWISE_ENDPOINT_URLS", "False")
 STEPWISE_ENDPOINT_HOSTS = [
     h.strip() for h in envstr("STEPWISE_ENDPOINT_HOSTS", "").split(",") if h.strip()
 ]
+# The secret of the annotator pseudonyms in exports (exports/pseudonyms.py): keep it when
+# rotating SECRET_KEY, or every pseudonym in later exports changes. Empty: SECRET_KEY.
+STEPWISE_PSEUDONYM_SECRET = envstr("STEPWISE_PSEUDONYM_SECRET", "")
+# Tokenizers the export page and API offer for TRL's length check (docs/exports.md): "name=source"
+# pairs separated by commas, each source a local folder or a hub id already in the cache (never
+# downloaded). The command line also takes a folder or hub id directly.
+STEPWISE_EXPORT_TOKENIZERS = {
+    name.strip(): source.strip()
+    for name, _, source in (
+        pair.partition("=") for pair in envstr("STEPWISE_EXPORT_TOKENIZERS", "").split(",")
+    )
+    if name.strip() and source.strip()
+}
 # Generation jobs (docs/generation.md): requests one job may have in flight (and at most its
 # endpoint's max_concurrency).
 STEPWISE_GENERATION_MAX_CONCURRENCY = envint("STEPWISE_GENERATION_MAX_CONCURRENCY", "16")
 # First wait before retrying a 429/5xx answer (doubled each try, Retry-After honoured).
 STEPWISE_GENERATION_BACKOFF_MS = envint("STEPWISE_GENERATION_BACKOFF_MS", "1000")
+# Scoring jobs with a served PRM (docs/active-learning.md, "A PRM served elsewhere"): open
+# solutions per committed batch, solutions per pooling request, requests in flight (at most the
+# endpoint's max_concurrency), retries of a 429/5xx/timeout and the first wait before one.
+STEPWISE_SCORING_BATCH = envint("STEPWISE_SCORING_BATCH", "64")
+STEPWISE_SCORING_REQUEST_SIZE = envint("STEPWISE_SCORING_REQUEST_SIZE", "16")
+STEPWISE_SCORING_MAX_CONCURRENCY = envint("STEPWISE_SCORING_MAX_CONCURRENCY", "4")
+STEPWISE_SCORING_RETRIES = envint("STEPWISE_SCORING_RETRIES", "5")
+STEPWISE_SCORING_BACKOFF_MS = envint("STEPWISE_SCORING_BACKOFF_MS", "1000")
 # Bounds on imported text (imports/reading.py), far above any real dataset; raise them if needed.
 STEPWISE_IMPORT_MAX_STEPS = envint("STEPWISE_IMPORT_MAX_STEPS", "1000")
 STEPWISE_IMPORT_MAX_STEP_CHARS = envint("STEPWISE_IMPORT_MAX_STEP_CHARS", "20000")
@@ -400,10 +445,23 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 if envbool("STEPWISE_FAST_HASHER", "False"):
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
+# LOG_FORMAT=json: one JSON object a line, with the request's or the job's ids (common/logs.py);
+# `text` (the default): Python's plain lines. LOG_LEVEL=INFO adds a line per request.
+LOG_FORMAT = envstr("LOG_FORMAT", "text")
+if LOG_FORMAT not in ("text", "json"):
+    raise RuntimeError(f"LOG_FORMAT must be text or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "common.logs.JsonFormatter"}},
+    "filters": {"context": {"()": "common.logs.ContextFilter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["context"],
+            **({"formatter": "json"} if LOG_FORMAT == "json" else {}),
+        }
+    },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "WARNING")},
     # kombu warns "No hostname was supplied" for every connection to the filesystem broker,
     # which has no host by design.
@@ -414,6 +472,8 @@ if PRODUCTION:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", "True")
+    # Probes (a load balancer, systemd, Kubernetes) ask over plain HTTP, inside the network.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "31536000")
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

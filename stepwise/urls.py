@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from labeling import views as labeling_views
-from stepwise import security
+from stepwise import observability, security
 from stepwise.security import LoginView, ThrottledAdminAuthenticationForm, throttled_admin_login
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -13,6 +13,9 @@ admin.site.login = throttled_admin_login(admin.site.login)
 
 urlpatterns = [
     path("", labeling_views.home, name="home"),
+    path("healthz", observability.healthz, name="healthz"),
+    path("readyz", observability.readyz, name="readyz"),
+    path("metrics", observability.metrics, name="metrics"),
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/", security.PasswordChangeView.as_view(), name="password_change"),

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,13 @@ def _fresh_cache(settings, request):
             "LOCATION": request.node.nodeid,
         }
     }
+
+
+@pytest.fixture(autouse=True)
+def _quick_worker_inspection(settings):
+    """In-process tests have no worker to wait for: ask the broker which queues have consumers
+    (common.queues) with a short wait; the tests that start workers wait longer."""
+    settings.STEPWISE_INSPECT_TIMEOUT = 0.1
 
 
 def pytest_collection_modifyitems(config, items):
@@ -92,13 +100,81 @@ def _database_url(db: dict) -> str:
     return f"postgres://{auth}{'@' if auth else ''}{host}{port}/{db['NAME']}"
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def web_processes(transactional_db, settings, tmp_path):
+    """``start(**env)`` launches one gunicorn (1 process, 2 threads) on the test database, with
+    extra environment variables, and returns its URL; it uses this process's broker and media
+    root (the test sets ``MEDIA_ROOT`` first). Whatever is still running at the end is stopped."""
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from django.db import connection
+
+    started: list[subprocess.Popen] = []
+
+    def start(**env_extra: str) -> str:
+        port = free_port()
+        env = {
+            **os.environ,
+            "DATABASE_URL": _database_url(connection.settings_dict),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
+            "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            "CELERY_TASK_ALWAYS_EAGER": "False",
+            **env_extra,
+        }
+        log = open(tmp_path / f"gunicorn-{port}.log", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "stepwise.wsgi:application",
+                f"--bind=127.0.0.1:{port}",
+                "--workers=1",
+                "--threads=2",
+            ],
+            cwd=Path(__file__).resolve().parents[1],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        started.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                httpx.get(f"{url}/login/", timeout=5)
+                return url
+            except httpx.TransportError:
+                time.sleep(0.2)
+        pytest.fail(f"gunicorn on {port} did not start:\n{log.name}")
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 @pytest.fixture
 def celery_workers(transactional_db, settings, tmp_path):
     """Starts real ``celery -A stepwise worker --pool=solo`` processes on the test database.
 
     ``start(**env)`` launches one, with extra environment variables; ``queues`` says which
-    queues it consumes (both by default, as ``make run``'s worker), ``beat=True`` runs beat in
-    it too (its schedule file in the test's own folder). Each uses this process's
+    queues it consumes (all of them by default, as ``make run``'s worker), ``beat=True`` runs
+    beat in it too (its schedule file in the test's own folder). Each uses this process's
     broker (Redis when CELERY_BROKER_URL says so, else the filesystem transport under
     STEPWISE_VAR_DIR) and media root, and logs to ``proc.log_path``. The test must commit what a
     worker should see, hence the transactional database. Whatever is still running at the end is
@@ -111,8 +187,10 @@ def celery_workers(transactional_db, settings, tmp_path):
     from django.db import connection
 
     started: list[subprocess.Popen] = []
+    settings.STEPWISE_INSPECT_TIMEOUT = 2.0  # real workers answer within the polling interval
 
-    def start(*, queues: str = "celery,learning", beat: bool = False, **env_extra: str):
+    def start(*, queues: str | None = None, beat: bool = False, **env_extra: str):
+        queues = queues or ",".join(settings.STEPWISE_QUEUES)
         env = {
             **os.environ,
             "DATABASE_URL": _database_url(connection.settings_dict),

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,6 +38,7 @@ class Script:
     retry_after: str | None = "0"
     error_message: str = "slow down"
     requests: list[dict] = field(default_factory=list)
+    reply: Callable[[dict], str] | None = None  # the answer's text from the request body
     headers: list[dict] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -67,6 +69,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("Retry-After", script.retry_after)
         else:
             prompt = body["messages"][-1]["content"]
+            content = script.reply(body) if script.reply else canned_text(n, prompt)
             payload = json.dumps(
                 {
                     "id": f"c{n}",
@@ -76,7 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
                         {
                             "index": 0,
                             "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": canned_text(n, prompt)},
+                            "message": {"role": "assistant", "content": content},
                         }
                     ],
                     "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},

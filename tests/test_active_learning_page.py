@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from labeling.models import Membership
+from labeling.models import Campaign, Membership
 from learning.models import ActiveLearningRun, PRMModel
 from tests.factories import make_campaign, make_member, make_solution, make_user
 
@@ -273,3 +273,33 @@ def test_the_campaign_api_says_which_strategy_orders_the_queue(client, campaign,
     campaign.save()
     client.force_login(manager)
     assert client.get(f"/api/campaigns/{campaign.slug}/").json()["al_strategy"] == "verifier"
+
+
+def test_a_served_prm_is_shown_by_name_and_scoring_is_queued_from_the_page(
+    client, campaign, manager, settings, django_capture_on_commit_callbacks
+):
+    from learning.models import ScoringJob
+
+    settings.STEPWISE_ENDPOINTS = [
+        {"name": "qwen-prm", "kind": "pooling", "base_url": "http://gpu:8001", "models": ["m"]}
+    ]
+    Campaign.objects.filter(pk=campaign.pk).update(al_scoring_endpoint="qwen-prm")
+    client.force_login(manager)
+    body = client.get(page(campaign)).content.decode()
+    assert "qwen-prm" in body and "http://gpu" not in body
+    assert "Score with the served PRM" in body
+    with django_capture_on_commit_callbacks() as sent:
+        response = client.post(reverse("learning:score", kwargs={"slug": campaign.slug}))
+    assert response.status_code == 302
+    assert len(sent) == 1
+    job = ScoringJob.objects.get(campaign=campaign)
+    assert (job.endpoint, job.model, job.status) == ("qwen-prm", "m", "pending")
+    body = client.get(page(campaign)).content.decode()
+    assert "Scoring with qwen-prm" in body
+
+
+def test_scoring_is_for_managers_only(client, campaign):
+    annotator = make_member(campaign=campaign).user
+    client.force_login(annotator)
+    response = client.post(reverse("learning:score", kwargs={"slug": campaign.slug}))
+    assert response.status_code == 403

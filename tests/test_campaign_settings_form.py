@@ -96,3 +96,57 @@ def test_form_pages_use_the_app_stylesheet_and_carry_csrf(client, campaign, who)
     assert "css/stepwise.css" in body
     assert f'class="card {form_class}"' in body or f"card {form_class}" in body
     assert 'name="csrfmiddlewaretoken"' in body
+
+
+@pytest.fixture
+def scoring_endpoints(settings):
+    settings.STEPWISE_ENDPOINTS = [
+        {
+            "name": "qwen-prm",
+            "kind": "pooling",
+            "base_url": "http://gpu:8001",
+            "models": ["a", "b"],
+        },
+        {"name": "judge", "kind": "step-scores", "base_url": "http://gpu:8002", "models": ["j"]},
+        {"name": "writer", "kind": "chat", "base_url": "http://gpu:8003", "models": ["w"]},
+    ]
+
+
+def test_the_served_prm_is_a_select_of_the_declared_scoring_endpoints_by_name(
+    client, campaign, manager, scoring_endpoints
+):
+    body = client.get(settings_url(campaign)).content.decode()
+
+    assert '<select name="al_scoring_endpoint"' in body
+    assert '<option value="qwen-prm"' in body and '<option value="judge"' in body
+    assert '<option value="writer"' not in body  # a chat endpoint does not score
+    assert "http://gpu" not in body  # managers never see the operator's URLs
+
+
+def test_choosing_a_served_prm_saves_its_name_and_model(
+    client, campaign, manager, scoring_endpoints
+):
+    response = client.post(
+        settings_url(campaign),
+        posted(campaign, al_scoring_endpoint="qwen-prm", al_strategy="served-prm"),
+    )
+    assert response.status_code == 302
+    campaign.refresh_from_db()
+    assert (campaign.al_scoring_endpoint, campaign.al_scoring_model) == ("qwen-prm", "a")
+    assert campaign.al_strategy == "served-prm"
+
+
+def test_an_undeclared_endpoint_or_model_and_the_served_strategy_alone_are_refused(
+    client, campaign, manager, scoring_endpoints
+):
+    for changes, field in (
+        ({"al_scoring_endpoint": "elsewhere"}, "al_scoring_endpoint"),
+        ({"al_scoring_endpoint": "writer"}, "al_scoring_endpoint"),
+        ({"al_scoring_endpoint": "qwen-prm", "al_scoring_model": "c"}, "al_scoring_model"),
+        ({"al_strategy": "served-prm"}, "al_scoring_endpoint"),
+    ):
+        response = client.post(settings_url(campaign), posted(campaign, **changes))
+        assert response.status_code == 400, changes
+        assert field in response.context["form"].errors, changes
+    campaign.refresh_from_db()
+    assert campaign.al_scoring_endpoint == ""

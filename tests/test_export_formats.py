@@ -9,8 +9,10 @@ from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
 import pytest
+from django.contrib.auth import get_user_model
 
 from exports.formats import CSV_COLUMNS, FORMATS, ExportError, LabelPolicy, write_export
+from exports.pseudonyms import annotator_pseudonym
 from tests.factories import make_campaign, make_labelled, make_problem, make_solution, make_user
 
 pytestmark = pytest.mark.django_db
@@ -62,6 +64,12 @@ def run(campaign, tmp_path, fmt, **options):
     return path, manifest
 
 
+def pseudonym(campaign, username):
+    """The id exports give this user in this campaign (usernames only with annotator_ids)."""
+    user = get_user_model().objects.get(username=username)
+    return annotator_pseudonym(campaign_id=campaign.pk, user_id=user.pk)
+
+
 def jsonl(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -70,7 +78,7 @@ def test_prm800k_lines_carry_every_field_of_the_upstream_format(campaign, tmp_pa
     path, _ = run(campaign, tmp_path, "prm800k")
     first, second = jsonl(path)
     assert first == {
-        "labeler": "ann",
+        "labeler": pseudonym(campaign, "ann"),
         "timestamp": "2022-11-17T14:02:51.392536",
         "generation": 6,
         "is_quality_control_question": False,
@@ -201,6 +209,41 @@ def test_math_shepherd_tags_every_step_and_labels_with_plus_and_minus(campaign, 
     assert all(r["input"].count("ки") == len(r["label"]) for r in rows)
 
 
+def openrlhf_flags() -> dict[str, list[str]]:
+    """The flags of the ``openrlhf.cli.train_prm`` command that docs/exports.md documents."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "exports.md").read_text()
+    (block,) = [b for b in re.findall(r"```sh\n(.*?)```", doc, re.S) if "train_prm" in b]
+    flags: dict[str, list[str]] = {}
+    current = None
+    for word in shlex.split(block.replace("\\\n", " ")):
+        if word.startswith("--"):
+            current = flags.setdefault(word[2:], [])
+        elif current is not None:
+            current.append(word)
+    return flags
+
+
+def test_the_documented_openrlhf_flags_read_the_math_shepherd_export(campaign, tmp_path):
+    flags = openrlhf_flags()
+    (input_key,), (label_key,) = flags["input_key"], flags["label_key"]
+    (placeholder,), reward_tokens = flags["placeholder_token"], flags["reward_tokens"]
+    path, manifest = run(campaign, tmp_path, "math-shepherd")
+    assert manifest["format_options"]["step_tag"] == placeholder
+    rows = jsonl(path)
+    assert rows
+    for row in rows:
+        assert set(row) == {input_key, label_key}
+        assert isinstance(row[label_key], list) and set(row[label_key]) <= set(reward_tokens)
+        # OpenRLHF puts the labels, in order, on the placeholder tokens: one per label.
+        assert row[input_key].count(placeholder) == len(row[label_key])
+        assert row[input_key].endswith(placeholder)
+    assert sorted(reward_tokens) == ["+", "-"]
+
+
 def test_math_shepherds_tag_is_configurable_and_kept_out_of_step_text(tmp_path):
     campaign = make_campaign()
     make_labelled(
@@ -218,10 +261,11 @@ def test_csv_has_one_row_per_step_label_with_the_rating_as_given(campaign, tmp_p
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == CSV_COLUMNS
+    ann, bob = pseudonym(campaign, "ann"), pseudonym(campaign, "bob")
     assert [(r["annotator"], r["step_index"], r["rating"]) for r in rows] == [
-        ("ann", "0", "-1"),
-        ("bob", "0", "1"),
-        ("bob", "1", "0"),
+        (ann, "0", "-1"),
+        (bob, "0", "1"),
+        (bob, "1", "0"),
     ]
     assert rows[0]["campaign"] == "algebra"
     assert rows[0]["step_text"] == "First, $2 + 3 = 5$."

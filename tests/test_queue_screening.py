@@ -1,4 +1,5 @@
-"""The screening gate: agreement with gold ratings, pass and fail, and what a failure stops."""
+"""The screening gate: the score against gold ratings (kappa and first error found), pass and
+fail, and what a failure stops."""
 
 from __future__ import annotations
 
@@ -40,25 +41,27 @@ def answer_screening(campaign, membership, answers):
 
 
 def test_an_annotator_who_agrees_enough_with_gold_passes_and_gets_regular_work():
-    campaign, regular = screened_campaign(screening_threshold=0.75)
+    campaign, regular = screened_campaign()
     membership = make_member(campaign=campaign)
-    # 6 of 7 scored steps agree (step 2 of the first solution is off).
+    # 6 of 7 scored steps agree (step 2 of the first solution is off): kappa (6/7 - 23/49) /
+    # (1 - 23/49) = 19/26, and the one gold error is found.
     results = answer_screening(campaign, membership, [[1, 1, 1, 1], [1, 0, -1]])
     assert [r.screening for r in results] == ["pending", "passed"]
     assert membership.screening == Membership.Screening.PASSED
-    assert membership.screening_score == pytest.approx(6 / 7)
+    assert membership.screening_score == pytest.approx((19 / 26 + 1) / 2)
     assignment = queue.assignment_next(campaign=campaign, annotator=membership.user)
     assert assignment.solution_id == regular.pk
 
 
 def test_an_annotator_below_the_threshold_fails_and_gets_no_more_work():
-    campaign, _ = screened_campaign(screening_threshold=0.75)
+    campaign, _ = screened_campaign()
     membership = make_member(campaign=campaign)
-    # 4 of 7: the second solution is rated negative at step 1, so steps 1 and 2 disagree.
+    # 4 of 7: the second solution is rated negative at step 1, so steps 1 and 2 disagree: kappa
+    # (4/7 - 21/49) / (1 - 21/49) = 1/4, and the first error (step 2) is missed.
     results = answer_screening(campaign, membership, [[1, 1, 1, 1], [1, -1]])
     assert results[-1].screening == "failed"
     assert membership.screening == Membership.Screening.FAILED
-    assert membership.screening_score == pytest.approx(4 / 7)
+    assert membership.screening_score == pytest.approx(1 / 4 / 2)
     with pytest.raises(queue.ScreeningFailed):
         queue.assignment_next(campaign=campaign, annotator=membership.user)
 

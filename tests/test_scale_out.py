@@ -11,10 +11,6 @@ PostgreSQL and Redis (CI has both); database connections stay bounded throughout
 from __future__ import annotations
 
 import hashlib
-import os
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,7 +20,6 @@ from django.db import connection
 
 from labeling.models import Assignment
 from learning.triggers import submitted_labels
-from tests.conftest import _database_url
 from tests.factories import make_campaign, make_member, make_token
 
 pytestmark = [pytest.mark.celery, pytest.mark.postgres, pytest.mark.slow]
@@ -43,67 +38,6 @@ def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.MEDIA_ROOT.mkdir()
     return settings.MEDIA_ROOT
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def web_processes(transactional_db, settings, tmp_path, media):
-    """``start()`` launches one gunicorn (1 process, 2 threads) on the test database; its URL."""
-    import httpx
-
-    started: list[subprocess.Popen] = []
-
-    def start() -> str:
-        port = _free_port()
-        env = {
-            **os.environ,
-            **PROCESS_ENV,
-            "DATABASE_URL": _database_url(connection.settings_dict),
-            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-            "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
-            "MEDIA_ROOT": str(settings.MEDIA_ROOT),
-            "CELERY_TASK_ALWAYS_EAGER": "False",
-        }
-        log = open(tmp_path / f"gunicorn-{port}.log", "wb")  # noqa: SIM115
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "stepwise.wsgi:application",
-                f"--bind=127.0.0.1:{port}",
-                "--workers=1",
-                "--threads=2",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        started.append(proc)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                httpx.get(f"{url}/login/", timeout=5)
-                return url
-            except httpx.TransportError:
-                time.sleep(0.2)
-        pytest.fail(f"gunicorn on {port} did not start:\n{log.name}")
-
-    yield start
-    for proc in started:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class Cluster:
@@ -156,7 +90,7 @@ def test_two_web_processes_and_two_workers_on_separate_queues_run_a_whole_cycle(
     annotator = make_member(campaign=campaign).user
     light = celery_workers(queues="celery", beat=True, **PROCESS_ENV)
     heavy = celery_workers(queues="learning", **PROCESS_ENV)
-    urls = [web_processes(), web_processes()]
+    urls = [web_processes(**PROCESS_ENV), web_processes(**PROCESS_ENV)]
     api = Cluster(urls, make_token(user=manager), [light, heavy])
     base = f"/api/campaigns/{campaign.slug}"
 

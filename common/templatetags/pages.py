@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django import template
 from django.utils.dateparse import parse_datetime
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
+if TYPE_CHECKING:
+    from common.tables import Column
+
 register = template.Library()
 
-RATING_TEXT = {1: "+1", 0: "0", -1: "−1"}
-RATING_CLASS = {1: "pos", 0: "neu", -1: "neg"}
+RATING_TEXT: dict[int | None, str] = {1: "+1", 0: "0", -1: "−1"}
+RATING_CLASS: dict[int | None, str] = {1: "pos", 0: "neu", -1: "neg"}
 
 
 @register.filter
-def pct(value) -> str:
+def pct(value: float | str | None) -> str:
     """A share as a percentage; a dash when undefined."""
     if value is None or value == "":
         return "–"
@@ -24,7 +28,7 @@ def pct(value) -> str:
 
 
 @register.filter
-def num(value, digits: int = 2) -> str:
+def num(value: float | str | None, digits: int = 2) -> str:
     """A number with ``digits`` decimals; a dash when undefined."""
     if value is None or value == "":
         return "–"
@@ -32,18 +36,18 @@ def num(value, digits: int = 2) -> str:
 
 
 @register.filter
-def rating(value) -> str:
+def rating(value: int | None) -> str:
     """A rating as text (+1, 0, −1); a dash when not rated."""
     return RATING_TEXT.get(value, "–")
 
 
 @register.filter
-def rating_class(value) -> str:
+def rating_class(value: int | None) -> str:
     return RATING_CLASS.get(value, "none")
 
 
 @register.simple_tag
-def cell(row: dict, column) -> str:
+def cell(row: dict[str, Any], column: Column) -> str:
     """One table cell, written as its column says (escaped by the template engine)."""
     value = row.get(column.key)
     if column.fmt == "pct":
@@ -66,4 +70,5 @@ _markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
 @register.filter
 def markdown(text: str) -> SafeString:
     """Campaign instructions (Markdown) as HTML, with any HTML in them escaped."""
-    return mark_safe(_markdown.render(text or ""))  # markdown-it escapes (html disabled)
+    html: str = _markdown.render(text or "")
+    return mark_safe(html)  # markdown-it escapes (html disabled)

@@ -16,6 +16,7 @@ from exports.reader import SolutionData
 
 # The options that only select labels; the raw formats keep every rating as it was given.
 RAW_OPTIONS = (
+    "annotator_ids",
     "include_quality_control",
     "include_screening",
     "reviewed_only",
@@ -42,6 +43,9 @@ class Format:
     applies: tuple[str, ...]
     rating_names: dict
     options: dict[str, Any] = field(default_factory=dict)
+    # From the format options, an object whose rows() the format calls and whose report() goes
+    # into the manifest as "length_check" (or None: nothing to check).
+    length_check: Callable[[dict], Any] | None = None
     description: str = ""
 
 

@@ -33,4 +33,17 @@ def format_options(fmt: Format, options: dict[str, Any] | None) -> dict[str, Any
     merged = {**fmt.options, **options}
     if "step_tag" in merged and not str(merged["step_tag"]).strip():
         raise ExportError("step_tag must not be blank")
+    if "max_length" in merged:
+        try:
+            merged["max_length"] = int(merged["max_length"])
+        except (TypeError, ValueError):
+            raise ExportError(
+                f"max_length must be a whole number, not {merged['max_length']!r}"
+            ) from None
+        if not 8 <= merged["max_length"] <= 1_000_000:
+            raise ExportError(f"max_length must be from 8 to 1000000, not {merged['max_length']}")
+    if "tokenizer" in merged:
+        merged["tokenizer"] = str(merged["tokenizer"] or "")
+    if merged.get("keep_labels") and not merged.get("tokenizer"):
+        raise ExportError("keep_labels needs a tokenizer")
     return merged

@@ -1,6 +1,8 @@
 """``trl`` / ``trl-parquet``: TRL's stepwise supervision as JSONL or Parquet.
 
-One record per example: ``{"prompt", "completions", "labels"}``.
+One record per example: ``{"prompt", "completions", "labels"}``. With a ``tokenizer`` (and the
+trainer's ``max_length`` and ``step_separator``) the manifest counts the labels ``PRMTrainer``
+would cut off; ``keep_labels`` rewrites long rows so that it cuts none (``exports.lengths``).
 """
 
 from __future__ import annotations
@@ -10,14 +12,29 @@ from pathlib import Path
 
 from exports.examples import training_examples
 from exports.formats.base import ALL_OPTIONS, BINARY_NAMES, Format, JsonlWriter
+from exports.lengths import TRL_DEFAULT_MAX_LENGTH, TRL_DEFAULT_SEPARATOR, LengthFit
 from exports.policy import LabelPolicy
 from exports.reader import SolutionData
 
 
 def trl_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
     """TRL stepwise supervision: the problem as prompt, the steps, one bool per step."""
+    fit: LengthFit | None = options.get("length_check")
     for texts, labels in training_examples(solution, policy):
-        yield {"prompt": solution.problem_text, "completions": texts, "labels": labels}, labels
+        if fit is None:
+            yield {"prompt": solution.problem_text, "completions": texts, "labels": labels}, labels
+            continue
+        for prompt, completions, kept in fit.rows(solution.problem_text, texts, labels):
+            yield {"prompt": prompt, "completions": completions, "labels": kept}, kept
+
+
+# PRMTrainer's settings, as PRMConfig names them; without a tokenizer nothing is measured.
+TRL_OPTIONS = {
+    "tokenizer": "",
+    "max_length": TRL_DEFAULT_MAX_LENGTH,
+    "step_separator": TRL_DEFAULT_SEPARATOR,
+    "keep_labels": False,
+}
 
 
 class ParquetWriter:
@@ -64,6 +81,8 @@ TRL = Format(
     trl_rows,
     ALL_OPTIONS,
     BINARY_NAMES,
+    options=TRL_OPTIONS,
+    length_check=LengthFit.from_options,
     description="TRL stepwise supervision (JSONL)",
 )
 TRL_PARQUET = Format(
@@ -73,5 +92,7 @@ TRL_PARQUET = Format(
     trl_rows,
     ALL_OPTIONS,
     BINARY_NAMES,
+    options=TRL_OPTIONS,
+    length_check=LengthFit.from_options,
     description="TRL stepwise supervision (Parquet)",
 )

@@ -45,6 +45,7 @@ from labeling.models import (
     Review,
     Solution,
     Step,
+    StepEvidence,
     StepLabel,
     disputed_step_count,
 )
@@ -86,6 +87,11 @@ STATES = (
     ("archived", "archived: out of the queue, labels kept"),
 )
 ANSWERS = (("right", "right"), ("wrong", "wrong"), ("ungraded", "ungraded"))
+EVIDENCE = (
+    ("any", "has machine evidence (rollouts or a judge)"),
+    ("none", "no machine evidence"),
+    ("conflict", "human labels conflict with the machine evidence"),
+)
 REVIEWS = (
     ("unreviewed", "no review yet"),
     ("accepted", "an assignment accepted"),
@@ -122,6 +128,15 @@ FILTERS: tuple[FilterSpec, ...] = (
     FilterSpec("flagged", "Has a flagged step", "A submitted label flagged a step.", "bool"),
     FilterSpec(
         "disagree", "Annotators disagree", "Two submitted labels rate a step differently.", "bool"
+    ),
+    FilterSpec(
+        "evidence",
+        "Machine evidence",
+        "Rollouts or a judge's verdict on its steps; conflict: a step rated positive that the "
+        "machines say goes wrong, a judge's first error nobody marked, or a step rated negative "
+        "from which every rollout reaches the answer.",
+        "choice",
+        EVIDENCE,
     ),
     FilterSpec("prm_min", "PRM score from", "The active PRM's score, at least this.", "float"),
     FilterSpec("prm_max", "PRM score to", "The active PRM's score, at most this.", "float"),
@@ -288,6 +303,12 @@ class SolutionFilter:
             if name in v:
                 has = Exists(labels)
                 solutions = solutions.filter(has if v[name] else ~has)
+        if "evidence" in v:
+            evidence = StepEvidence.objects.filter(solution_id=OuterRef("pk"))
+            if v["evidence"] == "conflict":
+                evidence = evidence.conflicting()
+            has = Exists(evidence)
+            solutions = solutions.filter(~has if v["evidence"] == "none" else has)
         if "prm_min" in v:
             solutions = solutions.filter(prm_score__gte=v["prm_min"])
         if "prm_max" in v:

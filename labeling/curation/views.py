@@ -25,6 +25,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from common.endpoints import CHAT, endpoints_of
 from common.pages import query_id
 from labeling.curation import actions, filters, history
 from labeling.models import (
@@ -36,6 +37,7 @@ from labeling.models import (
     SolutionBulkAction,
     SolutionEvent,
     Step,
+    StepEvidence,
     StepLabel,
 )
 from labeling.permissions import MANAGE, REVIEW, campaign_for, campaign_page
@@ -280,6 +282,7 @@ class StepRow:
     labels: list[StepLabel | None]  # one per AnnotatorColumn
     scores: list[float | None]  # one per scorer (``labeling.scores``), in the page's order
     consensus: int | None
+    evidence: list[StepEvidence]  # what machines say about the step (``labeling.models.evidence``)
 
 
 class GoldFromLabelsForm(forms.Form):
@@ -316,6 +319,9 @@ def _item_context(campaign, solution: Solution) -> dict:
     }
     steps = list(Step.objects.filter(solution=solution).order_by("index"))
     scores = step_scores(campaign_id=campaign.pk, solution_id=solution.pk)
+    evidence: dict[int, list[StepEvidence]] = {}
+    for item in StepEvidence.objects.filter(solution=solution).order_by("kind", "model"):
+        evidence.setdefault(item.step_id, []).append(item)
     rows = []
     for step in steps:
         cells = [labels.get((c.assignment.pk, step.pk)) for c in columns]
@@ -325,6 +331,7 @@ def _item_context(campaign, solution: Solution) -> dict:
                 labels=cells,
                 scores=[s[step.index] if step.index < len(s) else None for s in scores.values()],
                 consensus=actions.consensus([c.rating if c else None for c in cells]),
+                evidence=evidence.get(step.pk, []),
             )
         )
     leases = list(
@@ -335,6 +342,7 @@ def _item_context(campaign, solution: Solution) -> dict:
         "columns": columns,
         "rows": rows,
         "scorers": list(scores),
+        "has_evidence": bool(evidence),
         "leases": leases,
         "state": state_of(solution, bool(leases)),
         "wanted": campaign.overlap + solution.extra_labels,
@@ -355,6 +363,11 @@ def solution_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     context["back_query"] = request.GET.get("back", "")
     context["may_act"] = request.user.is_superuser or (
         membership is not None and membership.role in MANAGE
+    )
+    context["evidence_models"] = (
+        [(f"{e.name}:{m}", f"{m} ({e.title})") for e in endpoints_of(CHAT) for m in e.models]
+        if context["may_act"]
+        else []
     )
     context["gold_form"] = GoldFromLabelsForm()
     context["truth_form"] = GroundTruthForm(

@@ -14,7 +14,8 @@ Names follow PRM800K where it has them. A PRM800K label line maps onto these tab
 
 That mapping is lossless: ``exports`` rebuilds every line field for field.
 
-The models live in four modules of this package (campaigns, solutions, labels, curation); every
+The models live in five modules of this package (campaigns, solutions, labels, curation,
+evidence: what machines say about steps); every
 name is importable from ``labeling.models``.
 """
 
@@ -27,6 +28,7 @@ from labeling.models.campaigns import (
     Rating,
 )
 from labeling.models.curation import SolutionBulkAction, SolutionEvent
+from labeling.models.evidence import StepEvidence
 from labeling.models.labels import (
     Adjudication,
     Assignment,
@@ -60,6 +62,7 @@ __all__ = [
     "SolutionEvent",
     "SolutionQuerySet",
     "Step",
+    "StepEvidence",
     "StepLabel",
     "disputed_step_count",
     "is_open_value",

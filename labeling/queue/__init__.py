@@ -58,9 +58,16 @@ from labeling.queue.errors import (
     NotLeaseHolder,
     ScreeningFailed,
 )
+from labeling.queue.gold import (
+    GoldScore,
+    first_error_found,
+    gold_agreement,
+    gold_score,
+    gold_set_warnings,
+)
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
 from labeling.queue.review import assignment_review_outcome
-from labeling.queue.screening import gold_agreement
+from labeling.queue.screening import screening_score
 from labeling.queue.shared import RATINGS, _first, human_completion_load
 from labeling.queue.submit import SubmitResult, assignment_skip, assignment_submit
 
@@ -70,6 +77,7 @@ __all__ = [
     "RECLAIM_EVERY_SECONDS",
     "AssignmentClosed",
     "CampaignPaused",
+    "GoldScore",
     "LabelingError",
     "LabelsInvalid",
     "LeaseTaken",
@@ -85,10 +93,14 @@ __all__ = [
     "assignment_review_outcome",
     "assignment_skip",
     "assignment_submit",
+    "first_error_found",
     "gold_agreement",
+    "gold_score",
+    "gold_set_warnings",
     "human_completion_load",
     "leases_reclaim",
     "qc_turn",
+    "screening_score",
     "step_label_flag",
     "step_label_human_completion",
     "step_label_set",

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from labeling.models import Assignment, Campaign, Membership, Rating, Solution, Step, StepLabel
+from labeling.models import Assignment, Campaign, Membership, Solution, Step, StepLabel
 from labeling.queue.errors import MembershipInactive, NotAMember, ScreeningFailed
+from labeling.queue.gold import GoldScore, gold_score
 from labeling.queue.shared import _first, _for_update
 
 
@@ -30,34 +29,40 @@ def _check_may_work(*, campaign: Campaign, membership: Membership) -> None:
         raise ScreeningFailed()
 
 
-def gold_agreement(
-    *, gold: Iterable[tuple[int, int | None]], ratings: dict[int, int], stop_at_first_error: bool
-) -> tuple[int, int]:
-    """(agreeing steps, scored steps) of one solution's ratings against its gold ratings.
-
-    ``gold`` is ``(step index, gold rating)`` in step order. A step with a gold rating is scored;
-    with stop-at-first-error, steps after the first gold negative are not (nobody rates them).
-    A scored step agrees when the annotator gave exactly the gold rating; an unrated one (they
-    stopped early or gave up) disagrees.
-    """
-    agree = scored = 0
-    for index, rating in gold:
-        if rating is None:
-            continue
-        scored += 1
-        agree += ratings.get(index) == rating
-        if stop_at_first_error and rating == Rating.NEGATIVE:
-            break
-    return agree, scored
+def screening_score(*, campaign: Campaign, annotator_id: int) -> GoldScore:
+    """The annotator's score (``labeling.queue.gold``) over their submitted screening solutions."""
+    done = Assignment.objects.filter(
+        campaign=campaign,
+        annotator_id=annotator_id,
+        status__in=Assignment.DONE_STATUSES,
+        solution__kind=Solution.Kind.SCREENING,
+    )
+    gold: dict[int, list[tuple[int, int | None]]] = {}
+    for solution_id, index, rating in (
+        Step.objects.filter(solution__in=done.values("solution_id"))
+        .order_by("solution_id", "index")
+        .values_list("solution_id", "index", "gold_rating")
+    ):
+        gold.setdefault(solution_id, []).append((index, rating))
+    given: dict[int, dict[int, int]] = {}
+    for solution_id, index, rating in StepLabel.objects.filter(
+        assignment__in=done, rating__isnull=False
+    ).values_list("step__solution_id", "step__index", "rating"):
+        given.setdefault(solution_id, {})[index] = rating
+    return gold_score(
+        ((steps, given.get(solution_id, {})) for solution_id, steps in gold.items()),
+        stop_at_first_error=campaign.stop_at_first_error,
+    )
 
 
 def _screening_evaluate(*, campaign: Campaign, membership: Membership) -> str:
     """Score the annotator once no screening solution is left for them; returns the state.
 
-    Score: the share of scored steps (``gold_agreement``) over all their submitted screening
-    solutions; passed when it reaches ``campaign.screening_threshold``. Stays pending while a
-    screening solution is left for them, and while they have submitted none (a campaign without
-    screening solutions has no gate to pass). With no scored step at all the gate passes.
+    Score: ``screening_score(...).score`` (kappa with gold and the share of first errors found,
+    ``labeling.queue.gold``) over all their submitted screening solutions; passed when it reaches
+    ``campaign.screening_threshold``. Stays pending while a screening solution is left for them,
+    and while they have submitted none (a campaign without screening solutions has no gate to
+    pass). With no scored step at all the gate passes.
     """
     if membership.screening != Membership.Screening.PENDING:
         return membership.screening
@@ -74,27 +79,7 @@ def _screening_evaluate(*, campaign: Campaign, membership: Membership) -> str:
     )
     if left or not done.exists():
         return membership.screening
-    gold: dict[int, list[tuple[int, int | None]]] = {}
-    for solution_id, index, rating in (
-        Step.objects.filter(solution__in=done.values("solution_id"))
-        .order_by("solution_id", "index")
-        .values_list("solution_id", "index", "gold_rating")
-    ):
-        gold.setdefault(solution_id, []).append((index, rating))
-    given: dict[int, dict[int, int]] = {}
-    for solution_id, index, rating in StepLabel.objects.filter(
-        assignment__in=done, rating__isnull=False
-    ).values_list("step__solution_id", "step__index", "rating"):
-        given.setdefault(solution_id, {})[index] = rating
-    agree = scored = 0
-    for solution_id, steps in gold.items():
-        a, s = gold_agreement(
-            gold=steps,
-            ratings=given.get(solution_id, {}),
-            stop_at_first_error=campaign.stop_at_first_error,
-        )
-        agree, scored = agree + a, scored + s
-    score = agree / scored if scored else None
+    score = screening_score(campaign=campaign, annotator_id=membership.user_id).score
     passed = score is None or score >= campaign.screening_threshold
     membership.screening = Membership.Screening.PASSED if passed else Membership.Screening.FAILED
     membership.screening_score = score

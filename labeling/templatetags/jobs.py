@@ -3,8 +3,9 @@
 
 The partial (``labeling/_job.html``) wraps the kind's own part (``JobPage.template``); that part
 says the job's state with ``{% include "labeling/_job_state.html" %}``: its word, what it is doing
-(``with detail=...``), its attempt, its progress while it runs and its reason when it failed
-(``with error=""`` leaves the reason to the kind, as an import's list of errors does).
+(``with detail=...``), that no worker consumes its queue when that is so (``common.queues``), its
+attempt, its progress while it runs and its reason when it failed (``with error=""`` leaves the
+reason to the kind, as an import's list of errors does).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from django import template
 from django.conf import settings
 from django.urls import reverse
 
-from common.jobs import FINISHED, STATE_WORDS, job_kind_of
+from common.jobs import FINISHED, PENDING, STATE_WORDS, job_kind_of
+from common.queues import queue_consumers
 
 register = template.Library()
 
@@ -26,6 +28,9 @@ def job_status(context: template.Context, job) -> dict:
     kind = job_kind_of(job)
     state = kind.state(job)
     finished = state in FINISHED
+    # A waiting job whose queue no worker consumes would wait for ever: say so, and which queue.
+    queue = kind.queue
+    unconsumed = state == PENDING and queue_consumers().unconsumed(queue)
     campaign = context["campaign"]
     url = reverse(
         "labeling:job-status", kwargs={"slug": campaign.slug, "kind": kind.name, "pk": job.pk}
@@ -41,6 +46,8 @@ def job_status(context: template.Context, job) -> dict:
         "poll_seconds": settings.STEPWISE_JOB_POLL_SECONDS,
         "progress": getattr(job, "progress", None),
         "error": job.error,
+        "queue": queue,
+        "unconsumed": unconsumed,
     }
 
 

@@ -41,11 +41,12 @@ __all__ = [
 ]
 
 
-def build_backbone(spec: str | dict, **options: Any) -> Backbone:
+def build_backbone(spec: str | dict[str, Any], **options: Any) -> Backbone:
     """A fresh backbone from a CLI name (``bow``, ``minilm``, ``hf:PATH``) or a described config."""
     if isinstance(spec, dict):
         options = {**{k: v for k, v in spec.items() if k != "name"}, **options}
-        spec = spec["name"]
+        name: str = spec["name"]
+        spec = name
     options.pop("features", None)
     if spec == "bow":
         return BowBackbone(**options)
@@ -58,7 +59,7 @@ def build_backbone(spec: str | dict, **options: Any) -> Backbone:
     raise ValueError(f"unknown backbone {spec!r}: use bow, minilm or hf:PATH")
 
 
-def load_backbone(description: dict, directory: Path) -> Backbone:
+def load_backbone(description: dict[str, Any], directory: Path) -> Backbone:
     """The backbone a checkpoint describes, ready for its saved weights."""
     options = {k: v for k, v in description.items() if k != "name"}
     saved = options.pop("features", FEATURES_VERSION if description["name"] == "hf" else 1)

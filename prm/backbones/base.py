@@ -43,7 +43,7 @@ def _structure_ids(tokens_: list[str]) -> list[int]:
     return [_structure_id(t) for t in tokens_]
 
 
-class _HashCache(dict):
+class _HashCache(dict[str, int]):
     """token -> stable hash, computed on first use (hashing dominates featurisation)."""
 
     def __missing__(self, token: str) -> int:
@@ -111,7 +111,7 @@ class Backbone(nn.Module):
 
     name = "?"
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def prepare(self, problem: str, steps: Sequence[str]) -> list[Item]:

@@ -83,7 +83,7 @@ class BowBackbone(Backbone):
             nn.init.zeros_(self.check_bias.weight)
         self._hashes = _HashCache()
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "buckets": self.buckets,
@@ -116,7 +116,7 @@ class BowBackbone(Backbone):
             ids += [((x * 0x9E3779B1 + y) & 0xFFFFFFFF) % b for x, y in itertools.pairwise(hashes)]
         return ids
 
-    def featurisation(self) -> dict:
+    def featurisation(self) -> dict[str, Any]:
         """What ``prepare`` depends on (the cache key of ``prm.item_cache``): not the sizes of
         the network, which change the weights but not one feature."""
         keep = ("name", "buckets", "ngrams", "context_words", "structure", "checks", "features")

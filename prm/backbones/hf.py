@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -54,7 +55,8 @@ class HFTokenBackbone(Backbone):
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, **local)
             if _config_only:  # loading a checkpoint: its own weights replace these
                 config = AutoConfig.from_pretrained(self.path, num_labels=2, **local)
-                self.model = AutoModelForTokenClassification.from_config(config)
+                # ignore: transformers leaves from_config unannotated
+                self.model = AutoModelForTokenClassification.from_config(config)  # type: ignore[no-untyped-call]
             else:
                 self.model = AutoModelForTokenClassification.from_pretrained(
                     self.path, num_labels=2, **local
@@ -73,7 +75,7 @@ class HFTokenBackbone(Backbone):
             raise ValueError(f"separator {separator!r} encodes to no token")
         self.max_length, self.max_prompt_length = max_length, max_prompt_length
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "path": self.path,
@@ -134,7 +136,8 @@ class HFTokenBackbone(Backbone):
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
         at = logits.logits[batch["rows"], batch["cols"]]
-        return at[:, 1] - at[:, 0]
+        margin: torch.Tensor = at[:, 1] - at[:, 0]
+        return margin
 
     def saved_state(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}

@@ -82,7 +82,12 @@ def _write_cache(cache_dir: str, tag: str, entries: dict[str, torch.Tensor]) -> 
 
 
 def _keep_cache(
-    cache_dir: str, tag: str, known: dict, read: list[Path], fresh: dict, used: set[str]
+    cache_dir: str,
+    tag: str,
+    known: dict[str, Any],
+    read: list[Path],
+    fresh: dict[str, Any],
+    used: set[str],
 ) -> None:
     """Add ``fresh`` as one more file; or, past the bounds of ``prm.item_cache`` (more than
     ``MAX_SHARDS`` files, or more than ``KEEP_FACTOR`` times the entries this run used), write
@@ -153,7 +158,7 @@ class MiniLMBackbone(Backbone):
             nn.Dropout(dropout), nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, 1)
         )
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "finetune_layers": self.finetune_layers,

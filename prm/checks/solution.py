@@ -21,6 +21,7 @@ from prm.checks.base import (
     close,
 )
 from prm.checks.step import (
+    Statement,
     StepMath,
     _difference_is_constant,
     _identical,
@@ -209,7 +210,18 @@ class SolutionChecks:
                         break
         return out
 
-    def _link(self, st, i, a, b, env, *, quiet, calm, rounding) -> list[Finding]:
+    def _link(
+        self,
+        st: Statement,
+        i: int,
+        a: Expr,
+        b: Expr,
+        env: dict[str, float],
+        *,
+        quiet: bool,
+        calm: bool,
+        rounding: bool,
+    ) -> list[Finding]:
         claim = f"{st.parts[i]} = {st.parts[i + 1]}"
         if not a.symbols and not b.symbols:
             left, right = a.value(), b.value()
@@ -258,7 +270,9 @@ class SolutionChecks:
             return []
         return self._assign(symbol, roots, st, claim, quiet=quiet or calm)
 
-    def _assign(self, symbol, roots, st, claim, *, quiet) -> list[Finding]:
+    def _assign(
+        self, symbol: str, roots: list[float], st: Statement, claim: str, *, quiet: bool
+    ) -> list[Finding]:
         found = []
         before = self.known.get(symbol)
         if before and before[1] >= 0 and self.position - before[1] > MEMORY_STEPS:

@@ -84,8 +84,8 @@ def read_step(text: str) -> StepMath:
         for clause in clauses(span):
             m = _INEQUALITY.match(clause)
             if m:
-                op = {"\\ge": ">=", "\\geq": ">=", "\\le": "<=", "\\leq": "<=", "\\gt": ">"}
-                out.inequalities.append((m.group(1), op.get(m.group(2), m.group(2)), float(m[3])))
+                ops = {"\\ge": ">=", "\\geq": ">=", "\\le": "<=", "\\leq": "<=", "\\gt": ">"}
+                out.inequalities.append((m.group(1), ops.get(m.group(2), m.group(2)), float(m[3])))
                 continue
             parts = chain(clause)
             if parts is None:
@@ -157,6 +157,7 @@ def _listed_values(facts: StepMath, symbols: set[str]) -> list[Finding]:
                 equations.append(st)
         for st in equations:
             a, b = st.exprs
+            assert a is not None and b is not None  # equations hold no unread side
             wrong = []
             for v in values:
                 with suppress(Unevaluable):

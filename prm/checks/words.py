@@ -100,7 +100,7 @@ def _plain(text: str) -> str:
 
 
 @lru_cache(maxsize=1 << 15)
-def word_findings(text: str) -> tuple[Finding, ...]:
+def word_findings(text: str) -> list[Finding]:
     """``percent`` and ``units``: what the words and numbers of one step get wrong by themselves."""
     plain, found = _plain(text), []
     for m in _PERCENT.finditer(plain):

@@ -44,6 +44,25 @@ class Command(BaseCommand):
         parser.add_argument(
             "--step-tag", help=f"math-shepherd's step tag (default {DEFAULT_STEP_TAG})"
         )
+        trl = parser.add_argument_group(
+            "TRL length check (trl, trl-parquet; PRMTrainer's settings, docs/exports.md)"
+        )
+        trl.add_argument(
+            "--tokenizer",
+            help="the trainer's tokenizer: a declared name (STEPWISE_EXPORT_TOKENIZERS), a local "
+            "folder or a hub id in the cache; the manifest counts the labels PRMTrainer would cut",
+        )
+        trl.add_argument("--max-length", type=int, help="PRMConfig.max_length (default 1024)")
+        trl.add_argument(
+            "--step-separator", help="PRMConfig.step_separator (default TRL's newline)"
+        )
+        trl.add_argument(
+            "--keep-labels",
+            action="store_true",
+            default=None,
+            help="rewrite rows the trainer would cut: prompt truncated from the left, or windows "
+            "that each end on a labelled step",
+        )
         parser.add_argument(
             "--progress",
             action=argparse.BooleanOptionalAction,
@@ -57,7 +76,8 @@ class Command(BaseCommand):
         except Campaign.DoesNotExist:
             raise CommandError(f"no campaign with slug {opts['campaign']!r}") from None
         show = opts["progress"] if opts["progress"] is not None else sys.stderr.isatty()
-        options = {"step_tag": opts["step_tag"]} if opts["step_tag"] else {}
+        given = ("step_tag", "tokenizer", "max_length", "step_separator", "keep_labels")
+        options = {name: opts[name] for name in given if opts[name] is not None}
         bar = None
         if show:
             from tqdm import tqdm
@@ -87,3 +107,12 @@ class Command(BaseCommand):
             self.stdout.write(f"{f['name']}: {f['records']} records, sha256 {f['sha256']}")
         self.stdout.write(f"manifest: {manifest['manifest_name']}")
         self.stdout.write(json.dumps(manifest["counts"]))
+        if check := manifest.get("length_check"):
+            before, after = check["as_exported"], check["as_written"]
+            self.stdout.write(
+                f"at max_length {check['max_length']}: {before['records_losing_negative']} of "
+                f"{before['records_with_negative']} records with a negative label would lose it "
+                f"({before['labels_cut']['negative']} negative, {before['labels_cut']['positive']}"
+                f" positive labels cut); as written: {after['labels_cut']['negative']} negative, "
+                f"{after['labels_cut']['positive']} positive labels cut"
+            )

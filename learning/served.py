@@ -1,0 +1,481 @@
+"""A PRM served elsewhere: scoring a campaign's solutions with a declared scoring endpoint.
+
+A team that owns a strong PRM (ActPRM and PRM800K steer with 7B-scale ones) serves it and lets the
+campaign steer by it. The operator declares the endpoint (``common.endpoints``, kind ``pooling``
+or ``step-scores``); a manager picks it by name on the campaign's settings
+(``Campaign.al_scoring_endpoint``, ``al_scoring_model``). Scoring is one kind of job
+(``SCORING_JOBS``, task ``learning.scoring_run`` on the ``learning`` queue): it reads the open
+regular solutions (and the graded ones of held-out problems, which the best-of-N curve compares
+methods on) in batches, asks the endpoint with bounded concurrency, retries a 429, 5xx or timeout
+with backoff (``Retry-After`` honoured), and commits each batch's ``ServedScore`` rows with the
+job's progress in one transaction. An attempt that resumes after a killed worker skips what an
+earlier attempt of the same job committed, so nothing is scored twice.
+
+Two protocols:
+
+- ``pooling``: vLLM's pooling API (``vllm serve MODEL --runner pooling``). For Qwen2.5-Math-PRM
+  each solution is the model's chat template with every step followed by the step token
+  ``<extra_0>`` (``pooling_text``); ``POST /pooling {"model", "input": [text, ...]}`` answers
+  ``{"data": [{"index": i, "data": [[p_wrong, p_right], ...]}]}``, one pair per step token; a
+  step's P(correct) is the second number of its pair;
+- ``step-scores``: ``POST /score {"model", "problem", "steps": [...]}`` answers
+  ``{"scores": [...]}``, one P(correct) in [0, 1] per step, for any other server.
+
+A solution's score is the product of its steps' P(correct), as the campaign's own PRM scores one.
+The key goes only to its endpoint (``Endpoint.client``); no message kept or shown carries it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from common.endpoints import (
+    POOLING,
+    RETRY_STATUSES,
+    STEP_SCORES,
+    Endpoint,
+    EndpointRefused,
+    endpoint_error_message,
+    endpoint_get,
+    endpoints_declared,
+    retry_after,
+    retry_wait,
+)
+from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
+from labeling.models import Campaign, Problem, Solution, Step
+from labeling.permissions import MANAGE
+from learning.models import ScoringJob, ServedScore
+
+log = logging.getLogger(__name__)
+
+SCORING_KINDS = (POOLING, STEP_SCORES)
+STEP_TOKEN = "<extra_0>"  # Qwen2.5-Math-PRM's step token
+QWEN_PRM_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
+STEP_SCORES_PATH = "score"
+METHOD = "served PRM"  # its name on the item page and in the best-of-N curve
+
+
+class ScoringRefused(Exception):
+    """A scoring request that cannot become a job, or an answer that cannot be used; the text
+    is safe to show to a manager (it never carries the key)."""
+
+
+def pooling_text(problem: str, steps: Sequence[str]) -> str:
+    """One solution as Qwen2.5-Math-PRM reads it on vLLM's pooling API: its chat template
+    (system, user problem, assistant steps) with every step followed by the step token. A step
+    that contains the token itself has it removed, or its scores would shift."""
+    body = "".join(step.replace(STEP_TOKEN, "") + STEP_TOKEN for step in steps)
+    return (
+        f"<|im_start|>system\n{QWEN_PRM_SYSTEM}<|im_end|>\n"
+        f"<|im_start|>user\n{problem}<|im_end|>\n"
+        f"<|im_start|>assistant\n{body}<|im_end|>\n"
+    )
+
+
+def solution_score(step_scores: Sequence[float]) -> float:
+    """The product of the steps' P(correct) (0 for a solution without steps: nothing to rate)."""
+    if not step_scores:
+        return 0.0
+    return float(math.exp(sum(math.log(max(p, 1e-300)) for p in step_scores)))
+
+
+def _probability(value: Any, where: str) -> float:
+    if isinstance(value, list | tuple):  # a (p_wrong, p_right) pair: the second is P(correct)
+        if not value:
+            raise ScoringRefused(f"{where}: an empty score")
+        value = value[-1]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScoringRefused(f"{where}: a score is not a number")
+    value = float(value)
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise ScoringRefused(f"{where}: a score is not a probability between 0 and 1")
+    return value
+
+
+class ServedPRM:
+    """Asks one scoring endpoint for the step scores of many solutions.
+
+    ``score(items)`` sends ``items`` (``(problem, steps)``) in requests of
+    ``STEPWISE_SCORING_REQUEST_SIZE`` solutions (``pooling``) or one each (``step-scores``),
+    ``concurrency`` at a time, each retried up to ``retries`` times after a 429/5xx answer, a
+    timeout or a lost connection; an answer of the wrong shape fails at once. ``requests`` and
+    ``retries`` count what it did. ``sleep`` is injectable so tests do not wait.
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        model: str,
+        *,
+        concurrency: int | None = None,
+        retries: int | None = None,
+        backoff_s: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if endpoint.kind not in SCORING_KINDS:
+            raise ScoringRefused(f"{endpoint.name} is not a scoring endpoint")
+        self.endpoint = endpoint
+        self.model = model
+        self.concurrency = max(
+            1,
+            min(concurrency or settings.STEPWISE_SCORING_MAX_CONCURRENCY, endpoint.max_concurrency),
+        )
+        self.max_retries = settings.STEPWISE_SCORING_RETRIES if retries is None else retries
+        self.backoff_s = (
+            settings.STEPWISE_SCORING_BACKOFF_MS / 1000 if backoff_s is None else backoff_s
+        )
+        self.sleep = sleep
+        self.http = endpoint.client(max_connections=self.concurrency)
+        self.requests = 0
+        self.retries = 0
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> ServedPRM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def score(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[list[float]]:
+        """Each solution's P(correct) per step, in order (``[]`` for one without steps, which
+        is not sent); ``ScoringRefused`` with the reason when the endpoint does not answer."""
+        out: list[list[float]] = [[] for _ in items]
+        wanted = [i for i, (_, steps) in enumerate(items) if steps]
+        if self.endpoint.kind == POOLING:
+            size = max(1, settings.STEPWISE_SCORING_REQUEST_SIZE)
+            chunks = [wanted[k : k + size] for k in range(0, len(wanted), size)]
+            ask = self._pooling
+        else:
+            chunks = [[i] for i in wanted]
+            ask = self._step_scores
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            answers = list(pool.map(lambda chunk: ask([items[i] for i in chunk]), chunks))
+        for chunk, scores in zip(chunks, answers, strict=True):
+            for i, s in zip(chunk, scores, strict=True):
+                out[i] = s
+        return out
+
+    def _pooling(self, items: list[tuple[str, Sequence[str]]]) -> list[list[float]]:
+        body = {"model": self.model, "input": [pooling_text(p, s) for p, s in items]}
+        data = self._post("pooling", body)
+        rows = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(rows, list) or len(rows) != len(items):
+            raise ScoringRefused(
+                f"{self.endpoint.name}'s answer is not vLLM's pooling output for "
+                f"{len(items)} inputs"
+            )
+        by_index = {}
+        for k, row in enumerate(rows):
+            index = row.get("index", k) if isinstance(row, dict) else k
+            by_index[index] = row.get("data") if isinstance(row, dict) else None
+        out = []
+        for k, (_, steps) in enumerate(items):
+            pairs = by_index.get(k)
+            where = f"{self.endpoint.name}, input {k}"
+            if not isinstance(pairs, list) or len(pairs) != len(steps):
+                got = len(pairs) if isinstance(pairs, list) else "no"
+                raise ScoringRefused(
+                    f"{where}: {got} scores for {len(steps)} steps (is the model a process "
+                    f"reward model whose step token is {STEP_TOKEN}?)"
+                )
+            out.append([_probability(p, where) for p in pairs])
+        return out
+
+    def _step_scores(self, items: list[tuple[str, Sequence[str]]]) -> list[list[float]]:
+        ((problem, steps),) = items
+        data = self._post(
+            STEP_SCORES_PATH, {"model": self.model, "problem": problem, "steps": list(steps)}
+        )
+        scores = data.get("scores") if isinstance(data, dict) else None
+        where = f"{self.endpoint.name}"
+        if not isinstance(scores, list) or len(scores) != len(steps):
+            got = len(scores) if isinstance(scores, list) else "no"
+            raise ScoringRefused(f"{where}: {got} scores for {len(steps)} steps")
+        return [[_probability(s, where) for s in scores]]
+
+    def _post(self, path: str, body: dict) -> Any:
+        url = self.endpoint.url(path)
+        error = ""
+        for attempt in range(self.max_retries + 1):
+            asked_s = None
+            with self._lock:
+                self.requests += 1
+            try:
+                response = self.http.post(url, json=body)
+            except EndpointRefused as e:
+                raise ScoringRefused(str(e)) from None
+            except httpx.HTTPError as e:
+                error = endpoint_error_message(self.endpoint, e)
+            else:
+                if response.status_code == 200:
+                    try:
+                        return response.json()
+                    except ValueError:
+                        raise ScoringRefused(f"{self.endpoint.name}'s answer is not JSON") from None
+                error = f"{self.endpoint.name} answered {response.status_code}"
+                if response.status_code not in RETRY_STATUSES:
+                    break
+                asked_s = retry_after(response)
+            if attempt == self.max_retries:
+                break
+            with self._lock:
+                self.retries += 1
+            self.sleep(retry_wait(attempt, backoff_s=self.backoff_s, asked_s=asked_s))
+        tries = self.max_retries + 1
+        raise ScoringRefused(self.endpoint.scrub(f"{error} (after {tries} tries)"))
+
+
+# --- which endpoint ---------------------------------------------------------------------------
+
+
+def scoring_endpoint_choices() -> list[tuple[str, str]]:
+    """``(name, title)`` of every declared scoring endpoint, for the settings form."""
+    return [(e.name, e.title) for e in endpoints_declared().values() if e.kind in SCORING_KINDS]
+
+
+def scoring_endpoint(name: str) -> Endpoint:
+    """The declared scoring endpoint ``name`` (either kind); refused with the names there are."""
+    endpoint = endpoints_declared().get((name or "").strip())
+    if endpoint is None or endpoint.kind not in SCORING_KINDS:
+        try:  # the same words as every other lookup of an endpoint
+            endpoint_get(name, kind=POOLING)
+        except EndpointRefused as e:
+            names = ", ".join(n for n, _ in scoring_endpoint_choices()) or "none"
+            raise ScoringRefused(f"{e} Scoring endpoints: {names}.") from None
+    return endpoint
+
+
+def campaign_scoring(campaign: Campaign) -> tuple[Endpoint, str] | None:
+    """The campaign's served PRM (endpoint, model), or None when it has none chosen."""
+    if not campaign.al_scoring_endpoint:
+        return None
+    endpoint = scoring_endpoint(campaign.al_scoring_endpoint)
+    try:
+        return endpoint, endpoint.model(campaign.al_scoring_model)
+    except EndpointRefused as e:
+        raise ScoringRefused(str(e)) from None
+
+
+# --- the job ------------------------------------------------------------------------------------
+
+
+def scoring_job_start(
+    *, campaign: Campaign, requested_by: AbstractBaseUser | None = None
+) -> ScoringJob:
+    """Queue a scoring job with the campaign's served PRM, or return the one already queued or
+    running (a partial unique constraint keeps one per campaign). Refused when the campaign has
+    no scoring endpoint chosen, or it is no longer declared."""
+    chosen = campaign_scoring(campaign)
+    if chosen is None:
+        raise ScoringRefused("Choose a scoring endpoint on the campaign's settings first.")
+    endpoint, model = chosen
+    active = ScoringJob.objects.filter(
+        campaign=campaign, status__in=[ScoringJob.Status.PENDING, ScoringJob.Status.RUNNING]
+    )
+    if existing := active.first():
+        return existing
+    try:
+        with transaction.atomic():
+            job = ScoringJob.objects.create(
+                campaign=campaign, endpoint=endpoint.name, model=model, requested_by=requested_by
+            )
+    except IntegrityError:
+        if existing := active.first():
+            return existing
+        raise
+    SCORING_JOBS.send(job.pk)
+    return job
+
+
+def scoring_job_run(*, job: ScoringJob) -> ScoringJob:
+    """Run a scoring job in this process, as its Celery task does (``common.jobs.job_run``)."""
+    return job_run(SCORING_JOBS, job) or job
+
+
+def _to_score(campaign: Campaign) -> list[int]:
+    """The solutions a job scores, in id order: the open regular ones (the queue) and the graded
+    regular ones of held-out problems (what the best-of-N curve compares methods on)."""
+    from prm.data import split_of
+
+    ids = set(
+        Solution.objects.filter(
+            campaign=campaign, kind=Solution.Kind.REGULAR, is_open=True
+        ).values_list("pk", flat=True)
+    )
+    test_problems = [
+        pk
+        for pk, text in Problem.objects.filter(campaign=campaign).values_list("pk", "text")
+        if split_of(text) == "test"
+    ]
+    for start in range(0, len(test_problems), 5000):
+        ids.update(
+            Solution.objects.filter(
+                campaign=campaign,
+                kind=Solution.Kind.REGULAR,
+                answer_is_correct__isnull=False,
+                problem_id__in=test_problems[start : start + 5000],
+            ).values_list("pk", flat=True)
+        )
+    return sorted(ids)
+
+
+def _texts(ids: Sequence[int]) -> list[tuple[str, list[str]]]:
+    rows = dict(Solution.objects.filter(pk__in=ids).values_list("pk", "problem__text").order_by())
+    steps: dict[int, list[str]] = {pk: [] for pk in ids}
+    for sid, text in (
+        Step.objects.filter(solution_id__in=ids)
+        .order_by("solution_id", "index")
+        .values_list("solution_id", "text")
+    ):
+        steps[sid].append(text)
+    return [(rows[pk], steps[pk]) for pk in ids]
+
+
+def scoring_work(job: ScoringJob, attempt: JobAttempt) -> None:
+    """Score the campaign's solutions in batches, each committed with the job's progress; skip
+    what an earlier attempt of this job committed. A failed request fails the job with the
+    reason (no key in it); a later job, or the sweep's next attempt, carries on from there."""
+    started = time.perf_counter()
+    try:
+        endpoint = scoring_endpoint(job.endpoint)
+        model = endpoint.model(job.model)
+    except (ScoringRefused, EndpointRefused) as e:
+        attempt.fail(f"{e} Nothing was asked.", job)
+        return
+    ids = _to_score(job.campaign)
+    done = set(ServedScore.objects.filter(job=job).values_list("solution_id", flat=True))
+    todo = [pk for pk in ids if pk not in done]
+    attempt.update(total=len(ids), scored=len(done & set(ids)))
+    batch_size = max(1, settings.STEPWISE_SCORING_BATCH)
+    with ServedPRM(endpoint, model) as served:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            requests, retries = served.requests, served.retries
+            try:
+                scores = served.score(_texts(batch))
+            except ScoringRefused as e:
+                attempt.fail(str(e), job)
+                return
+            rows = [
+                ServedScore(
+                    campaign_id=job.campaign_id,
+                    solution_id=sid,
+                    endpoint=endpoint.name,
+                    model=model,
+                    job=job,
+                    step_scores=[round(p, 6) for p in probs],
+                    score=solution_score(probs),
+                )
+                for sid, probs in zip(batch, scores, strict=True)
+            ]
+            with transaction.atomic():
+                attempt.lock()
+                ServedScore.objects.filter(
+                    solution_id__in=batch, endpoint=endpoint.name, model=model
+                ).delete()
+                ServedScore.objects.bulk_create(rows)
+                attempt.update(
+                    scored=F("scored") + len(batch),
+                    requests=F("requests") + (served.requests - requests),
+                    retries=F("retries") + (served.retries - retries),
+                )
+            stage_pause("scoring.batch")
+    attempt.finish(DONE, seconds=round(time.perf_counter() - started, 3))
+    _after_scoring(job)
+
+
+def _after_scoring(job: ScoringJob) -> None:
+    """A campaign that steers by the served PRM reorders its queue with the new scores (an
+    active-learning run; its own PRM still trains and is evaluated beside it)."""
+    from learning.triggers import active_learning_trigger
+
+    campaign = Campaign.objects.get(pk=job.campaign_id)
+    if campaign.active_learning and campaign.al_strategy == Campaign.Strategy.SERVED_PRM:
+        active_learning_trigger(campaign=campaign, trigger="auto")
+
+
+SCORING_JOBS = JobKind(
+    name="scoring",
+    model=ScoringJob,
+    task="learning.scoring_run",
+    work=scoring_work,
+    page=JobPage(
+        template="learning/_scoring_job.html",
+        url="learning:page",
+        viewers=MANAGE,
+        css_class="snapshot-info",
+        reload_when_done=True,
+    ),
+)
+
+
+# --- reading the scores ---------------------------------------------------------------------------
+
+
+def served_scores(*, campaign: Campaign) -> dict[int, float]:
+    """The campaign's served PRM's score of each solution it scored, by solution id ({} when the
+    campaign has no served PRM chosen or it is no longer declared)."""
+    try:
+        chosen = campaign_scoring(campaign)
+    except ScoringRefused:
+        return {}
+    if chosen is None:
+        return {}
+    endpoint, model = chosen
+    return dict(
+        ServedScore.objects.filter(
+            campaign=campaign, endpoint=endpoint.name, model=model
+        ).values_list("solution_id", "score")
+    )
+
+
+def served_step_scores_of(*, campaign: Campaign) -> dict[int, list[float]]:
+    """Step scores by solution id of the campaign's served PRM (as ``served_scores``)."""
+    try:
+        chosen = campaign_scoring(campaign)
+    except ScoringRefused:
+        return {}
+    if chosen is None:
+        return {}
+    endpoint, model = chosen
+    return dict(
+        ServedScore.objects.filter(
+            campaign=campaign, endpoint=endpoint.name, model=model
+        ).values_list("solution_id", "step_scores")
+    )
+
+
+def served_step_scores(*, campaign_id: int, solution_id: int) -> list[float] | None:
+    """The served PRM's P(correct) of each step of one solution, for the item page (registered
+    with ``labeling.scores``); None when it has not scored it."""
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is None or not campaign.al_scoring_endpoint:
+        return None
+    try:
+        chosen = campaign_scoring(campaign)
+    except ScoringRefused:
+        return None
+    if chosen is None:
+        return None
+    endpoint, model = chosen
+    row = (
+        ServedScore.objects.filter(solution_id=solution_id, endpoint=endpoint.name, model=model)
+        .values_list("step_scores", flat=True)
+        .first()
+    )
+    return None if row is None else [float(p) for p in row]
