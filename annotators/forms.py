@@ -54,7 +54,7 @@ class ReviewForm(forms.Form):
 
     decision = forms.ChoiceField(
         choices=[
-            (Review.Decision.ACCEPTED, "Accept (with the corrections below, if any)"),
+            (Review.Decision.ACCEPTED, "Accept (with the corrections in the table above, if any)"),
             (Review.Decision.REJECTED, "Reject"),
         ],
         widget=forms.RadioSelect,

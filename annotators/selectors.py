@@ -20,6 +20,7 @@ from labeling.models import (
     Solution,
     Step,
 )
+from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
 
 
 def annotator_figures(snapshot: CampaignSnapshot | None) -> dict[int, dict]:
@@ -114,7 +115,7 @@ def gold_solutions(*, campaign: Campaign, page: int = 1, per_page: int = 50) -> 
         .order_by("kind", "id")
         .values("id", "kind", "assignment_count", "is_open")
         .annotate(
-            problem=Left("problem__text", 120),
+            problem=Left("problem__text", EXCERPT_SOURCE_CHARS),
             steps_n=Subquery(steps.annotate(n=Count("id")).values("n")),
             gold_n=Subquery(
                 steps.filter(gold_rating__isnull=False).annotate(n=Count("id")).values("n")

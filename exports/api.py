@@ -217,6 +217,8 @@ def export_download(request: Request, slug: str, pk: int, name: str) -> FileResp
     stored = export.stored_file(name)
     if stored is None or not default_storage.exists(stored):
         raise Http404("No such file")
-    response = FileResponse(default_storage.open(stored, "rb"), as_attachment=True, filename=name)
+    response = FileResponse(
+        default_storage.open(stored, "rb"), as_attachment=True, filename=export.download_name(name)
+    )
     response["Content-Type"] = "application/octet-stream"
     return response

@@ -9,6 +9,7 @@ view that checks the campaign role, never from a public URL.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from django.db import models
@@ -64,6 +65,20 @@ class Export(BackgroundJob):
         if name not in names:
             return None
         return f"{self.storage_dir}/{name}"
+
+    def download_name(self, name: str) -> str:
+        """The name one of its files downloads under: the file's own with the export's number
+        and the policy options set away from their defaults (``geo-trl-export7-neutral-negative
+        .jsonl``), so that two exports of one format with different policies never download
+        under the same name."""
+        from exports.policy import LabelPolicy
+
+        defaults = LabelPolicy().to_dict()
+        changes = [f"{k}-{v}" for k, v in self.policy.items() if defaults.get(k) != v]
+        changes += [f"{k}-{v}" for k, v in self.options.items()]
+        tag = re.sub(r"[^A-Za-z0-9_-]+", "-", "-".join([f"export{self.pk}", *changes]))[:120]
+        stem, dot, extension = name.partition(".")
+        return f"{stem}-{tag.strip('-')}{dot}{extension}"
 
     @property
     def policy_changes(self) -> list[str]:

@@ -103,4 +103,6 @@ def export_download(request: HttpRequest, slug: str, pk: int, name: str) -> File
     stored = export.stored_file(name)
     if stored is None or not default_storage.exists(stored):
         raise Http404("No such file")
-    return FileResponse(default_storage.open(stored, "rb"), as_attachment=True, filename=name)
+    return FileResponse(
+        default_storage.open(stored, "rb"), as_attachment=True, filename=export.download_name(name)
+    )

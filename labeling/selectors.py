@@ -87,22 +87,50 @@ class NoWork:
     retry_after: int | None = None  # seconds, for "all_leased"
 
 
+def _model_from_row(model, values):
+    """A model instance from its concrete columns' values, converted as the ORM converts them
+    (SQLite's booleans and times, for instance)."""
+    fields = model._meta.concrete_fields
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        column = field.get_col(model._meta.db_table)
+        for convert in connection.ops.get_db_converters(column) + column.get_db_converters(
+            connection
+        ):
+            value = convert(value, column, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+
+
 def assignment_get(*, assignment_id: int, user) -> Assignment:
     """The assignment (with its campaign), for its holder only; else ``NotLeaseHolder``.
 
     Superusers may read any assignment (they see everything), but only the holder may act on it
     (the services check that again).
     """
-    # One query: the assignment, its campaign, and the holder's membership state.
-    membership = Membership.objects.filter(
-        campaign_id=OuterRef("campaign_id"), user_id=OuterRef("annotator_id")
-    ).values("status")[:1]
-    assignment = (
-        Assignment.objects.select_related("campaign")
-        .annotate(membership_status=Subquery(membership))
-        .filter(pk=assignment_id)
-        .first()
+    # One query, plain SQL (the hot path): the assignment, its campaign, the holder's membership.
+    assignment_fields = Assignment._meta.concrete_fields
+    campaign_fields = Campaign._meta.concrete_fields
+    columns = ", ".join(
+        [f"a.{f.column}" for f in assignment_fields]
+        + ["m.status"]
+        + [f"c.{f.column}" for f in campaign_fields]
     )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM labeling_assignment a"
+            " JOIN labeling_campaign c ON c.id = a.campaign_id"
+            " LEFT JOIN annotators_membership m"
+            " ON m.campaign_id = a.campaign_id AND m.user_id = a.annotator_id WHERE a.id = %s",
+            [assignment_id],
+        )
+        row = cursor.fetchone()
+    assignment = None
+    if row is not None:
+        n = len(assignment_fields)
+        assignment = _model_from_row(Assignment, row[:n])
+        assignment.membership_status = row[n]
+        assignment.campaign = _model_from_row(Campaign, row[n + 1 :])
     if assignment is None or (assignment.annotator_id != user.pk and not user.is_superuser):
         raise NotLeaseHolder("No such assignment.")
     # A member removed from the campaign loses their assignments with it.

@@ -220,6 +220,8 @@ def test_a_manager_downloads_the_files_and_the_manifest(client, manager, done_ex
     response = c.get(download_url(done_export, "geo-trl.jsonl"))
     assert response.status_code == 200
     assert "attachment" in response["Content-Disposition"]
+    # The export's number and its policy in the name: two policies never share one.
+    assert f'filename="geo-trl-export{done_export.pk}' in response["Content-Disposition"]
     assert (
         b"".join(response.streaming_content)
         == (done_export.directory / "geo-trl.jsonl").read_bytes()
@@ -259,3 +261,12 @@ def test_an_export_of_another_campaign_is_not_served_under_this_one(client, mana
 
 def test_the_files_are_not_served_from_a_public_url(client, done_export):
     assert client.get(f"/media/exports/{done_export.pk}/geo-trl.jsonl").status_code == 404
+
+
+def test_exports_with_different_policies_download_under_different_names(campaign):
+    default = Export(campaign=campaign, format="trl", policy={}, options={})
+    default.pk = 7
+    negative = Export(campaign=campaign, format="trl", policy={"neutral": "negative"}, options={})
+    negative.pk = 8
+    assert default.download_name("geo-trl.jsonl") == "geo-trl-export7.jsonl"
+    assert negative.download_name("geo-trl.jsonl") == "geo-trl-export8-neutral-negative.jsonl"

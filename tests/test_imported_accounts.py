@@ -140,3 +140,11 @@ def test_the_agreement_page_leaves_them_out_unless_asked(client, campaign, manag
 
     assert "imported cc88bf76" not in hidden
     assert "imported cc88bf76" in shown
+
+
+def test_the_data_browser_names_them_by_a_short_id(client, campaign, manager):
+    with_work(campaign)
+    page = client.get(reverse("labeling:browser", kwargs={"slug": campaign.slug})).content.decode()
+    assert LABELER not in page
+    assert "imported cc88bf76" in page
+    assert page.index(">ann<") < page.index("imported cc88bf76")  # people first

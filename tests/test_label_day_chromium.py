@@ -168,3 +168,38 @@ def test_nine_keys_pressed_20_ms_apart_give_nine_ratings_in_order(live_server, p
     page.wait_for_selector('#steps[data-current="3"]')
     page.wait_for_selector("#workspace:not(.htmx-request)")
     assert ratings_of(second) == [1, 0, 1]
+
+
+def test_the_invitation_link_has_a_copy_button(live_server, page, client):
+    campaign = make_campaign(slug="invite")
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    log_in(page, live_server, client, manager)
+    page.goto(live_server.url + reverse("annotators:invitations", kwargs={"slug": campaign.slug}))
+    with page.expect_navigation():
+        page.click("button:has-text('Create link')")
+    link = page.locator("#new-invitation-link").input_value()
+    page.click("button[data-copy]")
+    page.wait_for_selector("button[data-copy]:has-text('Copied')")
+    assert page.evaluate("() => navigator.clipboard.readText()") == link
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_open_instructions_never_cover_the_step_being_rated(live_server, page, client, width):
+    campaign = make_campaign(slug=f"instr-{width}", instructions="Rate **every** step. " * 40)
+    make_solution(campaign=campaign, steps=["a", "b"])
+    user = make_member(campaign=campaign).user
+    page.set_viewport_size({"width": width, "height": 800})
+    log_in(page, live_server, client, user)
+    page.goto(label_url(live_server, campaign))
+    page.click(".instructions summary")
+    card = page.locator(".instructions .card").bounding_box()
+    step = page.locator(".step.current").bounding_box()
+    assert card["height"] > 0
+    apart = (
+        card["x"] + card["width"] <= step["x"]
+        or step["x"] + step["width"] <= card["x"]
+        or card["y"] + card["height"] <= step["y"]
+        or step["y"] + step["height"] <= card["y"]
+    )
+    assert apart, (card, step)

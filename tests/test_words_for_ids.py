@@ -62,3 +62,14 @@ def test_generation_errors_name_the_problem_and_sample_in_words():
         {"where": "problem 169, sample 1", "message": "request failed"},
         {"where": "", "message": "timeout"},
     ]
+
+
+def test_answer_markers_are_text_and_excerpts_never_cut_a_formula():
+    from labeling.templatetags.labeling_tags import excerpt, render_markdown_math
+
+    assert "<h" not in render_markdown_math("# Answer\n\n5")
+    assert "<h" not in render_markdown_math("60-20=40\n#### 40")
+    assert "#### 40" in render_markdown_math("#### 40")
+    text = "Let $\\frac{1}{2} + x$ be given."
+    assert excerpt(text, 8) == "Let\u2026"  # the cut at 8 falls inside the formula
+    assert excerpt(text, 100) == text

@@ -22,6 +22,7 @@ from labeling.models import (
     ratings_disagree,
 )
 from labeling.queue.review import REVIEWABLE
+from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
 
 REVIEW_PAGE = 25
 
@@ -76,7 +77,7 @@ def review_queue(
             annotator_name=F("annotator__username"),
             kind=F("solution__kind"),
             answer_is_correct=F("solution__answer_is_correct"),
-            problem=Left("solution__problem__text", 140),
+            problem=Left("solution__problem__text", EXCERPT_SOURCE_CHARS),
             decision=F("review__decision"),
         )[start : start + per_page + 1]
     )
@@ -183,7 +184,7 @@ def adjudication_queue(
         decided=Subquery(current.values("rating")[:1]),
         solution_id=F("step__solution_id"),
         index=F("step__index"),
-        problem=Left("step__solution__problem__text", 140),
+        problem=Left("step__solution__problem__text", EXCERPT_SOURCE_CHARS),
     )
     if state == "open":
         rows = rows.filter(decided__isnull=True)

@@ -42,6 +42,7 @@ from labeling.models import (
 )
 from labeling.permissions import MANAGE, REVIEW, campaign_for, campaign_page
 from labeling.scores import step_scores
+from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
 
 PAGE_SIZE = 50
 GENERATORS_CACHE_SECONDS = 300
@@ -105,7 +106,7 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
         page = filters.solutions_page(rows, solution_filter, cursor=None, size=PAGE_SIZE)
     excerpts = dict(
         Problem.objects.filter(pk__in={s.problem_id for s in page.solutions})
-        .annotate(excerpt=Left("text", 160))
+        .annotate(excerpt=Left("text", EXCERPT_SOURCE_CHARS))
         .values_list("pk", "excerpt")
     )
     for s in page.solutions:
@@ -179,11 +180,17 @@ def _generators(campaign) -> list[str]:
 
 
 def _annotators(campaign) -> list[tuple[int, str]]:
-    return list(
+    """The "Labelled by" choices: people by name, accounts an import made by a short id
+    (``imported 340d89bc``), as every other page names them; people first."""
+    rows = (
         Membership.objects.filter(campaign=campaign, role=Membership.Role.ANNOTATOR)
-        .order_by("user__username")
-        .values_list("user_id", "user__username")
+        .order_by("is_imported", "user__username")
+        .values_list("user_id", "user__username", "is_imported")
     )
+    return [
+        (user_id, Membership.short_name(name, imported=imported))
+        for user_id, name, imported in rows
+    ]
 
 
 def is_db_id(value: object) -> bool:

@@ -26,9 +26,13 @@ register = template.Library()
 
 # Model output (problems, steps) puts one equation per line: a newline is a line break there.
 # Instructions are prose a person wrapped by hand: a newline is a space.
+# In model output a line starting with ``#`` is a marker, not a title (PRM800K's ``# Answer``,
+# GSM8K's ``#### 40``): no headings there. Instructions are a person's document: they keep them.
 _markdown = {
-    breaks: MarkdownIt("commonmark", {"html": False, "breaks": breaks}).disable("image")
-    for breaks in (True, False)
+    True: MarkdownIt("commonmark", {"html": False, "breaks": True}).disable(
+        ["image", "heading", "lheading"]
+    ),
+    False: MarkdownIt("commonmark", {"html": False, "breaks": False}).disable("image"),
 }
 
 # Formulas, in the order they are tried at each position. Inline ``$...$`` follows pandoc's
@@ -165,6 +169,34 @@ def finish_reason(value: str | None) -> str:
 def markdown_math(text: str) -> SafeString:
     """``{{ step.text|markdown_math }}``: escaped Markdown with math left for KaTeX."""
     return mark_safe(render_markdown_math(text))  # escaped by construction
+
+
+# How much of a text a list page reads for an excerpt: more than it shows, so that the cut can
+# move to before a formula that the first characters only begin.
+EXCERPT_SOURCE_CHARS = 400
+
+
+def excerpt(text: str, length: int) -> str:
+    """The start of ``text``, at most about ``length`` characters, never cut inside a formula
+    (a cut formula would show as raw TeX): the cut moves to before it."""
+    text = text or ""
+    if len(text) <= length:
+        return text
+    cut = length
+    for match in _MATH.finditer(text):
+        if match.start() >= cut:
+            break
+        if match.end() > cut:
+            cut = match.start()
+            break
+    return text[:cut].rstrip() + "…"
+
+
+@register.filter(name="math_excerpt")
+def math_excerpt(text: str, length: int = 160) -> SafeString:
+    """``{{ r.problem|math_excerpt:140 }}``: the start of a problem or step, rendered like the
+    labelling page renders the whole (Markdown, math left for KaTeX)."""
+    return mark_safe(render_markdown_math(excerpt(text, int(length))))  # escaped by construction
 
 
 @register.filter(name="markdown_prose")
