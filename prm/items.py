@@ -149,6 +149,13 @@ class PackedItems:
     def __len__(self) -> int:
         return len(self.keys)
 
+    @property
+    def training_labels(self) -> np.ndarray:
+        """The labels of items trained on (items packed for scoring have none)."""
+        if self.labels is None:
+            raise ValueError("items without labels cannot be trained on")
+        return self.labels
+
     def batch(self, idx: np.ndarray) -> dict[str, Any]:
         """The backbone's input for items ``idx`` (what ``collate`` gives for the same items)."""
         import torch
