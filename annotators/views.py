@@ -51,6 +51,8 @@ MEMBER_COLUMNS = [
     Column("kappa", "kappa", numeric=True, fmt="num"),
     Column("last", "last submitted", fmt="time"),
 ]
+# A campaign without screening has nothing pending: its members list has no screening columns.
+MEMBER_COLUMNS_UNSCREENED = [c for c in MEMBER_COLUMNS if not c.key.startswith("screening")]
 
 
 def imported_switch(request: HttpRequest, campaign: Campaign) -> dict:
@@ -86,7 +88,8 @@ def member_list(request: HttpRequest, slug: str) -> HttpResponse:
     )
     for row in rows:
         row["url"] = reverse("annotators:member", kwargs={"slug": campaign.slug, "pk": row["id"]})
-    context["members"] = table(rows, MEMBER_COLUMNS, query=request.GET, default_sort="username")
+    columns = MEMBER_COLUMNS if campaign.requires_screening else MEMBER_COLUMNS_UNSCREENED
+    context["members"] = table(rows, columns, query=request.GET, default_sort="username")
     return campaign_page(request, "annotators/member_list.html", campaign, membership, context)
 
 

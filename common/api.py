@@ -9,6 +9,7 @@ The views themselves live beside their domain (``labeling/api.py``, ``annotators
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast
 
@@ -279,3 +280,40 @@ def handler500(request: HttpRequest) -> HttpResponseBase:
     return _json_or_page(
         request, 500, "Server error.", "server_error", defaults.server_error(request)
     )
+
+
+IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,100}")  # printable ASCII, no spaces
+
+
+def idempotent_job(request: HttpRequest, *, scope: str, create: Callable[[], Any]) -> Any:
+    """The job ``create()`` makes, once per ``Idempotency-Key`` header of this user and scope.
+
+    Without the header every call creates (as before). With it, the first request records the
+    job it created in the same transaction (``common.models.IdempotentRequest``); the same key
+    sent again returns that job, whatever happened to the first answer (lost, timed out, the
+    broker down). Two concurrent requests with one key: the second waits for the first's
+    commit on the unique key, then gets its job. A create that raises records nothing.
+    """
+    from django.contrib.auth.models import AnonymousUser
+    from django.db import IntegrityError, transaction
+
+    from common.jobs import job_kind_of, job_kinds
+    from common.models import IdempotentRequest
+
+    key = request.headers.get("Idempotency-Key")
+    user = request.user
+    if key is None or isinstance(user, AnonymousUser):  # a job is a signed-in user's
+        return create()
+    if not IDEMPOTENCY_KEY.fullmatch(key):
+        raise bad_request("Idempotency-Key", "1 to 100 printable ASCII characters, no spaces.")
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                record = IdempotentRequest.objects.create(user=user, scope=scope, key=key)
+        except IntegrityError:
+            record = IdempotentRequest.objects.get(user=user, scope=scope, key=key)
+            return job_kinds()[record.job_kind].model.objects.get(pk=record.job_id)
+        job = create()
+        record.job_kind, record.job_id = job_kind_of(job).name, job.pk
+        record.save(update_fields=["job_kind", "job_id"])
+    return job

@@ -42,6 +42,8 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from common.logs import log_context
+
 if TYPE_CHECKING:
     from celery import Task
 
@@ -426,7 +428,8 @@ def job_run(kind: JobKind[_Job], job: _Job | int, **options: Any) -> _Job | None
         return row
     attempt = JobAttempt(kind, pk, number)
     work = import_string(kind.work) if isinstance(kind.work, str) else kind.work
-    with attempt.heartbeat():
+    campaign = getattr(row, "campaign_id", None)
+    with log_context(job_kind=kind.name, job_id=pk, campaign=campaign), attempt.heartbeat():
         try:
             work(row, attempt, **options)
         except JobSuperseded:
@@ -434,10 +437,26 @@ def job_run(kind: JobKind[_Job], job: _Job | int, **options: Any) -> _Job | None
         except Exception as error:
             log.exception("%s job %s failed", kind.name, pk)
             with contextlib.suppress(JobSuperseded):
-                attempt.fail(f"{type(error).__name__}: {error}", row)
+                attempt.fail(job_error_reason(error), row)
             raise
     row.refresh_from_db()
     return row
+
+
+def job_error_reason(error: BaseException) -> str:
+    """What a failed job's page says about ``error``: its type and message, without the server's
+    paths (a file error names the path it could not use; the worker's log keeps it whole)."""
+    if isinstance(error, OSError) and (error.filename or error.filename2):
+        what = error.strerror or "file error"
+        return (
+            f"{type(error).__name__}: {what} (the file storage could not be used; "
+            "the worker's log names the file)"
+        )
+    text = str(error)
+    for root in (settings.MEDIA_ROOT, settings.VAR_DIR, settings.BASE_DIR):
+        if root:
+            text = text.replace(str(root), "…")
+    return f"{type(error).__name__}: {text}"
 
 
 def job_unsent(kind: JobKind[Any], pk: int) -> None:

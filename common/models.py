@@ -69,3 +69,27 @@ class BackgroundJob(RecoverableJob):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.FAILED}
+
+
+class IdempotentRequest(models.Model):
+    """A job-creating API request sent with an ``Idempotency-Key``: the job it created, so that
+    the same request sent again (a client that lost the answer, a retry after a timeout) gets
+    that job back instead of a second one (``common.api.idempotent_job``). Keys are per user and
+    per endpoint (``scope``)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=100)
+    key = models.CharField(max_length=100)
+    job_kind = models.CharField(max_length=50, blank=True)
+    job_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "scope", "key"], name="idempotent_request_unique_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.key} -> {self.job_kind} {self.job_id}"

@@ -16,7 +16,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import CursorListView
+from common.api import CursorListView, idempotent_job
 from exports.formats.registry import FORMATS
 from exports.models import Export
 from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
@@ -175,13 +175,17 @@ class ExportList(CursorListView):
             if fmt not in ("trl", "trl-parquet"):
                 raise exceptions.ValidationError({name: ["Only trl and trl-parquet have it."]})
         try:
-            export = export_create(
-                campaign=campaign,
-                fmt=fmt,
-                policy=LabelPolicy(**values),
-                options=options or None,
-                created_by=request.user,
-                selection=selection,
+            export = idempotent_job(
+                request,
+                scope=f"exports:{campaign.pk}",
+                create=lambda: export_create(
+                    campaign=campaign,
+                    fmt=fmt,
+                    policy=LabelPolicy(**values),
+                    options=options or None,
+                    created_by=request.user,
+                    selection=selection,
+                ),
             )
         except ExportError as error:
             raise exceptions.ValidationError({"non_field_errors": [str(error)]}) from error

@@ -112,13 +112,24 @@ class LabelPolicy:
             ),
         ),
     )
+    annotator_ids: str = option(
+        "pseudonym",
+        "How exports name annotators: a stable pseudonym per person and campaign (the mapping "
+        "to usernames is for the campaign's managers), or their username.",
+        label="Annotators appear as",
+        choices=(
+            ("pseudonym", "a stable pseudonym (no personal data)"),
+            ("username", "their username"),
+        ),
+    )
     include_quality_control: bool = option(
         True, "Export the labels of quality-control solutions too."
     )
     include_screening: bool = option(True, "Export the labels of screening solutions too.")
     reviewed_only: bool = option(
         False,
-        "Only assignments a reviewer accepted. Rejected ones only with include_rejected.",
+        "Only assignments a reviewer accepted (rejected work only with “Rejected work too, "
+        "flagged”).",
         label="Only reviewed and accepted",
     )
     include_rejected: bool = option(

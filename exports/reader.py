@@ -19,6 +19,7 @@ from django.db.models import Q
 
 from common.readahead import read_ahead
 from exports.policy import LabelPolicy, is_math500
+from exports.pseudonyms import annotator_pseudonym
 from labeling.curation.filters import SolutionFilter
 from labeling.models import (
     Adjudication,
@@ -69,7 +70,7 @@ class LabelData:
 @dataclass(slots=True)
 class AssignmentData:
     id: int
-    annotator: str
+    annotator: str  # the pseudonym, or the username (policy option annotator_ids)
     submitted_at: datetime | None
     finish_reason: str
     total_time_ms: int | None
@@ -230,6 +231,7 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
             reviewed |= Q(review__decision=Review.Decision.REJECTED)
         assignments = assignments.filter(reviewed)
     by_assignment: dict[int, AssignmentData] = {}
+    by_username = policy.annotator_ids == "username"
     for (
         a_id,
         s_id,
@@ -244,7 +246,7 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
     ) in assignments.order_by("solution_id", "submitted_at", "id").values_list(
         "id",
         "solution_id",
-        "annotator__username",
+        "annotator__username" if by_username else "annotator_id",
         "submitted_at",
         "finish_reason",
         "total_time_ms",
@@ -258,6 +260,8 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
             status = Assignment.Status.REJECTED
         if s_id not in by_id or status not in statuses:
             continue
+        if not by_username:
+            annotator = annotator_pseudonym(campaign_id=first.campaign_id, user_id=annotator)
         data = AssignmentData(
             a_id,
             annotator,

@@ -10,4 +10,5 @@ app_name = "exports"
 urlpatterns = [
     path("", views.export_list, name="list"),
     path("<int:pk>/files/<str:name>", views.export_download, name="download"),
+    path("annotators.csv", views.annotator_pseudonyms_csv, name="annotators"),
 ]

@@ -3,6 +3,8 @@ one job status view while it runs: ``labeling.job_views``)."""
 
 from __future__ import annotations
 
+import csv
+
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -12,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from exports.forms import ExportForm
 from exports.models import Export
 from exports.policy import ExportError
+from exports.pseudonyms import annotator_pseudonyms
 from exports.services import export_create
 from labeling.curation.filters import FilterError, SolutionFilter, count_capped
 from labeling.models import Campaign, Solution
@@ -73,6 +76,22 @@ def _selection_count(campaign: Campaign, selection: SolutionFilter | None) -> tu
     if selection is None:
         return (0, False)
     return count_capped(selection.apply(Solution.objects.filter(campaign=campaign)))
+
+
+@login_required
+@require_GET
+def annotator_pseudonyms_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    """The exports' annotator pseudonyms and who they are, only to the campaign's managers."""
+    campaign = _get_campaign_for_manager(request, slug)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = (
+        f'attachment; filename="{campaign.slug}-annotator-pseudonyms.csv"'
+    )
+    response["Cache-Control"] = "private, no-store"
+    writer = csv.writer(response)
+    writer.writerow(["pseudonym", "username"])
+    writer.writerows(annotator_pseudonyms(campaign=campaign))
+    return response
 
 
 @login_required

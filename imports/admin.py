@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from common.admin import JOB_ACTIONS
-from imports.models import GenerationJob, ImportJob
+from imports.models import EvidenceJob, GenerationJob, ImportJob
 
 
 @admin.register(ImportJob)
@@ -25,6 +25,17 @@ class GenerationJobAdmin(admin.ModelAdmin):
     list_display = ["pk", "campaign", "model", "status", "requested", "completed", "created_at"]
     list_filter = ["status", "campaign"]
     readonly_fields = [f.name for f in GenerationJob._meta.fields]
+    actions = JOB_ACTIONS
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(EvidenceJob)
+class EvidenceJobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "campaign", "status", "created_at"]
+    list_filter = ["status", "campaign"]
+    readonly_fields = [f.name for f in EvidenceJob._meta.fields]
     actions = JOB_ACTIONS
 
     def has_add_permission(self, request) -> bool:

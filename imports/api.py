@@ -11,7 +11,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import CursorPagination, ErrorSerializer
+from common.api import CursorPagination, ErrorSerializer, idempotent_job
 from common.endpoints import CHAT, endpoints_of
 from imports import services
 from imports.forms import UploadForm
@@ -117,15 +117,19 @@ class ImportList(generics.ListAPIView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         try:
-            job = services.import_job_create(
-                campaign=campaign,
-                created_by=request.user,
-                upload=values["file"],
-                fmt=values["format"],
-                as_gold=values.get("as_gold") or None,
-                generator=values.get("generator", ""),
-                grade=values["grade"],
-                split=values.get("split") or "auto",
+            job = idempotent_job(
+                request,
+                scope=f"imports:{campaign.pk}",
+                create=lambda: services.import_job_create(
+                    campaign=campaign,
+                    created_by=request.user,
+                    upload=values["file"],
+                    fmt=values["format"],
+                    as_gold=values.get("as_gold") or None,
+                    generator=values.get("generator", ""),
+                    grade=values["grade"],
+                    split=values.get("split") or "auto",
+                ),
             )
         except services.ImportRefused as error:
             raise exceptions.ValidationError({"file": [str(error)]}) from error
@@ -274,8 +278,12 @@ class GenerationList(generics.ListAPIView):
         values = dict(data.validated_data)
         values["prompt_template"] = values.get("prompt_template") or None
         try:
-            job = generation.generation_job_create(
-                campaign=campaign, created_by=request.user, **values
+            job = idempotent_job(
+                request,
+                scope=f"generations:{campaign.pk}",
+                create=lambda: generation.generation_job_create(
+                    campaign=campaign, created_by=request.user, **values
+                ),
             )
         except generation.GenerationRefused as error:
             raise exceptions.ValidationError({error.field or "detail": [str(error)]}) from error

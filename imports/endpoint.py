@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 from django.conf import settings
+from django.db.models import F
 
 from common.endpoints import (
     CHAT,
@@ -91,6 +92,30 @@ class Sample:
     completion_tokens: int = 0
     retries: int = 0
     error: str = ""
+
+
+@dataclass
+class Tally:
+    """What a chat job's samples cost since its counters were last written: the tokens the
+    endpoint reported and the retries. ``take()`` gives them as increments of the job's columns
+    (``prompt_tokens``, ``completion_tokens``, ``retries``) and starts again from zero."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+
+    def add(self, sample: Sample) -> None:
+        self.prompt_tokens += sample.prompt_tokens
+        self.completion_tokens += sample.completion_tokens
+        self.retries += sample.retries
+
+    def take(self) -> dict[str, Any]:
+        fields = {name: F(name) + getattr(self, name) for name in _TALLIED}
+        self.prompt_tokens = self.completion_tokens = self.retries = 0
+        return fields
+
+
+_TALLIED = ("prompt_tokens", "completion_tokens", "retries")
 
 
 class ChatClient:

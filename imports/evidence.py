@@ -49,7 +49,7 @@ from common.jobs import (
     job_run,
     stage_pause,
 )
-from imports.endpoint import ChatClient, GenerationRefused, Sample, endpoint_choose
+from imports.endpoint import ChatClient, GenerationRefused, Sample, Tally, endpoint_choose
 from imports.generation import default_template, prompt_values
 from imports.models import EvidenceJob
 from labeling.curation.filters import FilterError, SolutionFilter
@@ -398,14 +398,12 @@ class _UnitWriter:
         self.errors: list[dict] = list(job.errors or [])
         self.completed_before = job.completed
         self.completed = self.failed = self.samples = 0
-        self.prompt_tokens = self.completion_tokens = self.retries = 0
+        self.tally = Tally()
         self.spent = job.prompt_tokens + job.completion_tokens
         self.over_budget = bool(job.budget_tokens) and self.spent >= job.budget_tokens
 
     def spend(self, sample: Sample) -> None:
-        self.prompt_tokens += sample.prompt_tokens
-        self.completion_tokens += sample.completion_tokens
-        self.retries += sample.retries
+        self.tally.add(sample)
         self.spent += sample.prompt_tokens + sample.completion_tokens
         if self.job.budget_tokens and self.spent >= self.job.budget_tokens:
             self.over_budget = True
@@ -487,15 +485,11 @@ class _UnitWriter:
         attempt owns the job)."""
         job = self.job
         done = self.completed_before + self.completed
-        tokens = (self.prompt_tokens, self.completion_tokens, self.retries, self.samples)
-        self.prompt_tokens = self.completion_tokens = self.retries = self.samples = 0
-        fields: dict[str, Any] = {
+        samples, self.samples = self.samples, 0
+        fields: dict[str, Any] = self.tally.take() | {
             "completed": done,
             "failed": self.failed,
-            "samples": F("samples") + tokens[3],
-            "prompt_tokens": F("prompt_tokens") + tokens[0],
-            "completion_tokens": F("completion_tokens") + tokens[1],
-            "retries": F("retries") + tokens[2],
+            "samples": F("samples") + samples,
             "errors": self.errors,
             "stopped_by_budget": self.over_budget,
             "progress": min(1.0, (done + self.failed) / job.requested) if job.requested else 1.0,

@@ -50,6 +50,7 @@ from imports.endpoint import (
     ChatClient,
     GenerationRefused,
     Sample,
+    Tally,
     endpoint_choose,
     job_endpoint,
 )
@@ -392,7 +393,7 @@ class _BatchWriter:
         self.errors: list[dict] = list(job.errors or [])
         self.done_before = job.completed
         self.completed = self.failed = self.created = 0
-        self.prompt_tokens = self.completion_tokens = self.retries = 0
+        self.tally = Tally()
         self.problems: dict[int, ProblemIn] = {}
 
     def add(self, sample: Sample) -> None:
@@ -447,9 +448,7 @@ class _BatchWriter:
         batch, self.pending = self.pending, []
         records = []
         for sample in batch:
-            self.prompt_tokens += sample.prompt_tokens
-            self.completion_tokens += sample.completion_tokens
-            self.retries += sample.retries
+            self.tally.add(sample)
             record = self.solution(sample)
             if record is None:
                 self.failed += 1
@@ -481,15 +480,10 @@ class _BatchWriter:
         this attempt owns the job: ``JobSuperseded`` stops a worker that lost it)."""
         job = self.job
         done = self.done_before + self.completed
-        tokens = (self.prompt_tokens, self.completion_tokens, self.retries)
-        self.prompt_tokens = self.completion_tokens = self.retries = 0
-        fields: dict[str, Any] = {
+        fields: dict[str, Any] = self.tally.take() | {
             "completed": done,
             "failed": self.failed,
             "solutions_created": F("solutions_created") + created,
-            "prompt_tokens": F("prompt_tokens") + tokens[0],
-            "completion_tokens": F("completion_tokens") + tokens[1],
-            "retries": F("retries") + tokens[2],
             "errors": self.errors,
             "progress": min(1.0, (done + self.failed) / job.requested) if job.requested else 1.0,
         }

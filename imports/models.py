@@ -6,6 +6,7 @@ moved here without touching the database.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from django.db import models
@@ -131,6 +132,16 @@ class GenerationJob(BackgroundJob):
     def sample_key(self, problem_id: int, index: int) -> str:
         """The identity of one sample: the same problem, index and job give the same key."""
         return f"g{self.pk}:p{problem_id}:s{index}"
+
+    @property
+    def errors_shown(self) -> list[dict]:
+        """The last errors as a page says them: a sample key (``g1:p169:s0``) in words."""
+        shown = []
+        for error in self.errors or []:
+            match = re.fullmatch(r"g\d+:p(\d+):s(\d+)", error.get("key") or "")
+            where = f"problem {match[1]}, sample {int(match[2]) + 1}" if match else ""
+            shown.append({"where": where or error.get("key", ""), "message": error["message"]})
+        return shown
 
     @property
     def generator_name(self) -> str:

@@ -33,6 +33,7 @@ CAMPAIGN = Columns(
     filled=(
         "id",
         "al_strategy",
+        "al_control_share",
         "al_scoring_endpoint",
         "al_scoring_model",
         "relabel_by_same_annotator",
@@ -85,6 +86,7 @@ SOLUTION = Columns(
         "answer_is_correct",
         "verifier_score",
         "prm_score",
+        "al_arm",
         "archived",
         "extra_labels",
         "import_job_id",

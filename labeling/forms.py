@@ -114,6 +114,7 @@ class CampaignForm(forms.ModelForm):
             "al_retrain_every",
             "al_backbone",
             "al_strategy",
+            "al_control_share",
             "al_scoring_endpoint",
             "al_scoring_model",
         ]
@@ -123,6 +124,7 @@ class CampaignForm(forms.ModelForm):
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
             "al_strategy": "Active learning: selection strategy",
+            "al_control_share": "Active learning: control arm share",
             "al_scoring_endpoint": "Active learning: served PRM (scoring endpoint)",
             "al_scoring_model": "Active learning: served PRM's model",
             "lease_seconds": "Lease (seconds)",
@@ -154,6 +156,7 @@ class CampaignForm(forms.ModelForm):
             "step-scores): its scores steer the strategy 'by the served PRM'.",
         )
         self.fields["al_scoring_model"].required = False
+        self.fields["al_control_share"].required = False
 
     def clean_overlap(self) -> int:
         value = self.cleaned_data["overlap"]
@@ -181,6 +184,12 @@ class CampaignForm(forms.ModelForm):
 
     def clean_al_wrong_answer_share(self) -> float:
         return _share(self.cleaned_data["al_wrong_answer_share"], "The share")
+
+    def clean_al_control_share(self) -> float:
+        value = self.cleaned_data.get("al_control_share")
+        if value is None:  # a client that predates the setting keeps the campaign's
+            return self.instance.al_control_share
+        return _share(value, "The control arm's share")
 
     def clean_al_strategy(self) -> str:
         return self.cleaned_data.get("al_strategy") or self.instance.al_strategy

@@ -9,8 +9,10 @@ columns that may be shown.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import (
     Count,
@@ -20,7 +22,6 @@ from django.db.models import (
     Min,
     OuterRef,
     Subquery,
-    Sum,
     Value,
 )
 from django.db.models.functions import Coalesce, Left
@@ -29,13 +30,20 @@ from django.utils import timezone
 from labeling.models import (
     Assignment,
     Campaign,
+    FinishReason,
     Membership,
     Review,
     Solution,
+    Step,
     StepLabel,
 )
 from labeling.permissions import campaigns_visible_to
-from labeling.queue import MembershipInactive, NotLeaseHolder, _first, human_completion_load
+from labeling.queue import (
+    MembershipInactive,
+    NotLeaseHolder,
+    first_error_found,
+    human_completion_load,
+)
 
 
 @dataclass(frozen=True)
@@ -84,25 +92,22 @@ def assignment_get(*, assignment_id: int, user) -> Assignment:
     Superusers may read any assignment (they see everything), but only the holder may act on it
     (the services check that again).
     """
-    assignment = _first(
-        Assignment.objects.raw(
-            "SELECT a.*, m.status AS membership_status FROM labeling_assignment a"
-            " LEFT JOIN annotators_membership m"
-            " ON m.campaign_id = a.campaign_id AND m.user_id = a.annotator_id WHERE a.id = %s",
-            [assignment_id],
-        )
+    # One query: the assignment, its campaign, and the holder's membership state.
+    membership = Membership.objects.filter(
+        campaign_id=OuterRef("campaign_id"), user_id=OuterRef("annotator_id")
+    ).values("status")[:1]
+    assignment = (
+        Assignment.objects.select_related("campaign")
+        .annotate(membership_status=Subquery(membership))
+        .filter(pk=assignment_id)
+        .first()
     )
     if assignment is None or (assignment.annotator_id != user.pk and not user.is_superuser):
         raise NotLeaseHolder("No such assignment.")
-    # A member removed from the campaign loses their assignments with it (one query: joined).
+    # A member removed from the campaign loses their assignments with it.
     removed = assignment.membership_status in (None, Membership.Status.REMOVED)
     if removed and not user.is_superuser:
         raise MembershipInactive()
-    assignment.campaign = _first(
-        Campaign.objects.raw(
-            "SELECT * FROM labeling_campaign WHERE id = %s", [assignment.campaign_id]
-        )
-    )
     return assignment
 
 
@@ -210,6 +215,71 @@ def campaigns_progress(*, user):
     )
 
 
+def my_campaign_figures(*, campaign: Campaign, user):
+    """Home's figures (``campaigns_progress``) for one campaign: the labelling page shows the
+    same ``left``, ``solutions_today`` and ``steps_today``, counted by the same rule."""
+    return campaigns_progress(user=user).filter(pk=campaign.pk).first()
+
+
+# Rejections of my work are shown on the labelling page for this long after the review.
+REJECTIONS_SHOWN_DAYS = 14
+REJECTIONS_SHOWN = 3
+
+
+def my_recent_rejections(*, campaign: Campaign, user) -> list[dict]:
+    """The annotator's work rejected in the last ``REJECTIONS_SHOWN_DAYS``, newest first (at most
+    ``REJECTIONS_SHOWN``): assignment id, comment, problem excerpt, when. Never who reviewed."""
+    since = timezone.now() - timedelta(days=REJECTIONS_SHOWN_DAYS)
+    return list(
+        Review.objects.filter(
+            assignment__campaign=campaign,
+            assignment__annotator=user,
+            decision=Review.Decision.REJECTED,
+            created_at__gte=since,
+        )
+        .order_by("-created_at", "-id")
+        .values(
+            "assignment_id",
+            "comment",
+            "created_at",
+            problem=Left("assignment__solution__problem__text", 120),
+        )[:REJECTIONS_SHOWN]
+    )
+
+
+def qc_first_error_missed(*, assignment_id: int, user) -> bool:
+    """After the annotator submitted ``assignment_id``: True when it was a quality-control
+    question with a gold error, they rated it to the end (or to an error) and their first -1
+    was not on the gold's. Only their own submitted work
+    is read, and only for the notice after submission (the page never says a solution is QC
+    before)."""
+    assignment = (
+        Assignment.objects.filter(
+            pk=assignment_id,
+            annotator=user,
+            status=Assignment.Status.SUBMITTED,
+            solution__kind=Solution.Kind.QUALITY_CONTROL,
+            # A give-up or a bad-problem report judged no solution: nothing was missed.
+            finish_reason__in=(FinishReason.SOLUTION, FinishReason.FOUND_ERROR),
+        )
+        .values("solution_id")
+        .first()
+    )
+    if assignment is None:
+        return False
+    gold = list(
+        Step.objects.filter(solution_id=assignment["solution_id"])
+        .order_by("index")
+        .values_list("index", "gold_rating")
+    )
+    ratings = dict(
+        StepLabel.objects.filter(assignment_id=assignment_id, rating__isnull=False).values_list(
+            "step__index", "rating"
+        )
+    )
+    return first_error_found(gold, ratings) is False
+
+
 @dataclass(frozen=True)
 class CampaignProgress:
     """Regular solutions labelled by as many annotators as the campaign wants, of all of them."""
@@ -221,7 +291,24 @@ class CampaignProgress:
 def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
     """How far the campaign is: solutions with ``overlap`` submitted labellings, of all regular
     ones. Give-ups and bad problem reports release their slot, so they do not count; leases in
-    progress do not either (the dashboard's "done" counts them: it plans, this page reports)."""
+    progress do not either (the dashboard's "done" counts them: it plans, this page reports).
+
+    Both figures are counts over the whole campaign, which grow with it; the labelling page
+    shows them on every solution, so they are counted at most once every
+    ``STEPWISE_PROGRESS_SECONDS`` per campaign and read from the cache in between (the page's
+    own work, ``session_work``, is exact).
+    """
+    key = f"labeling:progress:{campaign.pk}:{campaign.overlap}"
+    cached = cache.get(key)
+    if cached is not None:
+        return CampaignProgress(*cached)
+    progress = campaign_progress_counted(campaign=campaign)
+    cache.set(key, (progress.done, progress.wanted), settings.STEPWISE_PROGRESS_SECONDS)
+    return progress
+
+
+def campaign_progress_counted(*, campaign: Campaign) -> CampaignProgress:
+    """``campaign_progress`` counted now (two counts over the campaign)."""
     wanted = Solution.objects.filter(campaign=campaign, kind=Solution.Kind.REGULAR).count()
     done = (
         Assignment.objects.filter(
@@ -261,16 +348,22 @@ class SessionWork:
 
 def session_work(*, campaign: Campaign, annotator, since: datetime) -> SessionWork:
     """The annotator's submissions since ``since``: how many, their rated steps, and the time
-    the page measured on them (the sum of their total times, not the wall clock)."""
-    mine = Assignment.objects.filter(
-        campaign=campaign,
-        annotator=annotator,
-        status=Assignment.Status.SUBMITTED,
-        submitted_at__gte=since,
-    )
-    figures = mine.aggregate(n=Count("id"), ms=Sum("total_time_ms"))
-    steps = StepLabel.objects.filter(assignment__in=mine, rating__isnull=False).count()
-    return SessionWork(since=since, solutions=figures["n"], steps=steps, time_ms=figures["ms"] or 0)
+    the page measured on them (the sum of their total times, not the wall clock).
+
+    One query on the annotator's own rows (``assignment_by_annotator``): it grows with their
+    session, never with the campaign.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*), COALESCE(SUM(a.total_time_ms), 0), COALESCE(SUM("
+            " (SELECT COUNT(*) FROM labeling_steplabel l"
+            "  WHERE l.assignment_id = a.id AND l.rating IS NOT NULL)), 0)"
+            " FROM labeling_assignment a WHERE a.campaign_id = %s AND a.annotator_id = %s"
+            " AND a.status = %s AND a.submitted_at >= %s",
+            [campaign.pk, annotator.pk, Assignment.Status.SUBMITTED, since],
+        )
+        solutions, time_ms, steps = cursor.fetchone()
+    return SessionWork(since=since, solutions=solutions, steps=int(steps), time_ms=int(time_ms))
 
 
 def _count(queryset) -> Coalesce:

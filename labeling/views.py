@@ -13,16 +13,20 @@ Views only parse input and call ``labeling.queue`` (every labelling rule lives t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import retarget
 
@@ -170,15 +174,33 @@ class LabelPage:
 # --- The labelling page ------------------------------------------------------------------------
 
 
+def _login_returns_to_label(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``login_required`` for the page's POST endpoints: after logging in again, the person is
+    back on the labelling page (the endpoint itself answers only POST; a GET of it is a 405)."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, slug: str, *args, **kwargs) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(reverse("labeling:label", kwargs={"slug": slug}))
+        return view(request, slug, *args, **kwargs)
+
+    return wrapped
+
+
 @login_required
+@never_cache
 @require_GET
 def label(request: HttpRequest, slug: str) -> HttpResponse:
-    """The annotator's current solution (their draft, after a reload) or the next one."""
+    """The annotator's current solution (their draft, after a reload) or the next one.
+
+    Never cached: Back and Forward load it again rather than show a solution already submitted
+    (whose next key would be refused).
+    """
     campaign, _ = campaign_for(request.user, slug)
     return _render(request, _next_context(request, campaign=campaign))
 
 
-@login_required
+@_login_returns_to_label
 @require_POST
 def step_rate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Rate one step. Setting a rating is idempotent: a retried request rates it again, the same."""
@@ -205,7 +227,7 @@ def step_rate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return _drafted(request, assignment)
 
 
-@login_required
+@_login_returns_to_label
 @require_POST
 def step_undo(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Remove the last rating (only the one the page showed as last: retries are harmless)."""
@@ -224,7 +246,7 @@ def step_undo(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return _drafted(request, assignment)
 
 
-@login_required
+@_login_returns_to_label
 @require_POST
 def step_flag(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Flag a rated step as unsure, or clear the flag (a set, so retries are harmless)."""
@@ -244,7 +266,7 @@ def step_flag(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return _drafted(request, assignment)
 
 
-@login_required
+@_login_returns_to_label
 @require_POST
 def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Submit the drafts (or give up, or report a bad problem) and serve the next solution.
@@ -279,10 +301,13 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         return _refused(request, assignment, error)
     except queue.LabelingError as error:
         return _refused(request, assignment, error)
-    return _finished(request, assignment, notice=_submitted_notice(result))
+    notice = _submitted_notice(result)
+    if selectors.qc_first_error_missed(assignment_id=result.assignment_id, user=request.user):
+        notice += QC_MISSED
+    return _finished(request, assignment, notice=notice)
 
 
-@login_required
+@_login_returns_to_label
 @require_POST
 def label_skip(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Hand the solution back unlabelled and serve the next one."""
@@ -354,7 +379,14 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
     try:
         assignment = queue.assignment_next(campaign=campaign, annotator=request.user)
     except queue.LabelingError as error:
-        return {**context, "refusal": error.detail}
+        assignment, refusal = None, error.detail
+    else:
+        refusal = None
+    # After the claim, as Home would count now (the served solution is no longer "left").
+    context["mine"] = selectors.my_campaign_figures(campaign=campaign, user=request.user)
+    context["rejections"] = selectors.my_recent_rejections(campaign=campaign, user=request.user)
+    if refusal is not None:
+        return {**context, "refusal": refusal}
     if assignment is None:
         nothing = selectors.queue_no_work(campaign=campaign, annotator=request.user)
         # The page looks again by itself when a lease is due to expire, at least once a minute.
@@ -418,6 +450,14 @@ def _refused(
     return render(
         request, f"{TEMPLATE}#steps", _page_context(assignment, error=message), status=status
     )
+
+
+# Said after a quality-control question is submitted (never before), without the step: the
+# annotator can still amend their work, and the notice must not hand them the answer.
+QC_MISSED = (
+    " That was a quality-control question, and you missed its first error: your first −1 was"
+    " not on the step the reference marks as the first wrong one."
+)
 
 
 def _submitted_notice(result: queue.SubmitResult) -> str:

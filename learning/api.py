@@ -40,7 +40,9 @@ class ActiveLearningRunSerializer(serializers.ModelSerializer):
     """A run: queued → running → succeeded (``model``, ``metrics``, ``queue_head``) or failed.
 
     ``strategy`` is the selection strategy that ordered the queue; ``best_of_n`` the best-of-N
-    accuracy against N on held-out problems (PRM, ORM, majority vote, random, oracle)."""
+    accuracy against N on held-out problems (PRM, ORM, majority vote, random, oracle);
+    ``data_efficiency`` whether the strategy's labels pay against the control arm's
+    (``learning.efficiency``)."""
 
     requested_by = serializers.CharField(
         source="requested_by.username", allow_null=True, default=None
@@ -60,6 +62,7 @@ class ActiveLearningRunSerializer(serializers.ModelSerializer):
             "queue_head",
             "strategy",
             "best_of_n",
+            "data_efficiency",
             "error",
             "attempts",
             "created_at",

@@ -114,6 +114,12 @@ class ActiveLearningRun(RecoverableJob):
         blank=True,
         help_text="Best-of-N accuracy against N on held-out problems (learning.bestofn).",
     )
+    data_efficiency = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Is active learning paying here: the strategy's labels against the control "
+        "arm's (learning.efficiency).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -78,14 +78,20 @@ def head_summary(order: Sequence[Scored], *, size: int = HEAD_SIZE) -> dict:
 
 
 def solutions_rewrite(
-    *, ids: Sequence[int], scores: Sequence[float], priorities: Sequence[float]
+    *,
+    ids: Sequence[int],
+    scores: Sequence[float],
+    priorities: Sequence[float],
+    arms: Sequence[str] | None = None,
 ) -> None:
-    """Set ``prm_score`` and ``priority`` of many solutions in bulk.
+    """Set ``prm_score``, ``priority`` and (given ``arms``) ``al_arm`` of many solutions in bulk.
 
     PostgreSQL: one ``UPDATE ... FROM unnest(arrays)`` per batch (a join, no per-row statement);
     SQLite: ``executemany`` of a prepared UPDATE, which SQLite runs in C. Both inside the caller's
     transaction.
     """
+    if arms is not None:
+        _arms_rewrite(ids=ids, arms=arms)
     with connection.cursor() as cursor:
         for start in range(0, len(ids), WRITE_BATCH):
             chunk = slice(start, start + WRITE_BATCH)
@@ -101,3 +107,15 @@ def solutions_rewrite(
                     "UPDATE labeling_solution SET prm_score = %s, priority = %s WHERE id = %s",
                     list(zip(scores[chunk], priorities[chunk], ids[chunk], strict=True)),
                 )
+
+
+def _arms_rewrite(*, ids: Sequence[int], arms: Sequence[str]) -> None:
+    """``al_arm`` of many solutions: one UPDATE per arm and batch (there are two arms)."""
+    from labeling.models import Solution
+
+    by_arm: dict[str, list[int]] = {}
+    for sid, arm in zip(ids, arms, strict=True):
+        by_arm.setdefault(arm, []).append(sid)
+    for arm, members in by_arm.items():
+        for start in range(0, len(members), WRITE_BATCH):
+            Solution.objects.filter(pk__in=members[start : start + WRITE_BATCH]).update(al_arm=arm)

@@ -29,7 +29,7 @@ from labeling.models import Campaign
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, solutions_rewrite
 from learning.rescoring import _score_open, campaign_cache_dir
-from learning.strategies import strategy_order
+from learning.strategies import CONTROL_ARM, strategy_order, with_control
 from learning.triggers import AL_RUNS, submitted_labels
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,10 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
             curve = _best_of_n(campaign=campaign, scorer=scorer, workdir=workdir)
         stages.save(best_of_n=curve)
 
+        with stages("efficiency"):
+            efficiency = _data_efficiency(campaign=campaign, seed=run.pk)
+        stages.save(data_efficiency=efficiency)
+
         with stages("register"):
             model = _model_register(
                 campaign=campaign,
@@ -167,11 +171,24 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         order = strategy_order(
             strategy, scored, wrong_share=campaign.al_wrong_answer_share, seed=run.pk
         )
-        head = head_summary(order) | {"strategy": strategy}
+        # A share placed uniformly at random: the control arm the estimate compares with.
+        order, arms = with_control(
+            order, strategy=strategy, share=campaign.al_control_share, seed=run.pk
+        )
+        head = head_summary(order) | {
+            "strategy": strategy,
+            "control": sum(1 for a in arms[: len(order[:100])] if a == CONTROL_ARM),
+        }
 
     with stages("write"):
         _activate_and_rewrite(
-            run=run, attempt=attempt, model=model, order=order, head=head, strategy=strategy
+            run=run,
+            attempt=attempt,
+            model=model,
+            order=order,
+            arms=arms,
+            head=head,
+            strategy=strategy,
         )
 
     stages.timings.pop("stage", None)
@@ -192,6 +209,32 @@ def _best_of_n(*, campaign: Campaign, scorer, workdir: Path) -> dict:
     except Exception as exc:  # reported on the page instead
         log.exception("best-of-N of campaign %s failed", campaign.pk)
         return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+UNIFORM_SENTENCE = (
+    "The queue is ordered uniformly (the control itself): there is no strategy to measure. "
+    "Choose a strategy and the control arm keeps its share of the queue, to tell."
+)
+
+
+def _data_efficiency(*, campaign: Campaign, seed: int) -> dict:
+    """Is active learning paying here (``learning.efficiency``), on the campaign's own labels; a
+    failure is recorded on the run, never fails it."""
+    from learning.efficiency import data_efficiency
+    from learning.selectors import campaign_arm_labels
+    from learning.strategies import UNIFORM
+
+    if campaign.al_strategy == UNIFORM:
+        return {"status": "uniform", "sentence": UNIFORM_SENTENCE}
+    try:
+        return data_efficiency(
+            campaign_arm_labels(campaign=campaign),
+            control_share=campaign.al_control_share,
+            seed=seed,
+        ) | {"strategy": campaign.al_strategy}
+    except Exception as exc:  # reported on the page instead
+        log.exception("data efficiency of campaign %s failed", campaign.pk)
+        return {"status": "error", "sentence": f"Not measured: {type(exc).__name__}: {exc}"[:500]}
 
 
 def _is_checkpoint(name: str) -> bool:
@@ -284,6 +327,7 @@ def _activate_and_rewrite(
     attempt: JobAttempt,
     model: PRMModel,
     order: Sequence[Scored],
+    arms: Sequence[str],
     head: dict,
     strategy: str,
 ) -> None:
@@ -305,7 +349,7 @@ def _activate_and_rewrite(
                     pk=model.pk
                 ).update(is_active=False)
                 PRMModel.objects.filter(pk=model.pk).update(is_active=True)
-                solutions_rewrite(ids=ids, scores=scores, priorities=priorities)
+                solutions_rewrite(ids=ids, scores=scores, priorities=priorities, arms=arms)
                 attempt.finish(DONE, model=model, queue_head=head, strategy=strategy)
             return
         except OperationalError as error:

@@ -81,3 +81,57 @@ def queue_head(*, campaign: Campaign, size: int = 100, bins: int = 10) -> QueueH
         histogram=[(f"{i / bins:.1f}", counts[i]) for i in range(bins)],
         open_total=open_regular.count(),
     )
+
+
+def campaign_arm_labels(*, campaign: Campaign) -> list:
+    """Each submitted labelling of a regular solution that a run placed, as ``ArmLabels``: the
+    steps rated, as the default export policy reads them (``exports.policy.LabelPolicy``:
+    neutral positive, the path cut after its first negative step), and the solution's arm."""
+    from exports.policy import LabelPolicy
+    from labeling.models import Assignment, StepLabel
+    from learning.efficiency import ArmLabels
+
+    policy = LabelPolicy()
+    rows = (
+        StepLabel.objects.filter(
+            assignment__campaign=campaign,
+            assignment__status=Assignment.Status.SUBMITTED,
+            assignment__solution__kind=Solution.Kind.REGULAR,
+            assignment__solution__al_arm__in=["strategy", "control"],
+            rating__isnull=False,
+        )
+        .order_by("assignment_id", "step__index")
+        .values_list(
+            "assignment_id",
+            "assignment__solution__problem__text",
+            "assignment__solution__al_arm",
+            "step__text",
+            "rating",
+        )
+    )
+    out: list = []
+    current, steps, labels, problem, arm, cut = None, [], [], "", "", False
+
+    def flush() -> None:
+        if steps:
+            out.append(ArmLabels(problem, tuple(steps), tuple(labels), arm))
+
+    for assignment_id, text, solution_arm, step, rating in rows.iterator(chunk_size=5000):
+        if assignment_id != current:
+            flush()
+            current, steps, labels, problem, arm, cut = (
+                assignment_id,
+                [],
+                [],
+                text,
+                solution_arm,
+                False,
+            )
+        if cut:
+            continue
+        label = policy.label(rating)
+        steps.append(step)
+        labels.append(bool(label))
+        cut = policy.cut_after_first_negative and not label
+    flush()
+    return out

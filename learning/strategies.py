@@ -112,10 +112,39 @@ def order_uniform(items: Sequence[Scored], *, wrong_share: float, seed: int = 0)
 def interleave(orders: Sequence[Sequence[Scored]], shares: Sequence[float]) -> list[Scored]:
     """One order from several: position ``k`` goes to the order furthest below its share of the
     prefix (as ``queue_order`` does for two kinds), which gives its best item not yet placed."""
+    return [s for s, _ in _interleave(orders, shares)]
+
+
+STRATEGY_ARM, CONTROL_ARM = "strategy", "control"
+
+
+def with_control(
+    order: Sequence[Scored], *, strategy: str, share: float, seed: int
+) -> tuple[list[Scored], list[str]]:
+    """The queue order with a control arm, and the arm of each position.
+
+    ``share`` of every prefix (to within one) is drawn uniformly at random (``order_uniform``
+    with its own seed), the rest follows the strategy's ``order``, each skipping what the other
+    placed: the control arm's labels are a uniform sample of the same queue, which is what the
+    data-efficiency estimate compares the strategy's labels with. A uniform strategy is all
+    control."""
+    if strategy == UNIFORM:
+        return list(order), [CONTROL_ARM] * len(order)
+    share = min(1.0, max(0.0, share))
+    if share == 0:
+        return list(order), [STRATEGY_ARM] * len(order)
+    control = order_uniform(order, wrong_share=0.0, seed=seed * 7919 + 1)
+    placed = _interleave([order, control], [1 - share, share])
+    return [s for s, _ in placed], [STRATEGY_ARM if k == 0 else CONTROL_ARM for _, k in placed]
+
+
+def _interleave(
+    orders: Sequence[Sequence[Scored]], shares: Sequence[float]
+) -> list[tuple[Scored, int]]:
     placed: set[int] = set()
     taken = [0] * len(orders)
     cursor = [0] * len(orders)
-    out: list[Scored] = []
+    out: list[tuple[Scored, int]] = []
     total = len({s.solution_id for order in orders for s in order})
     while len(out) < total:
         k = len(out) + 1
@@ -127,7 +156,7 @@ def interleave(orders: Sequence[Sequence[Scored]], shares: Sequence[float]) -> l
             continue
         s = orders[i][cursor[i]]
         placed.add(s.solution_id)
-        out.append(s)
+        out.append((s, i))
         taken[i] += 1
     return out
 

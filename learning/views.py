@@ -31,6 +31,7 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
     versions = [(f"v{m.version}", m.metrics.get("auroc")) for m in models]
     measured = next((run for run in runs if run.best_of_n), None)
     curve = measured.best_of_n if measured else {}
+    efficiency_run = next((run for run in runs if run.data_efficiency), None)
     served, served_error = None, ""
     try:
         served = campaign_scoring(campaign)
@@ -54,6 +55,8 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             points=head.histogram,
         ),
         "strategy_reason": strategies.DEFAULT_REASON,
+        "efficiency_run": efficiency_run,
+        "efficiency": efficiency_run.data_efficiency if efficiency_run else {},
         "served": served,
         "served_error": served_error,
         "served_count": selectors.served_count(campaign=campaign, served=served),
@@ -70,6 +73,7 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             "train",
             "evaluate",
             "bestofn",
+            "efficiency",
             "register",
             "score",
             "order",

@@ -5,9 +5,18 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
 
 app = Celery("stepwise")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _database_or_exit(**_kwargs) -> None:
+    """A worker without its database would say ``ready`` and fail every job: refuse instead."""
+    from stepwise.startup import database_reachable_or_exit
+
+    database_reachable_or_exit("worker")

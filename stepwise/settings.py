@@ -76,6 +76,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so that it times everything below it (stepwise/observability.py).
     "stepwise.observability.RequestMetricsMiddleware",
+    # Each request's id, user and campaign on its log lines (common/logs.py), early, so that
+    # what the middleware below logs carries them too.
+    "common.logs.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "stepwise.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -228,6 +231,8 @@ CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
 CELERY_WORKER_PREFETCH_MULTIPLIER = envint("CELERY_WORKER_PREFETCH_MULTIPLIER", "4")
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# With JSON logs a worker logs through LOGGING (below) instead of Celery's own plain format.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = envstr("LOG_FORMAT", "text") != "json"
 # Queues: heavy tasks (training and scoring, exports) go to `learning`, so a dedicated worker (a GPU
 # box) takes them with `-Q learning`; work that may hold a worker for hours (generation from a model
 # endpoint, rollouts and a judge) goes to `long`, so that imports, figures and the sweeps on the
@@ -344,6 +349,9 @@ STEPWISE_ENDPOINT_URLS = envbool("STEPWISE_ENDPOINT_URLS", "False")
 STEPWISE_ENDPOINT_HOSTS = [
     h.strip() for h in envstr("STEPWISE_ENDPOINT_HOSTS", "").split(",") if h.strip()
 ]
+# The secret of the annotator pseudonyms in exports (exports/pseudonyms.py): keep it when
+# rotating SECRET_KEY, or every pseudonym in later exports changes. Empty: SECRET_KEY.
+STEPWISE_PSEUDONYM_SECRET = envstr("STEPWISE_PSEUDONYM_SECRET", "")
 # Tokenizers the export page and API offer for TRL's length check (docs/exports.md): "name=source"
 # pairs separated by commas, each source a local folder or a hub id already in the cache (never
 # downloaded). The command line also takes a folder or hub id directly.
@@ -377,6 +385,9 @@ STEPWISE_SNAPSHOT_MAX_AGE = envint("STEPWISE_SNAPSHOT_MAX_AGE", "300")
 STEPWISE_SNAPSHOT_MIN_AGE = envint("STEPWISE_SNAPSHOT_MIN_AGE", "30")
 # How long a new invitation link works unless the manager says otherwise, in days.
 STEPWISE_INVITATION_DAYS = envint("STEPWISE_INVITATION_DAYS", "7")
+# How old the campaign's progress on the labelling page may be (seconds): it is counted over the
+# whole campaign at most this often, and read from the cache in between.
+STEPWISE_PROGRESS_SECONDS = envint("STEPWISE_PROGRESS_SECONDS", "10")
 
 # Caches: login throttling counts (stepwise/security.py). A file cache under var/ is shared by
 # the processes of one machine; set CACHE_URL=redis://... when several machines serve the site.
@@ -434,10 +445,23 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 if envbool("STEPWISE_FAST_HASHER", "False"):
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
+# LOG_FORMAT=json: one JSON object a line, with the request's or the job's ids (common/logs.py);
+# `text` (the default): Python's plain lines. LOG_LEVEL=INFO adds a line per request.
+LOG_FORMAT = envstr("LOG_FORMAT", "text")
+if LOG_FORMAT not in ("text", "json"):
+    raise RuntimeError(f"LOG_FORMAT must be text or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "common.logs.JsonFormatter"}},
+    "filters": {"context": {"()": "common.logs.ContextFilter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["context"],
+            **({"formatter": "json"} if LOG_FORMAT == "json" else {}),
+        }
+    },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "WARNING")},
     # kombu warns "No hostname was supplied" for every connection to the filesystem broker,
     # which has no host by design.

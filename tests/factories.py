@@ -169,3 +169,10 @@ def api_client_for(user):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {make_token(user=user)}")
     return client
+
+
+def export_name(campaign: Campaign, user) -> str:
+    """How exports name this annotator by default: their pseudonym in the campaign."""
+    from exports.pseudonyms import annotator_pseudonym
+
+    return annotator_pseudonym(campaign_id=campaign.pk, user_id=user.pk)

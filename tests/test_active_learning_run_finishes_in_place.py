@@ -53,7 +53,10 @@ def test_retrain_says_queued_in_the_page_not_in_a_message_that_stays(client, cam
 
     body = response.content.decode()
     run = ActiveLearningRun.objects.get()
-    assert f"Run {run.pk}: waiting for a worker. This page updates when it is done." in text(body)
+    # No worker consumes the `learning` queue here, and the page says so in the same sentence.
+    words = text(body)
+    assert f"Run {run.pk}: waiting for a worker — No worker consumes the queue “learning”" in words
+    assert "-Q learning ). This page updates when it is done." in words
     assert f'hx-get="{status_url(run, "pending")}" hx-trigger="every 2s"' in body
     assert 'class="messages"' not in body
     assert re.search(r"<button type=\"submit\" disabled[^>]*>Retrain now</button>", body)

@@ -127,3 +127,33 @@ def test_step_entropy_is_one_bit_for_coin_tosses_and_zero_for_certainty():
     assert step_entropy([]) == 0.0
     p = 0.9
     assert step_entropy([p]) == pytest.approx(-(p * math.log2(p) + (1 - p) * math.log2(1 - p)))
+
+
+def _many(n: int) -> list[Scored]:
+    return [Scored(i, 1 - i / n, i % 2 == 0) for i in range(1, n + 1)]
+
+
+def test_the_control_arm_takes_its_share_of_every_prefix_uniformly_at_random():
+    from learning.strategies import CONTROL_ARM, with_control
+
+    items = _many(400)
+    order = strategy_order("convincing-wrong", items)
+    placed, arms = with_control(order, strategy="convincing-wrong", share=0.2, seed=3)
+    assert sorted(ids(placed)) == list(range(1, 401))
+    for k in range(1, 401):
+        assert abs(arms[:k].count(CONTROL_ARM) - 0.2 * k) <= 1, k
+    control = [s.solution_id for s, a in zip(placed, arms, strict=True) if a == CONTROL_ARM]
+    # not the strategy's order: drawn from the whole queue (its scores, ids spread evenly)
+    assert sorted(control) != control
+    assert min(control) < 100 and max(control) > 300
+    strategy = [s.solution_id for s, a in zip(placed, arms, strict=True) if a != CONTROL_ARM]
+    assert strategy == [s.solution_id for s in order if s.solution_id not in set(control)]
+
+
+def test_a_uniform_strategy_is_all_control_and_share_zero_none():
+    from learning.strategies import with_control
+
+    items = _many(10)
+    assert set(with_control(items, strategy="uniform", share=0.2, seed=1)[1]) == {"control"}
+    order, arms = with_control(items, strategy="uncertainty", share=0.0, seed=1)
+    assert order == items and set(arms) == {"strategy"}

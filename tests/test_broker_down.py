@@ -1,6 +1,7 @@
 """Work accepted while the broker is down: a real web process whose Redis is not there answers
 202 with the job's id (not 500), and once a broker is back the sweep (on beat, in a real worker)
-delivers the job, which runs exactly once (``common.jobs.JobKind.send``, ``job_unsent``).
+delivers the job, which runs exactly once (``common.jobs.JobKind.send``, ``job_unsent``); a
+retry with the same ``Idempotency-Key`` gets the same job.
 
 Needs ``redis-server`` (the test starts its own, on a port that was closed when the work was
 posted); runs on SQLite and on PostgreSQL.
@@ -96,7 +97,9 @@ def test_work_posted_while_the_broker_is_down_gets_its_id_and_runs_once_when_it_
     )
     base = f"/api/campaigns/{campaign.slug}"
 
-    exported = api.post(f"{base}/exports/", json={"format": "trl"})
+    keyed = {"Idempotency-Key": "nightly-export-1"}
+    exported = api.post(f"{base}/exports/", json={"format": "trl"}, headers=keyed)
+    retried = api.post(f"{base}/exports/", json={"format": "trl"}, headers=keyed)  # a retry
     with open(GSM8K, "rb") as fh:
         uploaded = api.post(
             f"{base}/imports/",
@@ -104,7 +107,9 @@ def test_work_posted_while_the_broker_is_down_gets_its_id_and_runs_once_when_it_
             files={"file": ("gsm8k.jsonl", fh)},
         )
 
-    assert exported.status_code == 202, exported.text
+    assert exported.status_code == retried.status_code == 202, exported.text
+    assert retried.json()["id"] == exported.json()["id"]
+    assert Export.objects.filter(campaign=campaign).count() == 1  # the retry created nothing
     assert uploaded.status_code == 202, uploaded.text
     export = Export.objects.get(pk=exported.json()["id"], campaign=campaign)
     job = ImportJob.objects.get(pk=uploaded.json()["id"], campaign=campaign)

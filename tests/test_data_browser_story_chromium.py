@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from labeling.curation import actions as curation
 from labeling.models import Assignment, Membership, Solution, SolutionBulkAction, Step, StepLabel
 from tests.factories import (
+    export_name,
     make_campaign,
     make_labelled,
     make_member,
@@ -155,8 +156,8 @@ def test_a_manager_finds_curates_requeues_and_exports_a_selection(live_server, p
             for r in csv.DictReader(f)
         )
     want = sorted(
-        (label.assignment.solution_id, label.assignment.annotator.username, label.step.index,
-         label.rating)
+        (label.assignment.solution_id, export_name(campaign, label.assignment.annotator),
+         label.step.index, label.rating)
         for label in StepLabel.objects.filter(
             assignment__solution__in=[target, twin], assignment__status="submitted"
         ).select_related("assignment__annotator", "step")

@@ -215,7 +215,8 @@ def test_export_exactly_the_selection_from_the_page(client, campaign, manager, d
     client.post(
         reverse("exports:list", kwargs={"slug": campaign.slug}),
         {"format": "csv", "selection": selection, "neutral": "positive", "annotators": "each",
-         "math500": "ignore", "test_fraction": "0", "split_seed": "0"},
+         "math500": "ignore", "test_fraction": "0", "split_seed": "0",
+         "annotator_ids": "pseudonym"},
     )  # fmt: skip
     export = Export.objects.get()
     assert export.selection == {"answer": ["wrong"]}

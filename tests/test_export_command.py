@@ -36,6 +36,7 @@ def test_it_writes_the_file_and_its_manifest_with_the_policy_options(campaign, t
         "--test-fraction=0.5",
         "--split-seed=4",
         "--math500=exclude",
+        "--annotator-ids=username",
     )
     manifest = json.loads((tmp_path / "alg.manifest.json").read_text())
     assert manifest["policy"] == {
@@ -43,6 +44,7 @@ def test_it_writes_the_file_and_its_manifest_with_the_policy_options(campaign, t
         "cut_after_first_negative": False,
         "alternatives": False,
         "annotators": "each",
+        "annotator_ids": "username",
         "include_quality_control": True,
         "include_screening": False,
         "reviewed_only": True,

@@ -9,8 +9,10 @@ from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
 import pytest
+from django.contrib.auth import get_user_model
 
 from exports.formats import CSV_COLUMNS, FORMATS, ExportError, LabelPolicy, write_export
+from exports.pseudonyms import annotator_pseudonym
 from tests.factories import make_campaign, make_labelled, make_problem, make_solution, make_user
 
 pytestmark = pytest.mark.django_db
@@ -62,6 +64,12 @@ def run(campaign, tmp_path, fmt, **options):
     return path, manifest
 
 
+def pseudonym(campaign, username):
+    """The id exports give this user in this campaign (usernames only with annotator_ids)."""
+    user = get_user_model().objects.get(username=username)
+    return annotator_pseudonym(campaign_id=campaign.pk, user_id=user.pk)
+
+
 def jsonl(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -70,7 +78,7 @@ def test_prm800k_lines_carry_every_field_of_the_upstream_format(campaign, tmp_pa
     path, _ = run(campaign, tmp_path, "prm800k")
     first, second = jsonl(path)
     assert first == {
-        "labeler": "ann",
+        "labeler": pseudonym(campaign, "ann"),
         "timestamp": "2022-11-17T14:02:51.392536",
         "generation": 6,
         "is_quality_control_question": False,
@@ -253,10 +261,11 @@ def test_csv_has_one_row_per_step_label_with_the_rating_as_given(campaign, tmp_p
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == CSV_COLUMNS
+    ann, bob = pseudonym(campaign, "ann"), pseudonym(campaign, "bob")
     assert [(r["annotator"], r["step_index"], r["rating"]) for r in rows] == [
-        ("ann", "0", "-1"),
-        ("bob", "0", "1"),
-        ("bob", "1", "0"),
+        (ann, "0", "-1"),
+        (bob, "0", "1"),
+        (bob, "1", "0"),
     ]
     assert rows[0]["campaign"] == "algebra"
     assert rows[0]["step_text"] == "First, $2 + 3 = 5$."

@@ -121,6 +121,7 @@ def test_posting_the_form_records_an_export_with_its_policy_and_enqueues_it(
         "test_fraction": "0.1",
         "split_seed": "7",
         "math500": "test",
+        "annotator_ids": "username",
         "step_tag": "<step>",
     }
     with django_capture_on_commit_callbacks() as callbacks:
@@ -146,6 +147,7 @@ def test_posting_the_form_records_an_export_with_its_policy_and_enqueues_it(
             test_fraction=0.1,
             split_seed=7,
             math500="test",
+            annotator_ids="username",
         ).to_dict()
     )
     assert export.options == {"step_tag": "<step>"}
@@ -163,6 +165,7 @@ def test_the_form_offers_the_declared_tokenizers_for_trls_length_check(
     data = {"format": "trl-parquet", "tokenizer": "minilm", "max_length": "256"}
     data |= {"step_separator": " [SEP] ", "keep_labels": "on", "alternatives": "on"}
     data |= {"neutral": "positive", "annotators": "majority", "math500": "ignore"}
+    data |= {"annotator_ids": "pseudonym"}
     data |= {"test_fraction": "0", "split_seed": "0"}
     assert client.post(list_url(campaign), data).status_code == 302
     export = export_run(export=Export.objects.get())

@@ -79,3 +79,21 @@ def test_only_staff_reach_the_actions(client):
     job.refresh_from_db()
     assert job.status == "failed"
     assert response.redirect_chain and "login" in response.redirect_chain[0][0]
+
+
+def test_every_kind_of_job_has_the_actions_in_the_admin():
+    from django.contrib import admin
+
+    from common.admin import fail_jobs, retry_jobs
+
+    for name, kind in job_kinds().items():
+        model_admin = admin.site._registry.get(kind.model)
+        assert model_admin is not None, f"{name}: {kind.model.__name__} is not in the admin"
+        assert {retry_jobs, fail_jobs} <= set(model_admin.actions), name
+
+
+def test_each_kinds_admin_list_shows(admin_client):
+    for kind in job_kinds().values():
+        meta = kind.model._meta
+        url = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
+        assert admin_client.get(url).status_code == 200, kind.name

@@ -105,24 +105,32 @@ def test_a_whole_solution_with_the_keyboard_only(labeller, campaign):
     assert assignment.total_time_ms is not None
 
 
-def test_keys_pressed_while_waiting_for_the_server_are_dropped(labeller, campaign):
-    """Nothing is rated before it is shown: presses during a request do not carry over."""
+def test_keys_pressed_while_waiting_for_the_server_wait_their_turn(labeller, campaign):
+    """Presses during a request are applied in order once its answer is shown, each to the
+    step the page then shows (an undo to the rating just before it)."""
     make_solution(campaign=campaign, steps=["a", "b", "c", "d"])
     page = labeller()
-    held = []
-    page.route("**/rate/", lambda route: held.append(route))  # held until released below
+    held, sent = [], []
+
+    def hold_the_first(route):
+        sent.append(route.request.url)
+        if held:
+            route.continue_()
+        else:
+            held.append(route)  # held until released below
+
+    page.route("**/rate/", hold_the_first)
     with page.expect_request("**/rate/"):
         page.keyboard.press("3")
-    for key in "321u":
+    for key in "23u":
         page.keyboard.press(key)
     # A selector wait, not wait_for_function (its polling evaluates a string: no eval under CSP).
     page.wait_for_selector("#workspace.htmx-request", state="attached")
-    assert len(held) == 1
+    assert len(sent) == 1  # nothing else was sent while the first was in flight
+    assert page.locator(".step.rated").count() == 0  # nor shown as rated
     held[0].continue_()
-    current_is(page, 1)
-    assert len(held) == 1
-    page.unroute("**/rate/")
-    page.keyboard.press("2")  # once the answer is in, keys work again
+    current_is(page, 2)
+    page.wait_for_selector("#workspace:not(.htmx-request)")
     current_is(page, 2)
     assert [r for r, _, _ in labels(Assignment.objects.get())] == [1, 0]
 

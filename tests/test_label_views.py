@@ -183,7 +183,7 @@ def test_a_refused_plain_form_comes_back_with_the_reason(client, campaign, annot
     response = client.post(
         action_url("rate", assignment), {"step_index": 1, "rating": 1}, follow=True
     )
-    assert "Rate step 0 first." in response.content.decode()
+    assert "Rate step 1 first." in response.content.decode()
     assert not StepLabel.objects.exists()
 
 

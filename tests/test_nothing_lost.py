@@ -15,7 +15,14 @@ from annotators.stats import campaign_stats
 from exports.formats import LabelPolicy, write_export
 from labeling import queue
 from labeling.models import Adjudication, Assignment, Solution, StepLabel
-from tests.factories import make_campaign, make_member, make_solution, make_user, submit_ratings
+from tests.factories import (
+    export_name,
+    make_campaign,
+    make_member,
+    make_solution,
+    make_user,
+    submit_ratings,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -170,17 +177,16 @@ def test_rejected_labels_are_exported_flagged_only_when_asked_and_never_trained_
     lines = export_rows(campaign, tmp_path, "prm800k", include_rejected=True)
     trl = export_rows(campaign, tmp_path, "trl", include_rejected=True)
 
-    assert {(r["annotator"], r["assignment_status"]) for r in plain} == {("bob", "submitted")}
-    assert sorted((r["annotator"], r["rating"], r["assignment_status"]) for r in flagged) == [
-        ("ann", "-1", "rejected"),
-        ("ann", "1", "rejected"),
-        ("bob", "1", "submitted"),
-        ("bob", "1", "submitted"),
-    ]
-    rejected_line = next(line for line in lines if line["labeler"] == "ann")
+    ann, bob = (export_name(campaign, people[name]) for name in ("ann", "bob"))
+    assert {(r["annotator"], r["assignment_status"]) for r in plain} == {(bob, "submitted")}
+    flagged_rows = sorted((r["annotator"], r["rating"], r["assignment_status"]) for r in flagged)
+    want = [(ann, "-1", "rejected"), (ann, "1", "rejected")]
+    want += [(bob, "1", "submitted"), (bob, "1", "submitted")]
+    assert flagged_rows == sorted(want)
+    rejected_line = next(line for line in lines if line["labeler"] == ann)
     assert rejected_line["stepwise_status"] == "rejected"
     assert rejected_line["stepwise_review_comment"] == "No."
-    assert "stepwise_status" not in next(line for line in lines if line["labeler"] == "bob")
+    assert "stepwise_status" not in next(line for line in lines if line["labeler"] == bob)
     assert [row["labels"] for row in trl] == [[True, True]]
 
 
@@ -309,13 +315,10 @@ def test_a_decision_replaces_the_earlier_one_and_both_are_kept(disputed, people,
     ]
     # The annotators' ratings are untouched and still exported, each.
     each = export_rows(campaign, tmp_path, "csv")
-    assert sorted((r["annotator"], r["step_index"], r["rating"]) for r in each) == [
-        ("ann", "0", "1"),
-        ("ann", "1", "1"),
-        ("ann", "2", "1"),
-        ("bob", "0", "1"),
-        ("bob", "1", "-1"),
-    ]
+    ann, bob = (export_name(campaign, people[name]) for name in ("ann", "bob"))
+    assert sorted((r["annotator"], r["step_index"], r["rating"]) for r in each) == sorted(
+        [(ann, "0", "1"), (ann, "1", "1"), (ann, "2", "1"), (bob, "0", "1"), (bob, "1", "-1")]
+    )
     per_annotator = export_rows(campaign, tmp_path, "trl", annotators="each")
     assert sorted(row["labels"] for row in per_annotator) == [[True, False], [True, True, True]]
 

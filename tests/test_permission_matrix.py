@@ -138,6 +138,8 @@ ROUTES: dict[str, Route] = {
     # exports
     "exports:list": Route("manage", {"GET": 200, "POST": 400}, ("slug",), {"format": "nope"}),
     "exports:download": Route("manage", {"GET": 200}, ("slug", "export", "file")),
+    # Who is behind each pseudonym in the exports: the campaign's managers only.
+    "exports:annotators": Route("manage", {"GET": 200}, ("slug",)),
     # API
     "api-campaign-next": Route("api-member", {"POST": 200}, ("slug",)),
     "api-assignment": Route("api-holder", {"GET": 200}, ("assignment",), admin_ok={"GET": 200}),

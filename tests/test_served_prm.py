@@ -234,11 +234,17 @@ def test_a_run_ordered_by_the_served_scores_puts_its_most_convincing_wrong_answe
     served = dict(ServedScore.objects.filter(campaign=campaign).values_list("solution_id", "score"))
     open_ = Solution.objects.filter(campaign=campaign, kind="regular", is_open=True)
     queue = list(open_.order_by("-priority", "pk").values_list("pk", "answer_is_correct"))
+    # 20% of every prefix is the control arm, drawn uniformly; the rest is the served PRM's order
+    arms = dict(open_.values_list("pk", "al_arm"))
+    assert abs(sum(1 for pk, _ in queue[:100] if arms[pk] == "control") - 20) <= 1
     expected = queue_order(
         [Scored(pk, served.get(pk, -math.inf), correct) for pk, correct in queue],
         wrong_share=campaign.al_wrong_answer_share,
     )
-    assert [pk for pk, _ in queue] == [s.solution_id for s in expected]
+    queue = [(pk, correct) for pk, correct in queue if arms[pk] == "strategy"]
+    assert [pk for pk, _ in queue] == [
+        s.solution_id for s in expected if arms[s.solution_id] == "strategy"
+    ]
     wrong = [pk for pk, correct in queue if correct is False]
     head_wrong = [pk for pk, correct in queue[:20] if correct is False]
     assert head_wrong == wrong[: len(head_wrong)]

@@ -16,6 +16,7 @@ from exports.reader import SolutionData
 
 # The options that only select labels; the raw formats keep every rating as it was given.
 RAW_OPTIONS = (
+    "annotator_ids",
     "include_quality_control",
     "include_screening",
     "reviewed_only",

@@ -25,6 +25,11 @@ class FinishReason(models.TextChoices):
     BAD_PROBLEM = "bad_problem", "bad problem"
     GIVE_UP = "give_up", "gave up"
 
+    @classmethod
+    def words(cls, value: str | None) -> str:
+        """What a page says for a stored value (``found_error``: "found an error")."""
+        return cls(value).label if value in cls.values else (value or "")
+
 
 # The PRM backbones active learning trains (names ``prm.build_backbone`` knows), as the settings
 # form offers them. A campaign may hold another name set elsewhere (``hf:PATH`` for a local
@@ -128,6 +133,12 @@ class Campaign(models.Model):
         # names only the old columns (the benchmarks' loaders, operators' scripts) working.
         db_default=Strategy.UNIFORM,
         help_text="How active learning orders the queue.",
+    )
+    al_control_share = models.FloatField(
+        default=0.2,
+        db_default=0.2,
+        help_text="Share of the queue placed uniformly at random (the control arm) while a "
+        "strategy other than uniform orders it: what tells whether active learning pays.",
     )
     # A PRM served elsewhere (a declared ``pooling`` or ``step-scores`` endpoint, by name; the
     # URL and key are the operator's): its scores steer the ``served-prm`` strategy and are

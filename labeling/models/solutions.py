@@ -182,6 +182,11 @@ class Solution(models.Model):
     verifier_score = models.FloatField(null=True, blank=True)
     prm_score = models.FloatField(null=True, blank=True)
     priority = models.FloatField(default=0.0)
+    # Which arm of active learning placed it in the queue (``learning.strategies.with_control``):
+    # ``strategy``, ``control`` (uniformly at random, the share ``al_control_share``), or blank
+    # (never placed by a run). A run rewrites it on open solutions only, so a served solution
+    # keeps the arm that placed it (with overlap above 1: the last run's before it closed).
+    al_arm = models.CharField(max_length=10, blank=True, default="", db_default="")
     is_open = models.BooleanField(default=True)
     archived = models.BooleanField(
         default=False,

@@ -58,7 +58,13 @@ from labeling.queue.errors import (
     NotLeaseHolder,
     ScreeningFailed,
 )
-from labeling.queue.gold import GoldScore, gold_agreement, gold_score, gold_set_warnings
+from labeling.queue.gold import (
+    GoldScore,
+    first_error_found,
+    gold_agreement,
+    gold_score,
+    gold_set_warnings,
+)
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
 from labeling.queue.review import assignment_review_outcome
 from labeling.queue.screening import screening_score
@@ -87,6 +93,7 @@ __all__ = [
     "assignment_review_outcome",
     "assignment_skip",
     "assignment_submit",
+    "first_error_found",
     "gold_agreement",
     "gold_score",
     "gold_set_warnings",

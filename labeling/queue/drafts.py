@@ -37,13 +37,13 @@ def step_label_set(
             )
         )
         if step_index > len(rated):
-            raise LabelsInvalid("step_index", f"Rate step {len(rated)} first.")
+            raise LabelsInvalid("step_index", f"Rate step {len(rated) + 1} first.")
         if locked.campaign.stop_at_first_error:
             negative = min((i for i, r in rated.items() if r == Rating.NEGATIVE), default=None)
             if negative is not None and step_index > negative:
                 raise LabelsInvalid(
                     "step_index",
-                    f"Step {negative} is negative: with stop at first error nothing after it "
+                    f"Step {negative + 1} is negative: with stop at first error nothing after it "
                     "is rated.",
                 )
             if rating == Rating.NEGATIVE and any(i > step_index for i in rated):
@@ -127,7 +127,7 @@ def _rated_label(*, assignment: Assignment, step_index: int) -> StepLabel:
         assignment=assignment, step__index=step_index, rating__isnull=False
     ).first()
     if label is None:
-        raise LabelsInvalid("step_index", f"Step {step_index} is not rated.")
+        raise LabelsInvalid("step_index", f"Step {step_index + 1} is not rated.")
     return label
 
 

@@ -32,8 +32,16 @@ from common.agreement import cohen_kappa
 from labeling.models import Rating
 from labeling.models.campaigns import SCREENING_THRESHOLD_DEFAULT as DEFAULT_THRESHOLD
 
-__all__ = ["DEFAULT_THRESHOLD", "GoldScore", "gold_agreement", "gold_score", "gold_set_warnings"]
-# The gold page warns below this share of negative scored steps (PRM800K's phase 1 has about 8%).
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "GoldScore",
+    "first_error_found",
+    "gold_agreement",
+    "gold_score",
+    "gold_set_warnings",
+]
+# The gold page warns below this share of negative scored steps (gold cut at the first error from
+# PRM800K phase 1 has 11-14%: bench/gold_scores.py).
 MIN_NEGATIVE_SHARE = 0.2
 
 GoldSteps = Sequence[tuple[int, int | None]]
@@ -67,6 +75,14 @@ def _scored(gold, ratings, stop_at_first_error):
 
 def _first_negative(items: Iterable[tuple[int, int | None]]) -> int | None:
     return next((index for index, r in sorted(items) if r == Rating.NEGATIVE), None)
+
+
+def first_error_found(gold: GoldSteps, ratings: dict[int, int]) -> bool | None:
+    """Whether the annotator's first -1 is on the gold's first -1; None when gold has no error."""
+    error = _first_negative(gold)
+    if error is None:
+        return None
+    return _first_negative(ratings.items()) == error
 
 
 @dataclass(frozen=True)
@@ -125,9 +141,9 @@ def gold_score(
         for _index, gold_rating, given in _scored(gold, ratings, stop_at_first_error):
             pairs.append((gold_rating, given))
             agree += given == gold_rating
-        if (error := _first_negative(gold)) is not None:
+        if (hit := first_error_found(gold, ratings)) is not None:
             errors += 1
-            found += _first_negative(ratings.items()) == error
+            found += hit
     return GoldScore(
         agree=agree, scored=len(pairs), kappa=cohen_kappa(pairs), errors=errors, found=found
     )

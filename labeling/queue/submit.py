@@ -283,14 +283,14 @@ def _labels_final(
         rated = sorted(i for i, d in drafts.items() if d.rating is not None)
         if rated != list(range(len(rated))):
             missing = next(i for i, j in enumerate([*rated, None]) if i != j)
-            raise LabelsInvalid("ratings", f"Step {missing} is not rated.")
+            raise LabelsInvalid("ratings", f"Step {missing + 1} is not rated.")
         labels = [drafts[i] for i in rated]
     else:
         if not isinstance(ratings, list):
             raise LabelsInvalid("ratings", "Ratings are a list, one per step from step 0.")
         for i, r in enumerate(ratings):
             if r not in RATINGS or isinstance(r, bool):
-                raise LabelsInvalid("ratings", f"Step {i}: a rating is -1, 0 or 1, not {r!r}.")
+                raise LabelsInvalid("ratings", f"Step {i + 1}: a rating is -1, 0 or 1, not {r!r}.")
         labels = [_Label(index=i, rating=r) for i, r in enumerate(ratings)]
     if len(labels) > n_steps:
         raise LabelsInvalid(
@@ -301,7 +301,7 @@ def _labels_final(
     if stop_at_first_error and first_negative is not None and len(labels) > first_negative + 1:
         raise LabelsInvalid(
             "ratings",
-            f"Step {first_negative} is negative: with stop at first error no step after it "
+            f"Step {first_negative + 1} is negative: with stop at first error no step after it "
             "is rated.",
         )
     if flags is not None:
@@ -317,7 +317,9 @@ def _labels_final(
             raise LabelsInvalid("step_times_ms", "At most one time per rated step.")
         for label, ms in zip(labels, step_times_ms, strict=False):
             if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
-                raise LabelsInvalid("step_times_ms", f"Step {label.index}: {ms!r} is not a time.")
+                raise LabelsInvalid(
+                    "step_times_ms", f"Step {label.index + 1}: {ms!r} is not a time."
+                )
             label.time_spent_ms = clamp_ms(ms, maximum=STEP_TIME_MAX_MS)
     if human_completion is not None and human_completion.strip():
         if first_negative is None:
@@ -332,7 +334,7 @@ def _labels_final(
                 "ratings",
                 f"{len(labels)} of {n_steps} steps are rated: rate every step"
                 + (" up to the first negative one" if stop_at_first_error else "")
-                + ", or finish with give_up or bad_problem.",
+                + ", or give up or report a bad problem.",
             )
         finish_reason = (
             FinishReason.SOLUTION if first_negative is None else FinishReason.FOUND_ERROR

@@ -20,6 +20,8 @@ from django import template
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
+from labeling.models import FinishReason
+
 register = template.Library()
 
 # Model output (problems, steps) puts one equation per line: a newline is a line break there.
@@ -151,6 +153,12 @@ def render_markdown_math(text: str, *, breaks: bool = True) -> str:
 
     rendered = _TAG.sub(as_text, rendered)
     return _TOKEN.sub(lambda m: _math_span(formulas[int(m.group(1))]), rendered)
+
+
+@register.filter(name="finish_reason")
+def finish_reason(value: str | None) -> str:
+    """``{{ a.finish_reason|finish_reason }}``: the finish reason in words."""
+    return FinishReason.words(value)
 
 
 @register.filter(name="markdown_math")

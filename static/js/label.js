@@ -18,10 +18,13 @@
 
   var STORE_PREFIX = "stepwise:";
 
-  // True from a request until its answer has settled. Keys pressed meanwhile are dropped, not
-  // queued: a rating must be of a step the annotator has seen, and the next step is not shown
-  // until the answer arrives (the same holds for Enter and the next solution).
+  // True from a request until its answer has settled. Keys pressed meanwhile wait in ``pending``
+  // and are applied in order once the answer is shown: each acts on the page as it then is (the
+  // step the previous key led to; an undo names the step the page shows as last), so fast typing
+  // loses nothing and nothing is applied to a step the page has not reached. A refusal (400,
+  // 409) or a failed request drops what is waiting: the page is not where those keys expected.
   var busy = false;
+  var pending = [];
 
   // --- Storage (times and correction drafts survive a reload; private modes may refuse it) ---
 
@@ -179,8 +182,17 @@
   var KEYS = { "1": 1, "2": 1, "3": 1, f: 1, u: 1, Backspace: 1, s: 1, Enter: 1, c: 1 };
 
   function run(key) {
-    if (!busy) act(key);
+    pending.push(key);
+    drain();
   }
+
+  // Apply waiting keys until one starts a request (or none is left). Called after each answer
+  // has settled, on the next turn of the event loop, once htmx has wired up the new forms.
+  function drain() {
+    while (!busy && pending.length) act(pending.shift());
+  }
+
+  function drainSoon() { window.setTimeout(drain, 0); }
 
   function isTextEntry(el) {
     if (!el || !el.closest) return false;
@@ -248,9 +260,16 @@
   document.addEventListener("htmx:afterRequest", function (event) {
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
     var swapped = (status >= 200 && status < 400 && status !== 204) || status === 400 || status === 409;
-    if (!swapped) busy = false;
+    if (status < 200 || status >= 300) pending = [];
+    if (!swapped) {
+      busy = false;
+      drainSoon();
+    }
   });
-  document.addEventListener("htmx:afterSettle", function () { busy = false; });
+  document.addEventListener("htmx:afterSettle", function () {
+    busy = false;
+    drainSoon();
+  });
 
   // Refusals (400: a broken rule, 409: the assignment is no longer yours to change) come back as
   // the partial with the reason in it: show it instead of dropping it like other errors.
@@ -263,6 +282,7 @@
       var got = new URL(xhr.responseURL);
       if (got.pathname !== asked.pathname) {
         event.detail.shouldSwap = false;
+        pending = [];
         window.location.assign(got.href);
         return;
       }

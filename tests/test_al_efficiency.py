@@ -1,0 +1,88 @@
+"""Is active learning paying here: the estimate of the strategy's labels against the control
+arm's (``learning.efficiency``), on real PRM800K phase 1 labels (``tests/fixtures/prm``), and its
+place on the active-learning page."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from learning.efficiency import FRACTIONS, ArmLabels, _ratio, data_efficiency
+
+FIXTURE = Path(__file__).parent / "fixtures" / "prm" / "phase1_trl_small.jsonl"
+
+
+def _paths() -> list[tuple[str, tuple[str, ...], tuple[bool, ...]]]:
+    rows = [json.loads(line) for line in FIXTURE.open()]
+    return [(r["prompt"], tuple(r["completions"]), tuple(map(bool, r["labels"]))) for r in rows]
+
+
+def _random_selector(seed: int) -> list[ArmLabels]:
+    """A campaign replaying real ratings whose strategy picks at random: each arm labels paths
+    drawn uniformly."""
+    rng = random.Random(seed)
+    paths = _paths()
+    control = [ArmLabels(*p, arm="control") for p in paths if rng.random() < 0.6]
+    chosen = [ArmLabels(*p, arm="strategy") for p in paths if rng.random() < 0.6]
+    return control + chosen
+
+
+def test_the_ratio_is_interpolated_on_log_budget_and_censored_at_the_curves_ends():
+    curve = list(zip(FRACTIONS, [0.55, 0.60, 0.65, 0.70], strict=True))
+    assert _ratio(0.65, curve) == pytest.approx(1.0)
+    assert _ratio(0.625, curve) == pytest.approx(2**-0.5)  # halfway between 0.5 and 1 in log
+    assert _ratio(0.50, curve) == FRACTIONS[0]
+    assert _ratio(0.90, curve) == FRACTIONS[-1]
+    # a curve that dips is read as its running best
+    assert _ratio(0.60, list(zip(FRACTIONS, [0.6, 0.5, 0.7, 0.7], strict=True))) == FRACTIONS[0]
+
+
+def test_too_few_control_labels_says_how_many_more_it_needs():
+    rows = [ArmLabels(*p, arm="strategy") for p in _paths()]
+    rows += [ArmLabels(*p, arm="control") for p in _paths()[:5]]
+    result = data_efficiency(rows, control_share=0.2, resamples=5)
+    assert result["status"] == "needs-labels"
+    needed = result["needed_control_labels"]
+    assert needed > 0
+    assert f"needs about {needed:,} more step labels" in result["sentence"]
+    assert f"about {-(-needed * 5):,} labels in all at a 20% control share" in result["sentence"]
+
+
+def test_a_random_selector_on_real_labels_has_an_interval_that_contains_one():
+    result = data_efficiency(_random_selector(0), resamples=30, seed=0)
+    assert result["status"] in ("unclear", "paying", "not-paying"), result
+    lo, hi = result["ratio_ci95"]
+    assert lo <= 1 <= hi, result
+    assert result["status"] == "unclear"
+    assert "contains 1" in result["sentence"]
+    assert result["held_out_steps"] >= 50 and result["control_labels"] >= 200
+
+
+@pytest.mark.django_db
+def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp_path, settings):
+    from labeling.models import Membership, Solution
+    from learning.models import ActiveLearningRun
+    from learning.run import active_learning_run
+    from learning.triggers import active_learning_trigger
+    from tests.al_data import demo_campaign
+    from tests.factories import make_member
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    campaign = demo_campaign(al_strategy="convincing-wrong")
+    run = active_learning_run(run=active_learning_trigger(campaign=campaign))
+    assert run.status == "succeeded", run.error
+    # The demo's labels were imported, not placed by a run: nothing to compare yet.
+    assert run.data_efficiency["status"] == "needs-labels"
+    assert run.data_efficiency["control_labels"] == 0
+    assert "efficiency" in run.timings
+    arms = set(Solution.objects.filter(campaign=campaign, is_open=True).values_list("al_arm"))
+    assert arms == {("strategy",), ("control",)}
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
+    client.force_login(manager)
+    html = client.get(f"/campaigns/{campaign.slug}/active-learning/").content.decode()
+    assert "Is active learning paying here?" in html
+    assert "the control arm needs about" in html
+    assert ActiveLearningRun.objects.get(pk=run.pk).data_efficiency == run.data_efficiency
