@@ -23,11 +23,17 @@ import multiprocessing
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from prm.data import Solution
+
+if TYPE_CHECKING:
+    import torch
+
+    from prm.backbones.base import Backbone
+    from prm.backbones.bow import BowBackbone
 
 Bags = dict[str, tuple[np.ndarray, np.ndarray]]  # name -> (flat int32 ids, int64 offsets n + 1)
 KEY_BYTES = 16
@@ -76,6 +82,7 @@ class RowIndex:
         row_starts = np.zeros(len(rows) + 1, dtype=np.int64)
         at = 0
         for r, s in enumerate(rows):
+            assert s.labels is not None, "the rows of a training set carry labels"
             for key, label in zip(item_keys(s.problem, s.steps), s.labels, strict=True):
                 j = seen.get(key)
                 if j is None:
@@ -149,6 +156,13 @@ class PackedItems:
     def __len__(self) -> int:
         return len(self.keys)
 
+    @property
+    def training_labels(self) -> np.ndarray:
+        """The labels of items trained on (items packed for scoring have none)."""
+        if self.labels is None:
+            raise ValueError("items without labels cannot be trained on")
+        return self.labels
+
     def batch(self, idx: np.ndarray) -> dict[str, Any]:
         """The backbone's input for items ``idx`` (what ``collate`` gives for the same items)."""
         import torch
@@ -160,7 +174,9 @@ class PackedItems:
             out[name + "_offsets"] = torch.from_numpy(off[:-1])
         return out
 
-    def logits(self, backbone, *, device, batch_size: int = 65536) -> np.ndarray:
+    def logits(
+        self, backbone: Backbone, *, device: torch.device | str, batch_size: int = 65536
+    ) -> np.ndarray:
         """Every item's logit, in order (the model in eval mode, restored afterwards)."""
         import torch
 
@@ -190,7 +206,11 @@ class PackedItems:
 # -- featurising as a tree -------------------------------------------------------------------------
 
 
-def _tree_jobs(rows: Sequence[Solution], index: RowIndex, missing: np.ndarray) -> list[tuple]:
+# One problem's tree of items to featurise: (problem, item -> next items, item -> step text).
+TreeJob = tuple[str, dict[int, list[int]], dict[int, str]]
+
+
+def _tree_jobs(rows: Sequence[Solution], index: RowIndex, missing: np.ndarray) -> list[TreeJob]:
     """Per problem: its children lists (item -> next items, -1 the problem itself) and texts,
     over the rows' steps up to their last missing item."""
     by_problem: dict[str, tuple[dict[int, list[int]], dict[int, str]]] = {}
@@ -210,7 +230,9 @@ def _tree_jobs(rows: Sequence[Solution], index: RowIndex, missing: np.ndarray) -
     return [(problem, children, texts) for problem, (children, texts) in by_problem.items()]
 
 
-def _walk(backbone, jobs: Sequence[tuple], missing: np.ndarray) -> tuple[np.ndarray, Bags]:
+def _walk(
+    backbone: BowBackbone, jobs: Sequence[TreeJob], missing: np.ndarray
+) -> tuple[np.ndarray, Bags]:
     """Featurise the missing items of these trees; returns their item numbers and bags."""
     done: list[int] = []
     flat: dict[str, list[int]] = {}
@@ -252,16 +274,18 @@ def _walk(backbone, jobs: Sequence[tuple], missing: np.ndarray) -> tuple[np.ndar
     return np.asarray(done, dtype=np.int64), bags
 
 
-_FORKED: tuple | None = None  # (backbone, jobs, missing) for forked featurising processes
+# (backbone, jobs, missing) for forked featurising processes
+_FORKED: tuple[BowBackbone, Sequence[TreeJob], np.ndarray] | None = None
 
 
 def _walk_part(span: tuple[int, int]) -> tuple[np.ndarray, Bags]:
+    assert _FORKED is not None  # set before the processes fork
     backbone, jobs, missing = _FORKED
     return _walk(backbone, jobs[span[0] : span[1]], missing)
 
 
 def featurise(
-    backbone,
+    backbone: BowBackbone,
     rows: Sequence[Solution],
     index: RowIndex,
     missing: np.ndarray,
@@ -289,7 +313,9 @@ def featurise(
     return done[order], bags
 
 
-def _parallel_walk(backbone, jobs, missing, workers: int) -> tuple[np.ndarray, Bags]:
+def _parallel_walk(
+    backbone: BowBackbone, jobs: Sequence[TreeJob], missing: np.ndarray, workers: int
+) -> tuple[np.ndarray, Bags]:
     global _FORKED
     import torch
 

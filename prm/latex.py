@@ -21,8 +21,10 @@ import ast
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 MAX_EXPONENT = 64
 MAX_FACTORIAL = 60
@@ -77,7 +79,7 @@ _LATEX_COMMAND = re.compile(r"\\([A-Za-z]+)")
 _BINOMIAL = re.compile(r"\\[dt]?binom(?![A-Za-z])|\\choose(?![A-Za-z])")
 _SUBSTITUTION = re.compile(r"\|\s*_")  # \left. f(x) \right|_{x=2}: latex2sympy substitutes
 
-_FUNCTIONS = {
+_FUNCTIONS: dict[str, Callable[..., float]] = {
     "sqrt": lambda x: _check(math.sqrt(x)),
     "factorial": lambda x: _factorial(x),
     "binomial": lambda n, k: _binomial(n, k),
@@ -90,7 +92,7 @@ _FUNCTIONS = {
     "log": lambda x, b=None: math.log(x) if b is None else math.log(x, b),
 }
 _CONSTANTS = {"pi": math.pi}
-_OPS = {
+_OPS: dict[type[ast.operator | ast.unaryop], Callable[..., float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -333,7 +335,7 @@ _NOT_UNITS = re.compile(
 )
 
 
-def _text_or_refuse(m: re.Match) -> str:
+def _text_or_refuse(m: re.Match[str]) -> str:
     word = m.group(1)
     if not _UNIT_WORDS.match(word) or _NOT_UNITS.match(word):
         return "\x00"
@@ -375,13 +377,13 @@ def _to_python(text: str) -> str:
         else:
             tokens.append(("op", m.group("op")))
     out: list[str] = []
-    previous = None
+    previous: tuple[str, str] | None = None
     for kind, value in tokens:
         starts_operand = kind in ("num", "name", "fn") or value == "("
         ends_operand = previous is not None and (
             previous[0] in ("num", "name") or previous[1] == ")"
         )
-        if starts_operand and ends_operand:
+        if starts_operand and previous is not None and ends_operand:
             if previous[0] == "name" and value == "(" and previous[1] in "fghFGHPQpq":
                 raise Unevaluable("function application")
             out.append("*")
@@ -394,7 +396,7 @@ def _to_python(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def load_parser() -> tuple:
+def load_parser() -> tuple[Any, Any, Any]:  # Any: latex2sympy2_extended has no types
     """Import latex2sympy2_extended (and sympy: about a second) once, before the first step."""
     from latex2sympy2_extended.latex2sympy2 import ConversionConfig, latex2sympy
     from latex2sympy2_extended.math_normalization import NormalizationConfig

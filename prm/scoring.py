@@ -134,7 +134,8 @@ def solution_logits(
 def calibrate(logits: np.ndarray, calibration: dict[str, Any]) -> np.ndarray:
     """P(correct) = sigmoid(a * logit + b) (Platt scaling fitted on validation)."""
     z = calibration.get("a", 1.0) * logits + calibration.get("b", 0.0)
-    return 1.0 / (1.0 + np.exp(-z))
+    probs: np.ndarray = 1.0 / (1.0 + np.exp(-z))
+    return probs
 
 
 class Scorer:
@@ -152,7 +153,8 @@ class Scorer:
 
     @property
     def version(self) -> str:
-        return self.config["version"]
+        version: str = self.config["version"]
+        return version
 
     @property
     def calibration(self) -> dict[str, Any]:
@@ -210,7 +212,7 @@ class Scorer:
 _FORKED: Scorer | None = None
 
 
-def _forked_logits(args: tuple[list, int | None]) -> list[np.ndarray]:
+def _forked_logits(args: tuple[list[SolutionLike], int | None]) -> list[np.ndarray]:
     solutions, batch_size = args
     assert _FORKED is not None
     return solution_logits(
@@ -219,7 +221,7 @@ def _forked_logits(args: tuple[list, int | None]) -> list[np.ndarray]:
 
 
 def _parallel_logits(
-    scorer: Scorer, solutions: list, *, workers: int, batch_size: int | None
+    scorer: Scorer, solutions: list[SolutionLike], *, workers: int, batch_size: int | None
 ) -> list[np.ndarray]:
     """Featurising is pure Python; forked workers (one thread each) share the loaded model."""
     import multiprocessing

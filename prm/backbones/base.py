@@ -33,6 +33,13 @@ class Item:
     size: int = 1  # for batching similar lengths together
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def training_labels(self) -> tuple[bool, ...]:
+        """The labels of an item trained on (an item made for scoring has none)."""
+        if self.labels is None:
+            raise ValueError("an item without labels cannot be trained on")
+        return self.labels
+
 
 @lru_cache(maxsize=4096)
 def _structure_id(token: str) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -24,6 +24,9 @@ from prm.backbones.base import (
 )
 from prm.checks import CHECKS, SolutionChecks
 from prm.features import FEATURES_VERSION, SolutionContext, step_facts
+
+if TYPE_CHECKING:
+    from prm.items import PackedItems
 
 
 class BowBackbone(Backbone):
@@ -148,26 +151,29 @@ class BowBackbone(Backbone):
             parts.append(self.context(batch["context"], batch["context_offsets"]))
         if self.checks:
             wide = wide + self.check_bias(batch["checks"], batch["checks_offsets"])
-        return (self.mlp(torch.cat(parts, dim=1)) + wide).squeeze(1)
+        logits: torch.Tensor = (self.mlp(torch.cat(parts, dim=1)) + wide).squeeze(1)
+        return logits
 
     def fit_prior(self, items: Sequence[Item]) -> dict[str, float]:
         """``fit_prior_arrays`` of these (training) items' checks and labels."""
-        fired = np.zeros((sum(len(it.labels) for it in items), len(CHECKS)), dtype=bool)
-        labels = np.zeros(len(fired), dtype=bool)
+        fired = np.zeros(
+            (sum(len(it.training_labels) for it in items), len(CHECKS)), dtype=np.bool_
+        )
+        labels = np.zeros(len(fired), dtype=np.bool_)
         row = 0
         for it in items:
             found = list(set(it.features.get("checks", ())))
-            for y in it.labels:
+            for y in it.training_labels:
                 fired[row, found] = True
                 labels[row] = y
                 row += 1
         return self.fit_prior_arrays(fired, labels)
 
-    def fit_prior_packed(self, items) -> dict[str, float]:
+    def fit_prior_packed(self, items: PackedItems) -> dict[str, float]:
         """``fit_prior_arrays`` of packed training items (``prm.items.PackedItems``)."""
         if not self.checks:
             return {}
-        return self.fit_prior_arrays(items.fired("checks", len(CHECKS)), items.labels)
+        return self.fit_prior_arrays(items.fired("checks", len(CHECKS)), items.training_labels)
 
     @torch.no_grad()
     def fit_prior_arrays(self, fired: np.ndarray, labels: np.ndarray) -> dict[str, float]:

@@ -55,8 +55,7 @@ class HFTokenBackbone(Backbone):
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, **local)
             if _config_only:  # loading a checkpoint: its own weights replace these
                 config = AutoConfig.from_pretrained(self.path, num_labels=2, **local)
-                # ignore: transformers leaves from_config unannotated
-                self.model = AutoModelForTokenClassification.from_config(config)  # type: ignore[no-untyped-call]
+                self.model = AutoModelForTokenClassification.from_config(config)
             else:
                 self.model = AutoModelForTokenClassification.from_pretrained(
                     self.path, num_labels=2, **local
