@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('imports', '0005_generationjob_declared_endpoint'),
-        ('labeling', '0015_step_evidence'),
+        ('labeling', '0016_step_evidence'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

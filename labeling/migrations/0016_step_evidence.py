@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0014_al_scoring_endpoint'),
+        ("labeling", "0015_screening_score_kappa_first_error"),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0014_al_scoring_endpoint'),
+        ("labeling", "0016_step_evidence"),
     ]
 
     operations = [

@@ -6,8 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0015_al_control_arm'),
-        ('labeling', '0016_merge_qc_evidence'),
+        ("labeling", "0017_al_control_arm"),
     ]
 
     operations = [

@@ -22,7 +22,7 @@ def backwards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("labeling", "0013_al_retrain_every_help"),
+        ("labeling", "0014_al_scoring_endpoint"),
     ]
 
     operations = [
