@@ -330,13 +330,40 @@ def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
     ``STEPWISE_PROGRESS_SECONDS`` per campaign and read from the cache in between (the page's
     own work, ``session_work``, is exact).
     """
-    key = f"labeling:progress:{campaign.pk}:{campaign.overlap}"
+    key = _progress_key(campaign)
     cached = cache.get(key)
     if cached is not None:
         return CampaignProgress(*cached)
     progress = campaign_progress_counted(campaign=campaign)
     cache.set(key, (progress.done, progress.wanted), settings.STEPWISE_PROGRESS_SECONDS)
     return progress
+
+
+def _progress_key(campaign: Campaign) -> str:
+    return f"labeling:progress:{campaign.pk}:{campaign.overlap}"
+
+
+def campaign_progress_submitted(*, campaign: Campaign, solution_id: int) -> None:
+    """After this process's submission of ``solution_id``: the cached progress counts it at once
+    when it completed the solution (the submitter sees their own work counted; others' work is
+    counted at the next recount). One count over that solution's assignments, never the campaign.
+    """
+    key = _progress_key(campaign)
+    cached = cache.get(key)
+    if cached is None:
+        return
+    submitted = (
+        Assignment.objects.filter(
+            solution_id=solution_id,
+            status=Assignment.Status.SUBMITTED,
+            solution__kind=Solution.Kind.REGULAR,
+        )
+        .exclude(finish_reason__in=Assignment.RELEASING_REASONS)
+        .count()
+    )
+    if submitted == campaign.overlap:
+        done, wanted = cached
+        cache.set(key, (min(done + 1, wanted), wanted), settings.STEPWISE_PROGRESS_SECONDS)
 
 
 def campaign_progress_counted(*, campaign: Campaign) -> CampaignProgress:

@@ -301,6 +301,10 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         return _refused(request, assignment, error)
     except queue.LabelingError as error:
         return _refused(request, assignment, error)
+    if not result.replayed:
+        selectors.campaign_progress_submitted(
+            campaign=assignment.campaign, solution_id=result.solution_id
+        )
     notice = _submitted_notice(result)
     if selectors.qc_first_error_missed(assignment_id=result.assignment_id, user=request.user):
         notice += QC_MISSED

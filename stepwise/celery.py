@@ -11,6 +11,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stepwise.settings")
 
 app = Celery("stepwise")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# The embedded broker (settings' default) writes each message whole (common/fsbroker.py).
+if os.environ.get("CELERY_BROKER_URL", "filesystem://").startswith("filesystem://"):
+    from common.fsbroker import filesystem_broker_atomic_put
+
+    filesystem_broker_atomic_put()
 app.autodiscover_tasks()
 
 

@@ -136,7 +136,8 @@ def test_a_campaign_from_creation_to_a_rejected_assignment_on_the_dashboard(
     ana = Membership.objects.get(user__username="ana", campaign=campaign)
     assert (ana.role, ana.screening, ana.screening_score) == ("annotator", "passed", 1.0)
     annotator.goto(url + reverse("labeling:campaign", kwargs={"slug": campaign.slug}))
-    assert "Screening passed with 100% agreement" in annotator.inner_text("#screening-outcome")
+    # The score is kappa with gold and first errors found (issue 26), 1.00 for a perfect rater.
+    assert "Screening passed with a score of 1.00" in annotator.inner_text("#screening-outcome")
     regular = Assignment.objects.get(annotator=ana.user, solution__kind="regular")
     assert regular.status == "submitted"
 

@@ -40,11 +40,14 @@ def test_the_list_polls_a_running_export_until_its_download_link_appears(live_se
     # Not wait_for_function: its polling evaluates a string, which the CSP forbids (no eval).
     expect(page.locator(f"#job-exports-{export.pk} progress")).to_have_attribute("value", "0.750")
     export_run(export=Export.objects.get(pk=export.pk))
+    # The download is named by campaign, format and export number (and a policy other than the
+    # default), so two exports of one format never share a name.
+    name = f"browser-trl-export{export.pk}.jsonl"
     link = row.get_by_role("link", name="browser-trl.jsonl")
     link.wait_for()
     with page.expect_download() as download:
         link.click()
-    assert download.value.suggested_filename == "browser-trl.jsonl"
+    assert download.value.suggested_filename == name
     assert row.locator("progress").count() == 0
 
 
