@@ -264,21 +264,6 @@ class AmendForm(forms.Form):
 
     def clean(self) -> dict:
         data = super().clean()
-        name = data.get("al_scoring_endpoint") or ""
-        if name:
-            kind = STEP_SCORES if name in dict(endpoint_choices(STEP_SCORES)) else POOLING
-            try:
-                data["al_scoring_model"] = endpoint_get(name, kind=kind).model(
-                    data.get("al_scoring_model") or ""
-                )
-            except EndpointRefused as e:
-                self.add_error("al_scoring_model", str(e))
-        else:
-            data["al_scoring_model"] = ""
-        if data.get("al_strategy") == Campaign.Strategy.SERVED_PRM and not name:
-            self.add_error(
-                "al_scoring_endpoint", "The strategy by the served PRM needs a scoring endpoint."
-            )
         ratings: list[int] = []
         for index in self.step_indexes:
             value = data.get(f"step_{index}")
