@@ -8,6 +8,7 @@ columns that may be shown.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -212,42 +213,86 @@ def queue_no_work(*, campaign: Campaign, annotator) -> NoWork:
 
 
 def campaigns_progress(*, user):
-    """The user's campaigns (``campaigns_visible_to``) for their home page, each annotated with:
-
-    ``left`` (open regular solutions they have never had), ``solutions_today`` and
-    ``steps_today`` (their submissions since midnight, server time, and the steps rated in
-    them), ``in_progress`` (they hold a live lease) and ``role`` (None for a site admin who is
-    not a member). One query, whatever the number of campaigns.
-    """
-    now = timezone.now()
-    today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    """The user's campaigns (``campaigns_visible_to``) for their home page, each annotated with
+    ``in_progress`` (they hold a live lease) and ``role`` (None for a site admin who is not a
+    member). One query, whatever the number of campaigns; what is left for them and what they
+    did today are ``my_figures`` (the labelling page shows the same)."""
     mine = Assignment.objects.filter(campaign=OuterRef("pk"), annotator=user)
-    done_today = mine.filter(status__in=Assignment.DONE_STATUSES, submitted_at__gte=today)
-    open_for_me = Solution.objects.filter(
-        campaign=OuterRef("pk"), kind=Solution.Kind.REGULAR, is_open=True
-    ).exclude(Exists(Assignment.objects.filter(solution=OuterRef("pk"), annotator=user)))
-    steps_today = StepLabel.objects.filter(
-        assignment__campaign=OuterRef("pk"),
-        assignment__annotator=user,
-        assignment__status__in=Assignment.DONE_STATUSES,
-        assignment__submitted_at__gte=today,
-        rating__isnull=False,
-    )
     return campaigns_visible_to(user).annotate(
-        left=_count(open_for_me),
-        solutions_today=_count(done_today),
-        steps_today=_count(steps_today),
-        in_progress=Exists(mine.live_leases(now)),
+        in_progress=Exists(mine.live_leases(timezone.now())),
         role=Subquery(
             Membership.objects.filter(campaign=OuterRef("pk"), user=user).values("role")[:1]
         ),
     )
 
 
-def my_campaign_figures(*, campaign: Campaign, user):
-    """Home's figures (``campaigns_progress``) for one campaign: the labelling page shows the
-    same ``left``, ``solutions_today`` and ``steps_today``, counted by the same rule."""
-    return campaigns_progress(user=user).filter(pk=campaign.pk).first()
+@dataclass(frozen=True)
+class MyFigures:
+    """What Home and the labelling page say about one annotator in one campaign: ``left``
+    (open regular solutions they have never had), ``solutions_today`` and ``steps_today``
+    (their submissions since midnight, server time, and the steps rated in them)."""
+
+    left: int
+    solutions_today: int
+    steps_today: int
+
+
+def my_figures(
+    *, user, campaigns: Sequence[Campaign], counts: Mapping[int, CampaignCounts] | None = None
+) -> dict[int, MyFigures]:
+    """``MyFigures`` for each of ``campaigns``, by campaign id, without counting any campaign.
+
+    ``left`` is the campaign's open count (``campaign_counts``: kept, recounted at most every
+    ``STEPWISE_PROGRESS_SECONDS``) less what this annotator holds of it: the open solutions they
+    have had, and those they leased since the count and so closed (a claim that takes a
+    solution's last slot is seen at once, not at the next count). The rest is one query over the
+    annotator's own rows in these campaigns: it grows with their work, never with a campaign.
+    ``counts``: the campaigns' counts when the caller has read them already.
+    """
+    if not campaigns:
+        return {}
+    known = counts or {}
+    kept = {c.pk: known.get(c.pk) or campaign_counts(campaign=c) for c in campaigns}
+    today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    ids = list(kept)
+    marks = ", ".join(["%s"] * len(ids))
+    since = " ".join(["WHEN %s THEN %s"] * len(ids))
+    done = ", ".join(["%s"] * len(Assignment.DONE_STATUSES))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a.campaign_id,"
+            " COUNT(DISTINCT CASE WHEN s.kind = %s AND s.is_open THEN s.id END),"
+            " COUNT(DISTINCT CASE WHEN s.kind = %s AND NOT s.is_open"
+            f" AND a.leased_at >= CASE a.campaign_id {since} END THEN s.id END),"
+            f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN 1 ELSE 0 END),"
+            f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN"
+            "  (SELECT COUNT(*) FROM labeling_steplabel l"
+            "   WHERE l.assignment_id = a.id AND l.rating IS NOT NULL) ELSE 0 END)"
+            " FROM labeling_assignment a JOIN labeling_solution s ON s.id = a.solution_id"
+            f" WHERE a.annotator_id = %s AND a.campaign_id IN ({marks})"
+            " GROUP BY a.campaign_id",
+            [
+                Solution.Kind.REGULAR,
+                Solution.Kind.REGULAR,
+                *[x for pk in ids for x in (pk, kept[pk].counted_at)],
+                *Assignment.DONE_STATUSES,
+                today,
+                *Assignment.DONE_STATUSES,
+                today,
+                user.pk,
+                *ids,
+            ],
+        )
+        rows = {row[0]: row[1:] for row in cursor.fetchall()}
+    figures = {}
+    for pk, count in kept.items():
+        had_open, closed_since, solutions, steps = rows.get(pk, (0, 0, 0, 0))
+        figures[pk] = MyFigures(
+            left=max(count.open - had_open - closed_since, 0),
+            solutions_today=int(solutions or 0),
+            steps_today=int(steps or 0),
+        )
+    return figures
 
 
 # Rejections of my work are shown on the labelling page for this long after the review.
@@ -259,20 +304,34 @@ def my_recent_rejections(*, campaign: Campaign, user) -> list[dict[str, Any]]:
     """The annotator's work rejected in the last ``REJECTIONS_SHOWN_DAYS``, newest first (at most
     ``REJECTIONS_SHOWN``): assignment id, comment, problem excerpt, when. Never who reviewed."""
     since = timezone.now() - timedelta(days=REJECTIONS_SHOWN_DAYS)
-    rows = (
-        Review.objects.filter(
-            assignment__campaign=campaign,
-            assignment__annotator=user,
-            decision=Review.Decision.REJECTED,
-            created_at__gte=since,
+    # Asked on every solution the page serves and almost always empty: plain SQL for the ids
+    # (the ORM's query building would cost more than the query), the rows only when there are.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT r.id FROM labeling_review r"
+            " JOIN labeling_assignment a ON a.id = r.assignment_id"
+            " WHERE a.campaign_id = %s AND a.annotator_id = %s AND r.decision = %s"
+            " AND r.created_at >= %s ORDER BY r.created_at DESC, r.id DESC LIMIT %s",
+            [
+                campaign.pk,
+                user.pk,
+                Review.Decision.REJECTED,
+                connection.ops.adapt_datetimefield_value(since),
+                REJECTIONS_SHOWN,
+            ],
         )
+        ids = [pk for (pk,) in cursor.fetchall()]
+    if not ids:
+        return []
+    rows = (
+        Review.objects.filter(pk__in=ids)
         .order_by("-created_at", "-id")
         .values(
             "assignment_id",
             "comment",
             "created_at",
             problem=Left("assignment__solution__problem__text", 120),
-        )[:REJECTIONS_SHOWN]
+        )
     )
     return [dict(row) for row in rows]
 
@@ -313,62 +372,80 @@ def qc_first_error_missed(*, assignment_id: int, user) -> bool:
 
 
 @dataclass(frozen=True)
-class CampaignProgress:
-    """Regular solutions labelled by as many annotators as the campaign wants, of all of them."""
+class CampaignCounts:
+    """A campaign's counts that the labelling page shows, as counted at ``counted_at``: how far
+    it is, ``done`` (regular solutions with ``overlap`` submitted labellings: give-ups and bad
+    problem reports release their slot, so they do not count; leases in progress do not either,
+    the dashboard's "done" counts them: it plans, this page reports) of ``wanted`` (all regular
+    ones), and ``open`` (regular solutions the queue may still serve)."""
 
     done: int
     wanted: int
+    open: int
+    counted_at: datetime
 
 
-def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
-    """How far the campaign is: solutions with ``overlap`` submitted labellings, of all regular
-    ones. Give-ups and bad problem reports release their slot, so they do not count; leases in
-    progress do not either (the dashboard's "done" counts them: it plans, this page reports).
+def campaign_counts(*, campaign: Campaign) -> CampaignCounts:
+    """The campaign's ``CampaignCounts``, kept rather than counted on each page.
 
-    Both figures are counts over the whole campaign, which grow with it; the labelling page
-    shows them on every solution, so they are counted at most once every
-    ``STEPWISE_PROGRESS_SECONDS`` per campaign and read from the cache in between (the page's
-    own work, ``session_work``, is exact).
+    They are counts over the whole campaign, which grow with it, and the labelling page shows
+    them on every solution: so they are counted at most once every ``STEPWISE_PROGRESS_SECONDS``
+    per campaign and read from the cache in between, moved on at once by this process's own
+    submissions (``campaign_progress_submitted``) and claims (``my_figures``).
     """
-    key = _progress_key(campaign)
+    key = _counts_key(campaign)
     cached = cache.get(key)
     if cached is not None:
-        return CampaignProgress(*cached)
-    progress = campaign_progress_counted(campaign=campaign)
-    cache.set(key, (progress.done, progress.wanted), settings.STEPWISE_PROGRESS_SECONDS)
-    return progress
+        return CampaignCounts(*cached)
+    counts = campaign_counts_counted(campaign=campaign)
+    cache.set(key, _cached(counts), settings.STEPWISE_PROGRESS_SECONDS)
+    return counts
 
 
-def _progress_key(campaign: Campaign) -> str:
-    return f"labeling:progress:{campaign.pk}:{campaign.overlap}"
+def _counts_key(campaign: Campaign) -> str:
+    return f"labeling:counts:{campaign.pk}:{campaign.overlap}"
+
+
+def _cached(counts: CampaignCounts) -> tuple[int, int, int, datetime]:
+    return (counts.done, counts.wanted, counts.open, counts.counted_at)
 
 
 def campaign_progress_submitted(*, campaign: Campaign, solution_id: int) -> None:
-    """After this process's submission of ``solution_id``: the cached progress counts it at once
-    when it completed the solution (the submitter sees their own work counted; others' work is
-    counted at the next recount). One count over that solution's assignments, never the campaign.
+    """After this process's submission of ``solution_id`` (a regular solution): the cached
+    progress counts it at once when it completed the solution (the submitter sees their own work
+    counted; others' work is counted at the next recount). One count over that solution's
+    assignments, never the campaign.
     """
-    key = _progress_key(campaign)
+    key = _counts_key(campaign)
     cached = cache.get(key)
     if cached is None:
         return
-    submitted = (
-        Assignment.objects.filter(
-            solution_id=solution_id,
-            status=Assignment.Status.SUBMITTED,
-            solution__kind=Solution.Kind.REGULAR,
+    releasing = ", ".join(["%s"] * len(Assignment.RELEASING_REASONS))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*) FROM labeling_assignment WHERE solution_id = %s AND status = %s"
+            f" AND finish_reason NOT IN ({releasing})",
+            [solution_id, Assignment.Status.SUBMITTED, *Assignment.RELEASING_REASONS],
         )
-        .exclude(finish_reason__in=Assignment.RELEASING_REASONS)
-        .count()
-    )
+        (submitted,) = cursor.fetchone()
     if submitted == campaign.overlap:
-        done, wanted = cached
-        cache.set(key, (min(done + 1, wanted), wanted), settings.STEPWISE_PROGRESS_SECONDS)
+        counts = CampaignCounts(*cached)
+        moved = CampaignCounts(
+            done=min(counts.done + 1, counts.wanted),
+            wanted=counts.wanted,
+            open=counts.open,
+            counted_at=counts.counted_at,
+        )
+        cache.set(key, _cached(moved), settings.STEPWISE_PROGRESS_SECONDS)
 
 
-def campaign_progress_counted(*, campaign: Campaign) -> CampaignProgress:
-    """``campaign_progress`` counted now (two counts over the campaign)."""
-    wanted = Solution.objects.filter(campaign=campaign, kind=Solution.Kind.REGULAR).count()
+def campaign_counts_counted(*, campaign: Campaign) -> CampaignCounts:
+    """``campaign_counts`` counted now (three counts over the campaign; ``open`` reads the
+    queue's partial index ``solution_queue`` only)."""
+    counted_at = timezone.now()
+    regular = Solution.objects.filter(campaign=campaign, kind=Solution.Kind.REGULAR)
+    wanted = regular.count()
+    open_ = regular.filter(is_open=True, archived=False).count()
     done = (
         Assignment.objects.filter(
             campaign=campaign,
@@ -382,7 +459,7 @@ def campaign_progress_counted(*, campaign: Campaign) -> CampaignProgress:
         .filter(n__gte=campaign.overlap)
         .count()
     )
-    return CampaignProgress(done=done, wanted=wanted)
+    return CampaignCounts(done=done, wanted=wanted, open=open_, counted_at=counted_at)
 
 
 @dataclass(frozen=True)

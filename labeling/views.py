@@ -40,7 +40,7 @@ from labeling.forms import (
     UndoForm,
     clamp_ms,
 )
-from labeling.models import Assignment, Campaign, FinishReason, Membership, Rating
+from labeling.models import Assignment, Campaign, FinishReason, Membership, Rating, Solution
 from labeling.permissions import (
     campaign_for,
 )
@@ -54,7 +54,10 @@ TEMPLATE = "labeling/label.html"
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     """The campaigns this person belongs to, with what is left for them and what they did today."""
-    campaigns = selectors.campaigns_progress(user=request.user)
+    campaigns = list(selectors.campaigns_progress(user=request.user))
+    figures = selectors.my_figures(user=request.user, campaigns=campaigns)
+    for campaign in campaigns:
+        campaign.mine = figures[campaign.pk]
     return render(request, "labeling/home.html", {"campaigns": campaigns})
 
 
@@ -301,12 +304,14 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         return _refused(request, assignment, error)
     except queue.LabelingError as error:
         return _refused(request, assignment, error)
-    if not result.replayed:
+    if not result.replayed and result.solution_kind == Solution.Kind.REGULAR:
         selectors.campaign_progress_submitted(
             campaign=assignment.campaign, solution_id=result.solution_id
         )
     notice = _submitted_notice(result)
-    if selectors.qc_first_error_missed(assignment_id=result.assignment_id, user=request.user):
+    if result.solution_kind == Solution.Kind.QUALITY_CONTROL and selectors.qc_first_error_missed(
+        assignment_id=result.assignment_id, user=request.user
+    ):
         notice += QC_MISSED
     return _finished(request, assignment, notice=notice)
 
@@ -372,10 +377,11 @@ def _session_since(request: HttpRequest, campaign: Campaign) -> datetime:
 def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | None = None) -> dict:
     """The context of the workspace: the annotator's next solution, or why there is none; with
     the campaign's progress and what the annotator did in this session (the page's head)."""
+    counts = selectors.campaign_counts(campaign=campaign)
     context: dict = {
         "campaign": campaign,
         "notice": notice,
-        "progress": selectors.campaign_progress(campaign=campaign),
+        "progress": counts,
         "session": selectors.session_work(
             campaign=campaign, annotator=request.user, since=_session_since(request, campaign)
         ),
@@ -386,7 +392,10 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
     except queue.LabelingError as error:
         assignment, refusal = None, error.detail
     # After the claim, as Home would count now (the served solution is no longer "left").
-    context["mine"] = selectors.my_campaign_figures(campaign=campaign, user=request.user)
+    mine = selectors.my_figures(
+        user=request.user, campaigns=[campaign], counts={campaign.pk: counts}
+    )
+    context["mine"] = mine[campaign.pk]
     context["rejections"] = selectors.my_recent_rejections(campaign=campaign, user=request.user)
     if refusal is not None:
         return {**context, "refusal": refusal}

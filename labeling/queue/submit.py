@@ -35,6 +35,8 @@ class SubmitResult:
     rated_steps: int
     # The membership's screening state after a screening submission; None for other solutions.
     screening: str | None
+    # The solution's kind (``Solution.Kind``): what the page may say after it depends on it.
+    solution_kind: str = Solution.Kind.REGULAR
     replayed: bool = field(default=False, compare=False)
 
 
@@ -171,6 +173,7 @@ def _assignment_submit(
         submitted_at=now,
         rated_steps=len(labels),
         screening=screening,
+        solution_kind=locked.solution_kind,
     )
 
 
@@ -257,6 +260,7 @@ def _submit_result(*, assignment: Assignment, membership: Membership) -> SubmitR
         submitted_at=assignment.submitted_at,
         rated_steps=StepLabel.objects.filter(assignment=assignment, rating__isnull=False).count(),
         screening=membership.screening if kind == Solution.Kind.SCREENING else None,
+        solution_kind=kind,
         replayed=True,
     )
 
