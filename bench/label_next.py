@@ -242,6 +242,11 @@ def main() -> None:
     phases.wrap(queue, "assignment_next", "assignment_next (1 commit)")
     phases.wrap(selectors, "assignment_view", "assignment_view")
     phases.wrap(views, "render", "render the workspace")
+    # What the page says about where one is (issue 27: kept counts, never the campaign's).
+    phases.wrap(selectors, "campaign_counts", "campaign counts (kept)")
+    phases.wrap(selectors, "my_figures", "my figures (left, today)")
+    phases.wrap(selectors, "session_work", "session work")
+    phases.wrap(selectors, "my_recent_rejections", "my recent rejections")
 
     load_before = os.getloadavg()[0]
     commit_ms = commit_probe(connection, "labeling_solution", campaign.solutions.first().pk)

@@ -8,7 +8,7 @@ columns that may be shown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -230,55 +230,73 @@ def campaigns_progress(*, user):
 class MyFigures:
     """What Home and the labelling page say about one annotator in one campaign: ``left``
     (open regular solutions they have never had), ``solutions_today`` and ``steps_today``
-    (their submissions since midnight, server time, and the steps rated in them)."""
+    (their submissions since midnight, server time, and the steps rated in them), and the
+    campaign's progress as they see it, ``done`` of ``wanted`` (``CampaignCounts``)."""
 
     left: int
     solutions_today: int
     steps_today: int
+    done: int
+    wanted: int
 
 
-def my_figures(
-    *, user, campaigns: Sequence[Campaign], counts: Mapping[int, CampaignCounts] | None = None
-) -> dict[int, MyFigures]:
+def my_figures(*, user, campaigns: Sequence[Campaign]) -> dict[int, MyFigures]:
     """``MyFigures`` for each of ``campaigns``, by campaign id, without counting any campaign.
 
-    ``left`` is the campaign's open count (``campaign_counts``: kept, recounted at most every
-    ``STEPWISE_PROGRESS_SECONDS``) less what this annotator holds of it: the open solutions they
-    have had, and those they leased since the count and so closed (a claim that takes a
-    solution's last slot is seen at once, not at the next count). The rest is one query over the
-    annotator's own rows in these campaigns: it grows with their work, never with a campaign.
-    ``counts``: the campaigns' counts when the caller has read them already.
+    The campaign's counts are kept (``campaign_counts``: recounted at most every
+    ``STEPWISE_PROGRESS_SECONDS``); what this annotator did since they were counted is seen at
+    once: ``left`` is the open count less the open solutions they have had and those they
+    leased since the count and so closed; ``done`` is the count plus the solutions that their
+    submissions since the count completed. One query over the annotator's own rows in these
+    campaigns: it grows with their work, never with a campaign.
     """
     if not campaigns:
         return {}
-    known = counts or {}
-    kept = {c.pk: known.get(c.pk) or campaign_counts(campaign=c) for c in campaigns}
+    kept = {c.pk: campaign_counts(campaign=c) for c in campaigns}
+    overlap = {c.pk: c.overlap for c in campaigns}
+    adapt = connection.ops.adapt_datetimefield_value
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     ids = list(kept)
     marks = ", ".join(["%s"] * len(ids))
-    since = " ".join(["WHEN %s THEN %s"] * len(ids))
+    by_campaign = " ".join(["WHEN %s THEN %s"] * len(ids))
     done = ", ".join(["%s"] * len(Assignment.DONE_STATUSES))
+    releasing = ", ".join(["%s"] * len(Assignment.RELEASING_REASONS))
+    # A submission that counts towards ``done`` (``campaign_counts_counted``'s rule), of a or b.
+    counted = "{0}.status = %s AND {0}.finish_reason NOT IN (" + releasing + ")"
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT a.campaign_id,"
             " COUNT(DISTINCT CASE WHEN s.kind = %s AND s.is_open THEN s.id END),"
             " COUNT(DISTINCT CASE WHEN s.kind = %s AND NOT s.is_open"
-            f" AND a.leased_at >= CASE a.campaign_id {since} END THEN s.id END),"
+            f" AND a.leased_at >= CASE a.campaign_id {by_campaign} END THEN s.id END),"
             f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN 1 ELSE 0 END),"
             f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN"
             "  (SELECT COUNT(*) FROM labeling_steplabel l"
-            "   WHERE l.assignment_id = a.id AND l.rating IS NOT NULL) ELSE 0 END)"
+            "   WHERE l.assignment_id = a.id AND l.rating IS NOT NULL) ELSE 0 END),"
+            # Nested CASEs: the count over the solution runs for recent submissions only.
+            f" COUNT(DISTINCT CASE WHEN s.kind = %s AND {counted.format('a')}"
+            f"  AND a.submitted_at >= CASE a.campaign_id {by_campaign} END THEN"
+            "  CASE WHEN (SELECT COUNT(*) FROM labeling_assignment b"
+            f"   WHERE b.solution_id = s.id AND {counted.format('b')})"
+            f"  >= CASE s.campaign_id {by_campaign} END THEN s.id END END)"
             " FROM labeling_assignment a JOIN labeling_solution s ON s.id = a.solution_id"
             f" WHERE a.annotator_id = %s AND a.campaign_id IN ({marks})"
             " GROUP BY a.campaign_id",
             [
                 Solution.Kind.REGULAR,
                 Solution.Kind.REGULAR,
-                *[x for pk in ids for x in (pk, kept[pk].counted_at)],
+                *[x for pk in ids for x in (pk, adapt(kept[pk].counted_at))],
                 *Assignment.DONE_STATUSES,
-                today,
+                adapt(today),
                 *Assignment.DONE_STATUSES,
-                today,
+                adapt(today),
+                Solution.Kind.REGULAR,
+                Assignment.Status.SUBMITTED,
+                *Assignment.RELEASING_REASONS,
+                *[x for pk in ids for x in (pk, adapt(kept[pk].counted_at))],
+                Assignment.Status.SUBMITTED,
+                *Assignment.RELEASING_REASONS,
+                *[x for pk in ids for x in (pk, overlap[pk])],
                 user.pk,
                 *ids,
             ],
@@ -286,11 +304,13 @@ def my_figures(
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
     figures = {}
     for pk, count in kept.items():
-        had_open, closed_since, solutions, steps = rows.get(pk, (0, 0, 0, 0))
+        had_open, closed_since, solutions, steps, completed = rows.get(pk, (0, 0, 0, 0, 0))
         figures[pk] = MyFigures(
             left=max(count.open - had_open - closed_since, 0),
             solutions_today=int(solutions or 0),
             steps_today=int(steps or 0),
+            done=min(count.done + completed, count.wanted),
+            wanted=count.wanted,
         )
     return figures
 
@@ -390,8 +410,8 @@ def campaign_counts(*, campaign: Campaign) -> CampaignCounts:
 
     They are counts over the whole campaign, which grow with it, and the labelling page shows
     them on every solution: so they are counted at most once every ``STEPWISE_PROGRESS_SECONDS``
-    per campaign and read from the cache in between, moved on at once by this process's own
-    submissions (``campaign_progress_submitted``) and claims (``my_figures``).
+    per campaign and read from the cache in between; what an annotator did since is added to
+    them for that annotator (``my_figures``).
     """
     key = _counts_key(campaign)
     cached = cache.get(key)
@@ -408,35 +428,6 @@ def _counts_key(campaign: Campaign) -> str:
 
 def _cached(counts: CampaignCounts) -> tuple[int, int, int, datetime]:
     return (counts.done, counts.wanted, counts.open, counts.counted_at)
-
-
-def campaign_progress_submitted(*, campaign: Campaign, solution_id: int) -> None:
-    """After this process's submission of ``solution_id`` (a regular solution): the cached
-    progress counts it at once when it completed the solution (the submitter sees their own work
-    counted; others' work is counted at the next recount). One count over that solution's
-    assignments, never the campaign.
-    """
-    key = _counts_key(campaign)
-    cached = cache.get(key)
-    if cached is None:
-        return
-    releasing = ", ".join(["%s"] * len(Assignment.RELEASING_REASONS))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COUNT(*) FROM labeling_assignment WHERE solution_id = %s AND status = %s"
-            f" AND finish_reason NOT IN ({releasing})",
-            [solution_id, Assignment.Status.SUBMITTED, *Assignment.RELEASING_REASONS],
-        )
-        (submitted,) = cursor.fetchone()
-    if submitted == campaign.overlap:
-        counts = CampaignCounts(*cached)
-        moved = CampaignCounts(
-            done=min(counts.done + 1, counts.wanted),
-            wanted=counts.wanted,
-            open=counts.open,
-            counted_at=counts.counted_at,
-        )
-        cache.set(key, _cached(moved), settings.STEPWISE_PROGRESS_SECONDS)
 
 
 def campaign_counts_counted(*, campaign: Campaign) -> CampaignCounts:

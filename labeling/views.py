@@ -304,10 +304,6 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         return _refused(request, assignment, error)
     except queue.LabelingError as error:
         return _refused(request, assignment, error)
-    if not result.replayed and result.solution_kind == Solution.Kind.REGULAR:
-        selectors.campaign_progress_submitted(
-            campaign=assignment.campaign, solution_id=result.solution_id
-        )
     notice = _submitted_notice(result)
     if result.solution_kind == Solution.Kind.QUALITY_CONTROL and selectors.qc_first_error_missed(
         assignment_id=result.assignment_id, user=request.user
@@ -377,11 +373,9 @@ def _session_since(request: HttpRequest, campaign: Campaign) -> datetime:
 def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | None = None) -> dict:
     """The context of the workspace: the annotator's next solution, or why there is none; with
     the campaign's progress and what the annotator did in this session (the page's head)."""
-    counts = selectors.campaign_counts(campaign=campaign)
     context: dict = {
         "campaign": campaign,
         "notice": notice,
-        "progress": counts,
         "session": selectors.session_work(
             campaign=campaign, annotator=request.user, since=_session_since(request, campaign)
         ),
@@ -392,10 +386,7 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
     except queue.LabelingError as error:
         assignment, refusal = None, error.detail
     # After the claim, as Home would count now (the served solution is no longer "left").
-    mine = selectors.my_figures(
-        user=request.user, campaigns=[campaign], counts={campaign.pk: counts}
-    )
-    context["mine"] = mine[campaign.pk]
+    context["mine"] = selectors.my_figures(user=request.user, campaigns=[campaign])[campaign.pk]
     context["rejections"] = selectors.my_recent_rejections(campaign=campaign, user=request.user)
     if refusal is not None:
         return {**context, "refusal": refusal}

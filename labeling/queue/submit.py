@@ -159,7 +159,8 @@ def _assignment_submit(
                 campaign=campaign, slots=-1, reports=bad
             )
         screening = None
-        if locked.solution_kind == Solution.Kind.SCREENING:
+        kind = locked.solution_kind
+        if kind == Solution.Kind.SCREENING:
             screening = _screening_evaluate(campaign=campaign, membership=membership)
         if campaign.active_learning:
             # Active learning counts the new labels once they are committed; never fails nor
@@ -173,7 +174,7 @@ def _assignment_submit(
         submitted_at=now,
         rated_steps=len(labels),
         screening=screening,
-        solution_kind=locked.solution_kind,
+        solution_kind=kind,
     )
 
 
