@@ -42,6 +42,10 @@ def labeller(live_server, page, client, campaign):
     def open_page():
         page.goto(live_server.url + reverse("labeling:label", kwargs={"slug": campaign.slug}))
         page.wait_for_selector("#workspace")
+        if page.locator("#steps").count():
+            # static/js/label.js shows the keys' help button once it has taken the page in
+            # (htmx's onLoad): only then are keys heard. A CI run lost the first key once.
+            page.wait_for_selector("[data-open-help]:not([hidden])")
         # The window survives htmx swaps; a full page load would drop this marker.
         page.evaluate("window.__marker = 'same page'")
         return page
