@@ -176,7 +176,7 @@ def error_yield(
         return out | {
             "status": "needs-labels",
             "sentence": f"Error yield: the control arm needs about {needed:,} more labelled "
-            "solutions with an error found before it can be compared.",
+            "solutions (one of them with an error found) before it can be compared.",
         }
     groups = {arm: _by_problem(rs) for arm, rs in arms.items()}
     rng = random.Random(seed)

@@ -142,6 +142,8 @@ def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp
     # The demo's labels were imported, not placed by a run: nothing to compare yet.
     assert run.data_efficiency["status"] == "needs-labels"
     assert run.data_efficiency["control_labels"] == 0
+    assert run.data_efficiency["error_yield"]["status"] == "needs-labels"
+    assert run.data_efficiency["error_yield"]["control_solutions"] == 0
     assert "efficiency" in run.timings
     arms = set(Solution.objects.filter(campaign=campaign, is_open=True).values_list("al_arm"))
     assert arms == {("strategy",), ("control",)}
@@ -150,6 +152,7 @@ def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp
     html = client.get(f"/campaigns/{campaign.slug}/active-learning/").content.decode()
     assert "Is active learning paying here?" in html
     assert "the control arm needs about" in html
+    assert "Error yield: the control arm needs about 20 more labelled solutions" in html
     assert ActiveLearningRun.objects.get(pk=run.pk).data_efficiency == run.data_efficiency
 
 
