@@ -20,6 +20,16 @@ estimate (``data_efficiency``):
   0.638 on PRM800K phase 1 against the ``bow`` PRM's 0.62-0.67, NOTES.md); it measures the labels,
   not the campaign's backbone.
 
+Beside it, **the error yield** (``error_yield``): how much more often the strategy's labelled
+solutions hold an error the annotators found (a step rated negative) than the control's, the ratio
+of the two arms' rates with a 95% bootstrap interval over problems, each arm resampled on its own
+(stratified by arm, ``YIELD_RESAMPLES`` times). It is what PRM800K's rule is for (surfacing
+convincing wrong answers) and it is decisive at campaign sizes where the AUROC ratio is not: on
+PRM800K phase 1 labels the step model learns so slowly that its interval spans the censored range
+at a few thousand labels, while the yield separates a strong selector from a random one at 100-odd
+labelled solutions (``tests/test_al_efficiency.py``). It counts errors found, not what the PRM
+learns from them.
+
 With too few labels it says how many more the control arm needs (``MIN_CONTROL_LABELS`` on
 training problems, ``MIN_HELD_OUT_STEPS`` held out, of both classes). No Django here: the run
 reads the labels (``campaign_labels``) and stores the result on itself.
@@ -36,6 +46,8 @@ MIN_CONTROL_LABELS = 200
 MIN_HELD_OUT_STEPS = 50
 MAX_LABELS = 4000
 RESAMPLES = 100
+YIELD_RESAMPLES = 1000
+MIN_YIELD_SOLUTIONS = 20  # labelled solutions of each arm before the error yield is measured
 FRACTIONS = (0.25, 0.5, 1.0, 2.0)  # control budgets, in strategy budgets
 HELD_OUT = ("validation", "test")
 TOKEN_PATTERN = r"\b\w+\b|[^\w\s]"
@@ -136,6 +148,71 @@ def _ratio(strategy_auroc: float, control: Sequence[tuple[float, float]]) -> flo
             t = (strategy_auroc - a0) / (a1 - a0)
             return math.exp(math.log(f0) + t * (math.log(f1) - math.log(f0)))
     return budgets[-1]
+
+
+def _found(rows: Sequence[ArmLabels]) -> tuple[int, int]:
+    """(solutions with a step rated negative, solutions) of ``rows``."""
+    return sum(1 for r in rows if not all(r.labels)), len(rows)
+
+
+def error_yield(
+    rows: Sequence[ArmLabels], *, resamples: int = YIELD_RESAMPLES, seed: int = 0
+) -> dict:
+    """The strategy's rate of labelled solutions with an error found over the control's (see the
+    module): ``status`` as ``data_efficiency``'s, ``ratio``, ``ratio_ci95``, each arm's rate and
+    counts, ``sentence``. Every labelled solution counts, whatever its problem's split."""
+    arms = {arm: [r for r in rows if r.arm == arm] for arm in ("strategy", "control")}
+    (s_found, s_n), (c_found, c_n) = _found(arms["strategy"]), _found(arms["control"])
+    out: dict = {
+        "strategy_found": s_found,
+        "strategy_solutions": s_n,
+        "control_found": c_found,
+        "control_solutions": c_n,
+        "resamples": resamples,
+        "seed": seed,
+    }
+    if min(s_n, c_n) < MIN_YIELD_SOLUTIONS or c_found == 0:
+        needed = max(1, MIN_YIELD_SOLUTIONS - c_n)
+        return out | {
+            "status": "needs-labels",
+            "sentence": f"Error yield: the control arm needs about {needed:,} more labelled "
+            "solutions (one of them with an error found) before it can be compared.",
+        }
+    groups = {arm: _by_problem(rs) for arm, rs in arms.items()}
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        rates = []
+        for arm in ("strategy", "control"):
+            names = sorted(groups[arm])
+            picked = [row for _ in names for row in groups[arm][rng.choice(names)]]
+            found, n = _found(picked)
+            rates.append(found / n)
+        ratios.append(rates[0] / rates[1] if rates[1] > 0 else math.inf)
+    ratios.sort()
+    ratio = (s_found / s_n) / (c_found / c_n)
+    lo = ratios[int(0.025 * (len(ratios) - 1))] if ratios else ratio
+    hi = ratios[math.ceil(0.975 * (len(ratios) - 1))] if ratios else ratio
+    status = "paying" if lo > 1 else "not-paying" if hi < 1 else "unclear"
+    shown = f"{ratio:.2f}x ({lo:.2f}-{hi:.2f})"
+    return out | {
+        "status": status,
+        "ratio": round(ratio, 3),
+        "ratio_ci95": [round(lo, 3), round(hi, 3) if math.isfinite(hi) else None],
+        "strategy_rate": round(s_found / s_n, 4),
+        "control_rate": round(c_found / c_n, 4),
+        "sentence": (
+            f"Error yield: {s_found / s_n:.0%} of the strategy's labelled solutions held an error "
+            f"the annotators found, against {c_found / c_n:.0%} of the control's: {shown}"
+            + (
+                ", above 1."
+                if status == "paying"
+                else ", below 1."
+                if status == "not-paying"
+                else ", an interval that contains 1."
+            )
+        ),
+    }
 
 
 def data_efficiency(

@@ -267,18 +267,18 @@ UNIFORM_SENTENCE = (
 def _data_efficiency(*, campaign: Campaign, seed: int) -> dict:
     """Is active learning paying here (``learning.efficiency``), on the campaign's own labels; a
     failure is recorded on the run, never fails it."""
-    from learning.efficiency import data_efficiency
+    from learning.efficiency import data_efficiency, error_yield
     from learning.selectors import campaign_arm_labels
     from learning.strategies import UNIFORM
 
     if campaign.al_strategy == UNIFORM:
         return {"status": "uniform", "sentence": UNIFORM_SENTENCE}
     try:
-        return data_efficiency(
-            campaign_arm_labels(campaign=campaign),
-            control_share=campaign.al_control_share,
-            seed=seed,
-        ) | {"strategy": campaign.al_strategy}
+        rows = campaign_arm_labels(campaign=campaign)
+        return data_efficiency(rows, control_share=campaign.al_control_share, seed=seed) | {
+            "strategy": campaign.al_strategy,
+            "error_yield": error_yield(rows, seed=seed),
+        }
     except Exception as exc:  # reported on the page instead
         log.exception("data efficiency of campaign %s failed", campaign.pk)
         return {"status": "error", "sentence": f"Not measured: {type(exc).__name__}: {exc}"[:500]}

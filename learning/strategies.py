@@ -141,18 +141,24 @@ def with_control(
 ) -> tuple[list[Scored], list[str]]:
     """The queue order with a control arm, and the arm of each position.
 
-    ``share`` of every prefix (to within one) is drawn uniformly at random (``order_uniform``
-    with its own seed), the rest follows the strategy's ``order``, each skipping what the other
-    placed: the control arm's labels are a uniform sample of the same queue, which is what the
-    data-efficiency estimate compares the strategy's labels with. A uniform strategy is all
-    control."""
+    The control arm is a uniform random subset of the open solutions (``round(share * n)`` of
+    them, drawn by ``order_uniform`` with its own seed) in a uniform order; the strategy orders
+    the others. ``share`` of every prefix (to within one, until an arm runs out) comes from the
+    control. The subset is drawn before the strategy chooses, so the control's labels are a
+    uniform sample of the pool whatever the strategy takes first (a control that skipped what
+    the strategy had placed would be drawn from a pool the strategy had emptied of what it
+    looks for, and flatter the strategy), which is what the data-efficiency estimate compares
+    the strategy's labels with. A uniform strategy is all control."""
     if strategy == UNIFORM:
         return list(order), [CONTROL_ARM] * len(order)
     share = min(1.0, max(0.0, share))
     if share == 0:
         return list(order), [STRATEGY_ARM] * len(order)
-    control = order_uniform(order, wrong_share=0.0, seed=seed * 7919 + 1)
-    placed = _interleave([order, control], [1 - share, share])
+    drawn = order_uniform(order, wrong_share=0.0, seed=seed * 7919 + 1)
+    control = drawn[: round(share * len(drawn))]
+    in_control = {s.solution_id for s in control}
+    rest = [s for s in order if s.solution_id not in in_control]
+    placed = _interleave([rest, control], [1 - share, share])
     return [s for s, _ in placed], [STRATEGY_ARM if k == 0 else CONTROL_ARM for _, k in placed]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from learning.efficiency import FRACTIONS, ArmLabels, _ratio, data_efficiency
+from learning.efficiency import FRACTIONS, ArmLabels, _ratio, data_efficiency, error_yield
 
 FIXTURE = Path(__file__).parent / "fixtures" / "prm" / "phase1_trl_small.jsonl"
 
@@ -28,6 +28,71 @@ def _random_selector(seed: int) -> list[ArmLabels]:
     control = [ArmLabels(*p, arm="control") for p in paths if rng.random() < 0.6]
     chosen = [ArmLabels(*p, arm="strategy") for p in paths if rng.random() < 0.6]
     return control + chosen
+
+
+def _simulated_campaign(
+    selector: str, *, seed: int, labelled: int = 120, share: float = 0.4
+) -> tuple[list[ArmLabels], float]:
+    """A campaign whose queue is the fixture's 258 real paths, ordered by ``uncertainty`` over a
+    planted selector with a control arm (``with_control``, the run's own code); simulated
+    annotators label the first ``labelled`` of the queue by replaying the paths' real PRM800K
+    ratings. The selector is ``strong`` (knows whether a path holds a negative step, blurred by
+    Gaussian noise: step-error AUROC about 0.9) or ``random``. Returns the labels and the
+    selector's AUROC at finding the paths with an error."""
+    from sklearn.metrics import roc_auc_score
+
+    from learning.ordering import Scored
+    from learning.strategies import UNCERTAINTY, order_uncertainty, with_control
+
+    rng = random.Random(seed)
+    paths = _paths()
+    has_error = [not all(labels) for _, _, labels in paths]
+    planted = [
+        (float(e) + rng.gauss(0, 0.5)) if selector == "strong" else rng.random() for e in has_error
+    ]
+    pool = [
+        Scored(solution_id=k, score=0.5, answer_is_correct=not e, uncertainty=u)
+        for k, (e, u) in enumerate(zip(has_error, planted, strict=True))
+    ]
+    queue, arms = with_control(
+        order_uncertainty(pool, wrong_share=0.8), strategy=UNCERTAINTY, share=share, seed=seed
+    )
+    rows = [
+        ArmLabels(*paths[s.solution_id], arm=arm)
+        for s, arm in zip(queue[:labelled], arms[:labelled], strict=True)
+    ]
+    return rows, float(roc_auc_score(has_error, planted))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_planted_strong_selector_yields_more_errors_with_an_interval_above_one(seed):
+    rows, auroc = _simulated_campaign("strong", seed=seed)
+    assert auroc > 0.85
+    result = error_yield(rows, resamples=1000, seed=seed)
+    assert result["status"] == "paying", result
+    assert result["ratio_ci95"][0] > 1, result
+    assert result["strategy_rate"] > result["control_rate"]
+    assert "above 1" in result["sentence"]
+    assert result["control_solutions"] == 48 and result["strategy_solutions"] == 72
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_random_selector_yields_an_interval_that_contains_one(seed):
+    rows, auroc = _simulated_campaign("random", seed=seed)
+    assert 0.35 < auroc < 0.65
+    result = error_yield(rows, resamples=1000, seed=seed)
+    lo, hi = result["ratio_ci95"]
+    assert lo <= 1 <= hi, result
+    assert result["status"] == "unclear"
+    assert "contains 1" in result["sentence"]
+
+
+def test_the_error_yield_waits_for_enough_control_solutions():
+    rows = [ArmLabels(*p, arm="strategy") for p in _paths()]
+    rows += [ArmLabels(*p, arm="control") for p in _paths()[:5]]
+    result = error_yield(rows)
+    assert result["status"] == "needs-labels"
+    assert "needs about 15 more labelled solutions" in result["sentence"]
 
 
 def test_the_ratio_is_interpolated_on_log_budget_and_censored_at_the_curves_ends():
@@ -77,6 +142,8 @@ def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp
     # The demo's labels were imported, not placed by a run: nothing to compare yet.
     assert run.data_efficiency["status"] == "needs-labels"
     assert run.data_efficiency["control_labels"] == 0
+    assert run.data_efficiency["error_yield"]["status"] == "needs-labels"
+    assert run.data_efficiency["error_yield"]["control_solutions"] == 0
     assert "efficiency" in run.timings
     arms = set(Solution.objects.filter(campaign=campaign, is_open=True).values_list("al_arm"))
     assert arms == {("strategy",), ("control",)}
@@ -85,6 +152,7 @@ def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp
     html = client.get(f"/campaigns/{campaign.slug}/active-learning/").content.decode()
     assert "Is active learning paying here?" in html
     assert "the control arm needs about" in html
+    assert "Error yield: the control arm needs about 20 more labelled solutions" in html
     assert ActiveLearningRun.objects.get(pk=run.pk).data_efficiency == run.data_efficiency
 
 

@@ -150,6 +150,22 @@ def test_the_control_arm_takes_its_share_of_every_prefix_uniformly_at_random():
     assert strategy == [s.solution_id for s in order if s.solution_id not in set(control)]
 
 
+def test_the_control_arm_is_drawn_before_the_strategy_chooses():
+    """The control is the same uniform subset whatever the strategy's order: a control drawn
+    from what the strategy left would be short of what the strategy looks for."""
+    from learning.strategies import CONTROL_ARM, with_control
+
+    items = _many(200)
+    controls = []
+    for name in ("convincing-wrong", "uncertainty", "mixed"):
+        placed, arms = with_control(strategy_order(name, items), strategy=name, share=0.25, seed=5)
+        controls.append(
+            {s.solution_id for s, a in zip(placed, arms, strict=True) if a == CONTROL_ARM}
+        )
+    assert controls[0] == controls[1] == controls[2]
+    assert len(controls[0]) == 50
+
+
 def test_a_uniform_strategy_is_all_control_and_share_zero_none():
     from learning.strategies import with_control
 
