@@ -166,8 +166,13 @@ def disputed_steps(*, campaign: Campaign):
     """The steps of the campaign's regular solutions that annotators disagree on, one row per
     step with ``step_id``, ``n`` (submitted ratings) and ``low`` / ``high`` (the extreme
     ratings): ``StepLabelQuerySet.disputed_steps``, the rule's home."""
+    # Only the solutions whose kept count says they have any (``solution_by_disputes``): the
+    # GROUP BY then reads their labels alone, not the campaign's.
+    disputed = Solution.objects.filter(
+        campaign=campaign, kind=Solution.Kind.REGULAR, disputed_steps__gt=0
+    )
     return StepLabel.objects.filter(
-        assignment__campaign=campaign, assignment__solution__kind=Solution.Kind.REGULAR
+        assignment__campaign=campaign, assignment__solution__in=disputed.values("pk")
     ).disputed_steps()
 
 
