@@ -163,3 +163,50 @@ def test_the_migration_backfills_existing_rows(campaign):
     # transaction).
     migration.disputes_backfill(None, SimpleNamespace(connection=connection))
     assert _assert_kept(campaign) == {solution.pk: 1}
+
+
+def test_the_adjudication_queue_pages_through_the_rules_steps_in_order(campaign):
+    """Pages found from the kept counts hold exactly the rule's steps, in order, per state."""
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
+    patterns = [[[1, 1, 1], [1, 1, 1]], [[1, 1, 1], [0, 0, -1]], [[1, 1, 1], [1, 0, 1]],
+                [[1, 1, 1], [1, 1, 1]], [[0, 1, 1], [1, 0, 0]], [[1, 1, 1], [-1]]]  # fmt: skip
+    for ratings in patterns:
+        solution = make_solution(campaign=campaign)
+        for r in ratings:
+            user = make_user()
+            make_member(campaign=campaign, user=user)
+            a = Assignment.objects.create(
+                campaign=campaign, solution=solution, annotator=user, status="leased"
+            )
+            submit_ratings(assignment=a, annotator=user, ratings=r)
+    ordered = list(
+        StepLabel.objects.filter(assignment__campaign=campaign)
+        .disputed_steps()
+        .order_by("step__solution_id", "step__index")
+        .values_list("step_id", flat=True)
+    )
+    assert len(ordered) == 8
+    for step_id in ordered[1:6:2]:  # decide three of them, one twice
+        step = Step.objects.get(pk=step_id)
+        adjudication_decide(campaign=campaign, step=step, decided_by=manager, rating=1)
+    adjudication_decide(
+        campaign=campaign, step=Step.objects.get(pk=ordered[3]), decided_by=manager, rating=0
+    )
+    decided = set(ordered[1:6:2])
+    expected = {
+        "all": ordered,
+        "decided": [s for s in ordered if s in decided],
+        "open": [s for s in ordered if s not in decided],
+    }
+    for state, steps in expected.items():
+        for per_page in (1, 2, 3, 10):
+            seen, page, more = [], 1, True
+            while more:
+                rows, more = adjudication_queue(
+                    campaign=campaign, state=state, page=page, per_page=per_page
+                )
+                assert len(rows) <= per_page
+                seen += [r["step_id"] for r in rows]
+                page += 1
+            assert seen == steps, (state, per_page)
+        assert adjudication_queue(campaign=campaign, state=state, page=99)[0] == []
