@@ -200,7 +200,8 @@ def adjudication_queue(
         ]
     start = (max(page, 1) - 1) * per_page
     wanted = per_page + 1
-    before, covered, window = 0, 0, []
+    before, covered = 0, 0
+    window: list[int] = []
     for pk, n in per_solution:
         if not window and before + n <= start:
             before += n
