@@ -124,10 +124,11 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int, in
 def time_computed(campaign, runs: int) -> list[tuple[str, list[float]]]:
     """Before the kept count: the sort computing each match's disagreements per request, and the
     adjudication queue grouping every label of the campaign (the same queries as before)."""
-    from django.db.models import F
+    from django.db.models import F, OuterRef, Subquery
     from django.db.models.functions import Left
 
-    from labeling.models import Solution, StepLabel, disputed_step_count
+    from labeling.models import Adjudication, Solution, StepLabel, disputed_step_count
+    from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
 
     def sort() -> None:
         list(
@@ -138,14 +139,17 @@ def time_computed(campaign, runs: int) -> list[tuple[str, list[float]]]:
         )
 
     def adjudication() -> None:
+        # The open queue's first page as it was read: every regular label grouped, then paged.
+        current = Adjudication.objects.filter(step_id=OuterRef("step_id"), replaced_at__isnull=True)
         rows = StepLabel.objects.filter(
             assignment__campaign=campaign, assignment__solution__kind=Solution.Kind.REGULAR
         ).disputed_steps()
         rows = rows.annotate(
+            decided=Subquery(current.values("rating")[:1]),
             solution_id=F("step__solution_id"),
             index=F("step__index"),
-            problem=Left("step__solution__problem__text", 200),
-        )
+            problem=Left("step__solution__problem__text", EXCERPT_SOURCE_CHARS),
+        ).filter(decided__isnull=True)
         list(rows.order_by("step__solution_id", "step__index")[:51])
 
     out = []
