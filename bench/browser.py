@@ -9,7 +9,10 @@ gives every solution a PRM score, and times through Django's test client (the wh
 - the browser page, searched and filtered (a phrase, a common word; wrong answer, a negative
   step, a PRM range, disagreement; sorted by queue order, PRM score, disagreement), and its
   second page (cursor);
+- the adjudication queue (open: first page and third; all);
 - the item page of solutions with one and with two annotators;
+- before the kept disagreement count (``Solution.disputed_steps``): the old sort's query
+  (computed per match) and the old adjudication queue's GROUP BY over every label, alone;
 - a bulk requeue of 10,000 solutions (a ``SolutionBulkAction`` job run as the worker runs it:
   one transaction, progress from a second connection).
 
@@ -72,6 +75,8 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int, in
     )
     one = Solution.objects.filter(campaign=campaign, assignment_count=1).order_by("pk").first().pk
 
+    adjudications = reverse("annotators:adjudications", kwargs={"slug": campaign.slug})
+
     def item(pk: int) -> str:
         return reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": pk})
 
@@ -89,6 +94,9 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int, in
         ("browse: by one annotator, reviewed", browse + f"?annotator={annotator}"
          "&review=accepted,rejected"),
         ("browse: flagged, open, newest", browse + "?flagged=true&state=open&sort=newest"),
+        ("adjudication queue: open, first page", adjudications),
+        ("adjudication queue: open, page 3", adjudications + "?page=3"),
+        ("adjudication queue: all, first page", adjudications + "?state=all"),
         ("item: one annotator", item(one)),
         ("item: two annotators", item(two)),
     ]  # fmt: skip
@@ -103,9 +111,58 @@ def time_pages(campaign, runs: int) -> list[tuple[str, list[float], int, int, in
                 response = client.get(path)
                 samples.append((time.perf_counter() - started) * 1000)
             queries = len(captured)
-        rows = len(response.context["page"].solutions) if "page" in response.context else 0
+        context = response.context
+        rows = (
+            len(context["page"].solutions)
+            if "page" in context and hasattr(context["page"], "solutions")
+            else len(context.get("rows", []))
+        )
         results.append((label, samples, queries, response.status_code, rows))
     return results
+
+
+def time_computed(campaign, runs: int) -> list[tuple[str, list[float]]]:
+    """Before the kept count: the sort computing each match's disagreements per request, and the
+    adjudication queue grouping every label of the campaign (the same queries as before)."""
+    from django.db.models import F, OuterRef, Subquery
+    from django.db.models.functions import Left
+
+    from labeling.models import Adjudication, Solution, StepLabel, disputed_step_count
+    from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
+
+    def sort() -> None:
+        list(
+            Solution.objects.filter(campaign=campaign)
+            .annotate(sort_key=disputed_step_count())
+            .order_by("-sort_key", "pk")
+            .values_list("pk", "sort_key")[:51]
+        )
+
+    def adjudication() -> None:
+        # The open queue's first page as it was read: every regular label grouped, then paged.
+        current = Adjudication.objects.filter(step_id=OuterRef("step_id"), replaced_at__isnull=True)
+        rows = StepLabel.objects.filter(
+            assignment__campaign=campaign, assignment__solution__kind=Solution.Kind.REGULAR
+        ).disputed_steps()
+        rows = rows.annotate(
+            decided=Subquery(current.values("rating")[:1]),
+            solution_id=F("step__solution_id"),
+            index=F("step__index"),
+            problem=Left("step__solution__problem__text", EXCERPT_SOURCE_CHARS),
+        ).filter(decided__isnull=True)
+        list(rows.order_by("step__solution_id", "step__index")[:51])
+
+    out = []
+    for label, query in (("computed: disagreement sort (query)", sort),
+                         ("computed: adjudication GROUP BY (query)", adjudication)):  # fmt: skip
+        query()
+        samples = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            query()
+            samples.append((time.perf_counter() - started) * 1000)
+        out.append((label, samples))
+    return out
 
 
 def time_requeue(campaign) -> tuple[int, float, float]:
@@ -201,6 +258,14 @@ def main(argv: list[str] | None = None) -> None:
                 flush=True,
             )
         print(f"slowest page p95: {worst:.0f} ms (target < 200 ms); {load()}", flush=True)
+        print("\nbefore the kept count (the old queries alone, without the page around them):")
+        for label, samples in time_computed(campaign, max(3, args.runs // 6)):
+            print(
+                f"{label:<52}{'':>13}{statistics.median(samples):>9.1f}"
+                f"{percentile(samples, 0.95):>9.1f}{max(samples):>9.1f}",
+                flush=True,
+            )
+        print(load(), flush=True)
 
         changed, created, total = time_requeue(campaign)
         print(

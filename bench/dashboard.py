@@ -85,7 +85,7 @@ def build(*, rebuild: bool):
     from django.db import connection, transaction
 
     from bench.export import build_campaign
-    from labeling.models import Campaign
+    from labeling.models import Campaign, Solution
 
     existing = Campaign.objects.filter(slug=SLUG).first()
     if existing is not None and existing.instructions == MARKER and not rebuild:
@@ -217,6 +217,8 @@ def build(*, rebuild: bool):
             """,
             [c],
         )
+    # What an import does once the labels are in: each solution's disagreements, by the app.
+    Solution.objects.filter(campaign_id=c).disputes_recount()
     with connection.cursor() as cur:
         for table in (
             "labeling_solution",

@@ -4,7 +4,8 @@ transaction (``rows.TableRows``: COPY on PostgreSQL).
 Problems and solutions are deduplicated by their content hashes, submitted labels by a submission
 key (campaign, labeler, timestamp, solution, ratings), so importing a file twice writes nothing
 the second time. New solutions are written with their queue slots already counted; older
-solutions that received labels are recounted with ``refresh_queue_state`` at ``finish``.
+solutions that received labels are recounted with ``refresh_queue_state`` at ``finish``, and every
+solution that received labels has its disagreements recounted (``disputes_recount``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class DatabaseWriter:
         self.keys: set[str] = set()
         self.users: dict[str, int] = {}
         self.touched: set[int] = set()  # older solutions given new assignments
+        self.labelled: set[int] = set()  # every solution given new labels (disputes recounted)
         self.created: list[int] = []  # [lowest, highest] id of the solutions created
         self.fills: dict[int, dict[str, str]] = {}  # problem id -> blank fields to fill
         self.now = timezone.now()
@@ -381,6 +383,7 @@ class DatabaseWriter:
             )
             self.result.assignments_existing += len(existing)
             todo = [t for t in todo if t[2] not in existing]
+        self.labelled |= {pk for pk, _, _ in todo}
         steps = dict(new_steps)
         old_solutions = {pk for pk, _, _ in todo if pk not in new_steps}
         if old_solutions:
@@ -434,3 +437,6 @@ class DatabaseWriter:
         touched = sorted(self.touched)
         for i in range(0, len(touched), CHUNK):
             Solution.objects.filter(pk__in=touched[i : i + CHUNK]).refresh_queue_state()
+        labelled = sorted(self.labelled)
+        for i in range(0, len(labelled), CHUNK):
+            Solution.objects.filter(pk__in=labelled[i : i + CHUNK]).disputes_recount()

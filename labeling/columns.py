@@ -90,6 +90,7 @@ SOLUTION = Columns(
         "archived",
         "extra_labels",
         "import_job_id",
+        "disputed_steps",
     ),
 )
 

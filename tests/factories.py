@@ -116,6 +116,8 @@ def make_labelled(
         )
         for i, rating in enumerate(ratings)
     )
+    # What every writer of labels does (``SolutionQuerySet.disputes_recount``).
+    type(solution).objects.filter(pk=solution.pk).disputes_recount()
     return assignment
 
 

@@ -1,8 +1,9 @@
 """One rule for "annotators disagree on this step", held in every spelling to the same steps.
 
 The rule's home is ``StepLabelQuerySet`` (``disputed`` for an ``Exists``, ``disputed_steps``
-for a GROUP BY), ``disputed_step_count`` (raw SQL per solution, the browser's sort) and
-``ratings_disagree`` (Python). The dataset has agreeing, disagreeing and draft-only labels, and
+for a GROUP BY), ``disputed_step_count`` (raw SQL per solution, what ``disputes_recount`` keeps
+in ``Solution.disputed_steps`` for the browser's sort) and ``ratings_disagree`` (Python). The
+dataset has agreeing, disagreeing and draft-only labels, and
 labels of rejected, superseded and unrated work that must not count, on regular and gold
 solutions; every caller (data browser filter and sort, review list, adjudication queue and page)
 must find the same steps.
@@ -122,6 +123,14 @@ def test_the_raw_sql_count_per_solution_is_the_rules(campaign):
         for s in Solution.objects.filter(campaign=campaign)
     }
     assert counted == per_solution
+
+
+def test_the_kept_count_per_solution_is_the_rules(campaign):
+    """``Solution.disputed_steps``, kept by ``disputes_recount`` (tests/test_disputes_kept.py
+    recounts it through every writer)."""
+    disputed = _disputed(campaign)
+    for s in Solution.objects.filter(campaign=campaign):
+        assert s.disputed_steps == s.steps.filter(pk__in=disputed).count(), s.generator
 
 
 def test_the_data_browser_filters_and_sorts_by_the_rule(campaign):

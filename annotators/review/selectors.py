@@ -166,8 +166,13 @@ def disputed_steps(*, campaign: Campaign):
     """The steps of the campaign's regular solutions that annotators disagree on, one row per
     step with ``step_id``, ``n`` (submitted ratings) and ``low`` / ``high`` (the extreme
     ratings): ``StepLabelQuerySet.disputed_steps``, the rule's home."""
+    # Only the solutions whose kept count says they have any (``solution_by_disputes``): the
+    # GROUP BY then reads their labels alone, not the campaign's.
+    disputed = Solution.objects.filter(
+        campaign=campaign, kind=Solution.Kind.REGULAR, disputed_steps__gt=0
+    )
     return StepLabel.objects.filter(
-        assignment__campaign=campaign, assignment__solution__kind=Solution.Kind.REGULAR
+        assignment__campaign=campaign, assignment__solution__in=disputed.values("pk")
     ).disputed_steps()
 
 
@@ -178,21 +183,67 @@ def adjudication_queue(
 
     Each row: the step, its solution and problem, how many ratings and their range, and the
     current decision if any.
+
+    The page is found from the solutions' kept counts (``Solution.disputed_steps``, less the
+    steps already decided): only the solutions the page covers have their labels grouped, so a
+    page reads a few dozen solutions' labels, not the campaign's.
     """
+    solutions = Solution.objects.filter(
+        campaign=campaign, kind=Solution.Kind.REGULAR, disputed_steps__gt=0
+    )
+    per_solution = list(solutions.order_by("pk").values_list("pk", "disputed_steps"))
+    if state in ("open", "decided"):
+        decided = _decided_disputes(solutions=solutions)
+        per_solution = [
+            (pk, decided.get(pk, 0) if state == "decided" else n - decided.get(pk, 0))
+            for pk, n in per_solution
+        ]
+    start = (max(page, 1) - 1) * per_page
+    wanted = per_page + 1
+    before, covered = 0, 0
+    window: list[int] = []
+    for pk, n in per_solution:
+        if not window and before + n <= start:
+            before += n
+            continue
+        if n:
+            window.append(pk)
+            covered += n
+        if before + covered >= start + wanted:
+            break
+    if not window:
+        return [], False
     current = Adjudication.objects.filter(step_id=OuterRef("step_id"), replaced_at__isnull=True)
-    rows = disputed_steps(campaign=campaign).annotate(
-        decided=Subquery(current.values("rating")[:1]),
-        solution_id=F("step__solution_id"),
-        index=F("step__index"),
-        problem=Left("step__solution__problem__text", EXCERPT_SOURCE_CHARS),
+    rows = (
+        StepLabel.objects.filter(assignment__campaign=campaign, assignment__solution_id__in=window)
+        .disputed_steps()
+        .annotate(
+            decided=Subquery(current.values("rating")[:1]),
+            solution_id=F("step__solution_id"),
+            index=F("step__index"),
+            problem=Left("step__solution__problem__text", EXCERPT_SOURCE_CHARS),
+        )
     )
     if state == "open":
         rows = rows.filter(decided__isnull=True)
     elif state == "decided":
         rows = rows.filter(decided__isnull=False)
-    start = (max(page, 1) - 1) * per_page
-    found = list(rows.order_by("step__solution_id", "step__index")[start : start + per_page + 1])
+    found = list(rows.order_by("step__solution_id", "step__index"))
+    found = found[start - before : start - before + wanted]
     return found[:per_page], len(found) > per_page
+
+
+def _decided_disputes(*, solutions) -> dict[int, int]:
+    """solution id -> its disputed steps that carry a current decision (few: people decide)."""
+    decided = Adjudication.objects.filter(
+        replaced_at__isnull=True, step__solution__in=solutions.values("pk")
+    ).values("step_id")
+    still = StepLabel.objects.filter(step_id__in=decided).disputed_steps()
+    disputed = [r["step_id"] for r in still]
+    counts: dict[int, int] = {}
+    for solution_id in Step.objects.filter(pk__in=disputed).values_list("solution_id", flat=True):
+        counts[solution_id] = counts.get(solution_id, 0) + 1
+    return counts
 
 
 @dataclass(frozen=True)

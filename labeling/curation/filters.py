@@ -47,7 +47,6 @@ from labeling.models import (
     Step,
     StepEvidence,
     StepLabel,
-    disputed_step_count,
 )
 
 
@@ -298,11 +297,14 @@ class SolutionFilter:
         for name, labels in (
             ("negative", labels_here.submitted().filter(rating=-1)),
             ("flagged", labels_here.submitted().filter(flagged=True)),
-            ("disagree", labels_here.disputed()),
         ):
             if name in v:
                 has = Exists(labels)
                 solutions = solutions.filter(has if v[name] else ~has)
+        if "disagree" in v:
+            # The kept count of the rule's steps (``SolutionQuerySet.disputes_recount``).
+            disputed = Q(disputed_steps__gt=0)
+            solutions = solutions.filter(disputed if v["disagree"] else ~disputed)
         if "evidence" in v:
             evidence = StepEvidence.objects.filter(solution_id=OuterRef("pk"))
             if v["evidence"] == "conflict":
@@ -478,7 +480,8 @@ def _sort_key(sort: str) -> tuple[Any, bool]:
     if sort == "prm":
         return Coalesce("prm_score", Value(-1.0)), True
     if sort == "disagreement":
-        return disputed_step_count(), True
+        # The kept count (``SolutionQuerySet.disputes_recount``); ``solution_by_disputes`` walks it.
+        return F("disputed_steps"), True
     if sort == "newest":
         return None, True
     return None, False

@@ -62,6 +62,31 @@ class SolutionQuerySet(models.QuerySet):
             is_open=open_expression(room, not_bad),
         )
 
+    def disputes_recount(self) -> int:
+        """Recount ``disputed_steps`` of these solutions from their labels, in one UPDATE.
+
+        Called wherever the set of submitted labels of a solution changes (submit, amend, review
+        outcome, import), for just the solutions touched: the count is computed by
+        ``disputed_step_count`` (the rule's SQL), never adjusted by hand, so it cannot drift
+        from the rule. tests/test_disputes_kept.py holds it to the rule after every change.
+        """
+        from labeling.models.labels import disputed_step_count  # labels.py imports this module
+
+        with transaction.atomic():
+            # The lock first, in a statement of its own: under READ COMMITTED the UPDATE's
+            # snapshot then sees the labels of a concurrent writer of the same solution that
+            # committed while this one waited (the UPDATE's own wait would re-read the row but
+            # not the labels its subquery counts).
+            ids = list(
+                self.order_by("pk").select_for_update(no_key=True).values_list("pk", flat=True)
+            )
+            updated = 0
+            for i in range(0, len(ids), 500):
+                updated += Solution.objects.filter(pk__in=ids[i : i + 500]).update(
+                    disputed_steps=disputed_step_count()
+                )
+            return updated
+
     def refresh_queue_state(self) -> int:
         """Recount held slots and bad problem reports, and reopen or close; for imports, repairs.
 
@@ -203,6 +228,12 @@ class Solution(models.Model):
         default=0, help_text="Assignments holding a slot: submitted, or leased and unexpired."
     )
     bad_problem_reports = models.PositiveIntegerField(default=0)
+    disputed_steps = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Steps annotators disagree on (StepLabelQuerySet's rule), kept by "
+        "disputes_recount wherever submitted labels change.",
+    )
     source = models.CharField(max_length=40, blank=True, help_text="Import format")
     source_ref = models.CharField(max_length=200, blank=True, help_text="Id in the source file")
     content_hash = models.CharField(max_length=64)
@@ -231,6 +262,11 @@ class Solution(models.Model):
                 "campaign", models.F("priority").desc(), "id", name="solution_browse_queue"
             ),
             models.Index(fields=["campaign", "import_job_id"], name="solution_by_import_job"),
+            # The data browser's disagreement sort walks it; the adjudication queue reads the
+            # solutions with any dispute from it.
+            models.Index(
+                "campaign", models.F("disputed_steps").desc(), "id", name="solution_by_disputes"
+            ),
         ]
 
     def __str__(self) -> str:

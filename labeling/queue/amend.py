@@ -76,4 +76,5 @@ def assignment_amend(
             supersedes_id=locked.pk,
         )
         _labels_insert(assignment_id=amended.pk, labels=labels, step_ids=steps, now=now)
+        Solution.objects.filter(pk=locked.solution_id).disputes_recount()
     return amended

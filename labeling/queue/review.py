@@ -55,6 +55,8 @@ def assignment_review_outcome(*, assignment: Assignment, rejected: bool) -> Assi
         slots = int(locked.holds_slot) - int(held_before)
         reports = _reports(locked) - reported_before
         Assignment.objects.filter(pk=locked.pk).update(status=target)
+        # Rejected work is nobody's final word: its labels leave (or rejoin) the disputes.
+        Solution.objects.filter(pk=locked.solution_id).disputes_recount()
         if slots or reports:
             solutions = Solution.objects.filter(pk=locked.solution_id)
             solution = solutions.select_for_update(no_key=True).get()

@@ -153,6 +153,7 @@ def _assignment_submit(
                     locked.pk,
                 ],
             )
+        Solution.objects.filter(pk=locked.solution_id).disputes_recount()
         if reason in Assignment.RELEASING_REASONS:
             bad = int(reason == FinishReason.BAD_PROBLEM)
             Solution.objects.filter(pk=locked.solution_id).slots_change(
