@@ -131,7 +131,13 @@ def test_a_submit_counts_nothing_over_the_campaign_once_counts_are_kept(
     monkeypatch.setattr(selectors, "campaign_counts_counted", spied)
     queries = _queries_of_a_submit(client, campaign, annotator)
     assert recounts == [campaign.pk]  # once, for the first page; the submit read it kept
-    # What the submit counted is the annotator's own rows or one solution's.
+    # What the submit counted is the annotator's own rows, or the submitted solution's labels
+    # (its disagreements, kept on the solution).
+    solution = Assignment.objects.get(submission_key="once").solution_id
     for sql in queries:
         if "COUNT(" in sql.upper():
-            assert "annotator_id = " in sql or "assignment_id = " in sql, sql
+            assert (
+                "annotator_id = " in sql
+                or "assignment_id = " in sql
+                or sql.rstrip().endswith(f"WHERE id IN ({solution})")
+            ), sql

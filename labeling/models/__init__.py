@@ -42,6 +42,7 @@ from labeling.models.solutions import (
     Solution,
     SolutionQuerySet,
     Step,
+    disputes_recount,
     is_open_value,
     open_expression,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "StepEvidence",
     "StepLabel",
     "disputed_step_count",
+    "disputes_recount",
     "is_open_value",
     "open_expression",
     "ratings_disagree",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -70,22 +70,7 @@ class SolutionQuerySet(models.QuerySet):
         ``disputed_step_count`` (the rule's SQL), never adjusted by hand, so it cannot drift
         from the rule. tests/test_disputes_kept.py holds it to the rule after every change.
         """
-        from labeling.models.labels import disputed_step_count  # labels.py imports this module
-
-        with transaction.atomic():
-            # The lock first, in a statement of its own: under READ COMMITTED the UPDATE's
-            # snapshot then sees the labels of a concurrent writer of the same solution that
-            # committed while this one waited (the UPDATE's own wait would re-read the row but
-            # not the labels its subquery counts).
-            ids = list(
-                self.order_by("pk").select_for_update(no_key=True).values_list("pk", flat=True)
-            )
-            updated = 0
-            for i in range(0, len(ids), 500):
-                updated += Solution.objects.filter(pk__in=ids[i : i + 500]).update(
-                    disputed_steps=disputed_step_count()
-                )
-            return updated
+        return disputes_recount(list(self.order_by("pk").values_list("pk", flat=True)))
 
     def refresh_queue_state(self) -> int:
         """Recount held slots and bad problem reports, and reopen or close; for imports, repairs.
@@ -141,6 +126,37 @@ class SolutionQuerySet(models.QuerySet):
                 )
                 rows.update(is_open=open_expression(room, not_bad))
         return len(ids)
+
+
+def disputes_recount(solution_ids: list[int]) -> int:
+    """``SolutionQuerySet.disputes_recount`` for solutions known by id (a submit knows its one):
+    a lock and one UPDATE per 500, in plain SQL, since it runs inside every submit (the hot
+    path), where the ORM's query building would cost more than the two statements."""
+    from labeling.models.labels import _DISPUTED_STEP_COUNT_SQL  # labels.py imports this
+
+    ids = sorted(solution_ids)
+    lock = " FOR NO KEY UPDATE" if connection.vendor == "postgresql" else ""
+    updated = 0
+    # No savepoint of its own: it runs inside the submit's transaction on the hot path.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ", ".join(["%s"] * len(chunk))
+            # The lock first, in a statement of its own: under READ COMMITTED the UPDATE's
+            # snapshot then sees the labels of a concurrent writer of the same solution
+            # that committed while this one waited (the UPDATE's own wait would re-read the
+            # row but not the labels its subquery counts).
+            cursor.execute(
+                f"SELECT id FROM labeling_solution WHERE id IN ({marks}) ORDER BY id{lock}",
+                chunk,
+            )
+            cursor.execute(
+                "UPDATE labeling_solution SET disputed_steps ="
+                f" {_DISPUTED_STEP_COUNT_SQL} WHERE id IN ({marks})",
+                chunk,
+            )
+            updated += cursor.rowcount
+    return updated
 
 
 def open_expression(room: Q, not_bad: Q) -> models.Expression:

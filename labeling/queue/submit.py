@@ -13,7 +13,15 @@ from django.utils import timezone
 from labeling import events
 from labeling.columns import STEP_LABEL
 from labeling.forms import STEP_TIME_MAX_MS, TOTAL_TIME_MAX_MS, clamp_ms
-from labeling.models import Assignment, FinishReason, Membership, Rating, Solution, StepLabel
+from labeling.models import (
+    Assignment,
+    FinishReason,
+    Membership,
+    Rating,
+    Solution,
+    StepLabel,
+    disputes_recount,
+)
 from labeling.queue.drafts import _human_completion
 from labeling.queue.errors import AssignmentClosed, LabelsInvalid
 from labeling.queue.leases import _assignment_lock, _slot_hold
@@ -153,7 +161,7 @@ def _assignment_submit(
                     locked.pk,
                 ],
             )
-        Solution.objects.filter(pk=locked.solution_id).disputes_recount()
+        disputes_recount([locked.solution_id])
         if reason in Assignment.RELEASING_REASONS:
             bad = int(reason == FinishReason.BAD_PROBLEM)
             Solution.objects.filter(pk=locked.solution_id).slots_change(
