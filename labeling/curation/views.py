@@ -124,6 +124,7 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
     if job_id := request.GET.get("job", "").strip():
         job = SolutionBulkAction.objects.filter(campaign=campaign, pk=_int(job_id)).first()
     can_manage = request.user.is_superuser or (membership and membership.role in MANAGE)
+    annotators = _annotators(campaign)
     return campaign_page(
         request,
         "labeling/browser.html",
@@ -150,13 +151,45 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
             ],
             "sorts": filters.SORTS,
             "generators": _generators(campaign),
-            "annotators": _annotators(campaign),
+            "annotators": annotators,
+            "chips": filter_chips(solution_filter, annotators=dict(annotators)),
             "job": job,
             "actions": BULK_ACTIONS,
             "may_act": can_manage,
         },
         status=400 if error else 200,
     )
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One active filter on the browser: what it says, and the same page without it."""
+
+    text: str
+    remove_query: str
+
+
+def filter_chips(solution_filter: filters.SolutionFilter, *, annotators: dict) -> list[Chip]:
+    """The filters set, one chip a value (``Queue state: open``), each with the query string
+    that drops only it; people named as the "Labelled by" list names them."""
+    chips = []
+    for name, value in solution_filter.values.items():
+        spec = filters.FILTERS_BY_NAME[name]
+        if name == "id":
+            text = f"{len(value)} selected solution{'s' if len(value) != 1 else ''}"
+            chips.append(Chip(text, solution_filter.without(name).querystring()))
+            continue
+        words = dict(spec.choices)
+        for item in value if isinstance(value, list) else [value]:
+            if name == "annotator":
+                shown = annotators.get(item, f"account {item}")
+            elif isinstance(item, bool):
+                shown = "yes" if item else "no"
+            else:
+                shown = words.get(item, str(item)).split(":")[0]
+            remove = solution_filter.without(name, item if spec.many else None)
+            chips.append(Chip(f"{spec.label}: {shown}", remove.querystring()))
+    return chips
 
 
 def _int(raw: str) -> int:
