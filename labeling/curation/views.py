@@ -345,7 +345,19 @@ def _item_context(campaign, solution: Solution) -> dict:
         r.assignment_id: r
         for r in Review.objects.filter(assignment__in=submitted).select_related("reviewer")
     }
-    columns = [AnnotatorColumn(a, a.annotator.get_username(), reviews.get(a.pk)) for a in submitted]
+    imported = set(
+        Membership.objects.filter(
+            campaign=campaign, user__in={a.annotator_id for a in submitted}, is_imported=True
+        ).values_list("user_id", flat=True)
+    )
+    columns = [
+        AnnotatorColumn(
+            a,
+            Membership.short_name(a.annotator.get_username(), imported=a.annotator_id in imported),
+            reviews.get(a.pk),
+        )
+        for a in submitted
+    ]
     labels = {
         (label.assignment_id, label.step_id): label
         for label in StepLabel.objects.filter(assignment__in=submitted)
