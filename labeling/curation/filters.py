@@ -575,7 +575,7 @@ def _queue_page(solutions: QuerySet, *, cursor: str | None, size: int) -> Page:
     rows = rows[:size]
     next_cursor = None
     if more and rows:
-        last = rows[-1]
+        last: Any = rows[-1]  # with the query's annotations, queued and sort_key
         next_cursor = f"{last.queued}_{float(last.sort_key)!r}_{last.pk}"
     return Page(rows, next_cursor)
 
