@@ -19,6 +19,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
+from django.db.models import Count
 from django.db.models.functions import Left
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
@@ -125,6 +126,7 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
         job = SolutionBulkAction.objects.filter(campaign=campaign, pk=_int(job_id)).first()
     can_manage = request.user.is_superuser or (membership and membership.role in MANAGE)
     annotators = _annotators(campaign)
+    facets = {} if more or error else facet_counts(matching)
     return campaign_page(
         request,
         "labeling/browser.html",
@@ -142,7 +144,11 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
             "next_url": next_url,
             "specs": filters.FILTERS_BY_NAME,
             "choice_filters": [
-                (filters.FILTERS_BY_NAME[n], solution_filter.values.get(n, []))
+                (
+                    filters.FILTERS_BY_NAME[n],
+                    solution_filter.values.get(n, []),
+                    _with_counts(filters.FILTERS_BY_NAME[n], facets.get(n)),
+                )
                 for n in ("kind", "state", "answer", "review")
             ],
             "bool_filters": [
@@ -159,6 +165,26 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
         },
         status=400 if error else 200,
     )
+
+
+def facet_counts(matching) -> dict[str, dict[str, int]]:
+    """How many of the matches fall under each kind and each final answer, from one grouped
+    query (only asked when the matches are few enough to count: ``COUNT_CAP``)."""
+    counts: dict[str, dict[str, int]] = {"kind": {}, "answer": {}}
+    rows = matching.order_by().values_list("kind", "answer_is_correct").annotate(n=Count("pk"))
+    for kind, correct, n in rows:
+        answer = "ungraded" if correct is None else "right" if correct else "wrong"
+        counts["kind"][kind] = counts["kind"].get(kind, 0) + n
+        counts["answer"][answer] = counts["answer"].get(answer, 0) + n
+    return counts
+
+
+def _with_counts(spec: filters.FilterSpec, counts: dict[str, int] | None) -> list[tuple]:
+    """A facet's choices as ``(value, text, count or None)``."""
+    return [
+        (value, text, None if counts is None else counts.get(value, 0))
+        for value, text in spec.choices
+    ]
 
 
 @dataclass(frozen=True)
