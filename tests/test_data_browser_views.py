@@ -251,6 +251,9 @@ def test_the_api_lists_solutions_with_the_same_filters(campaign, manager, data):
     assert [s["id"] for s in ordered["results"]] == newest[:2]
     rest = api.get(ordered["next"]).json()
     assert [s["id"] for s in rest["results"]] == newest[2:]
+    Solution.objects.filter(pk=data["other"].pk).update(is_open=False, priority=9)
+    queue = [s["id"] for s in api.get(base + "?sort=queue&page_size=2").json()["results"]]
+    assert data["other"].pk not in queue  # what the queue serves next comes first
     bad = api.get(base + "?state=gone")
     assert bad.status_code == 400 and "state" in bad.json()
     schema = api.get("/api/schema/?format=json").json()
