@@ -160,6 +160,16 @@ class GenerationForm(forms.Form):
                 self.add_error("url_model", "Name the model to ask at that URL.")
         return data
 
+    @classmethod
+    def initial_after(cls, job: GenerationJob | None) -> dict:
+        """The endpoint and model of ``job`` (the campaign's last) as the form's initial
+        values: the next job asks the same model unless someone changes it."""
+        if job is None:
+            return {}
+        if job.endpoint:
+            return {"model": f"{job.endpoint}:{job.model}"}
+        return {"model": cls.URL, "base_url": job.base_url, "url_model": job.model}
+
     def job_kwargs(self) -> dict:
         """The fields as ``generation_job_create`` takes them."""
         data = dict(self.cleaned_data)

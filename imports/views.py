@@ -143,7 +143,12 @@ def generation_list(request: HttpRequest, slug: str) -> HttpResponse:
                 return redirect("imports:generations", slug=campaign.slug)
         status = 400
     else:
-        form = GenerationForm(initial={"prompt_template": generation.default_template(campaign)})
+        jobs = GenerationJob.objects.filter(campaign=campaign)
+        last = jobs.order_by("-created_at", "-id").first()
+        form = GenerationForm(
+            initial=GenerationForm.initial_after(last)
+            | {"prompt_template": generation.default_template(campaign)}
+        )
     jobs = GenerationJob.objects.filter(campaign=campaign).select_related("created_by")[:50]
     return campaign_page(
         request,

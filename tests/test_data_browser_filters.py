@@ -148,6 +148,33 @@ def test_keyset_pages_walk_every_match_once_in_order(campaign, sort):
     assert len(seen) == 7
 
 
+def test_queue_order_lists_what_the_queue_serves_next_first(campaign):
+    complete = make_solution(campaign=campaign, priority=9, is_open=False)
+    archived = make_solution(campaign=campaign, priority=8, archived=True)
+    low = make_solution(campaign=campaign, priority=1)
+    high = make_solution(campaign=campaign, priority=5)
+    ordered = SolutionFilter(sort="queue").ordered(Solution.objects.filter(campaign=campaign))
+    assert [s.pk for s in ordered] == [high.pk, low.pk, complete.pk, archived.pk]
+    seen, cursor = [], None
+    while True:  # pages of one, across from what the queue serves to the rest
+        page = solutions_page(
+            Solution.objects.filter(campaign=campaign), SolutionFilter(), cursor=cursor, size=1
+        )
+        seen += [s.pk for s in page.solutions]
+        if not (cursor := page.next_cursor):
+            break
+    assert seen == [high.pk, low.pk, complete.pk, archived.pk]
+    served = assignment_next(campaign=campaign, annotator=make_member(campaign=campaign).user)
+    assert served.solution_id == high.pk
+
+
+def test_a_filter_less_one_value_keeps_the_others():
+    f = SolutionFilter.from_params({"state": "open,leased", "negative": "true", "sort": "prm"})
+    assert f.without("state", "open").querystring() == "state=leased&negative=true&sort=prm"
+    assert f.without("negative").querystring() == "state=open&state=leased&sort=prm"
+    assert f.without("state", "open").without("state", "leased").values == {"negative": True}
+
+
 # --- Curation --------------------------------------------------------------------------------
 
 

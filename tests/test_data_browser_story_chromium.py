@@ -99,6 +99,7 @@ def test_a_manager_finds_curates_requeues_and_exports_a_selection(live_server, p
     page.fill("#f-q", '"right triangle"')
     page.get_by_role("button", name="Filter").click()
     expect(rows).to_have_count(3)  # the problem's three solutions, not the other problem's
+    page.locator("#filter-panel > summary").click()
     page.check("input[name=answer][value=wrong]")
     page.select_option("#f-negative", "true")
     page.get_by_role("button", name="Filter").click()

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from exports.models import Export
 from exports.services import export_run
+from labeling.curation.views import facet_counts
 from labeling.models import Membership, Solution, SolutionBulkAction, Step
 from labeling.scores import step_scorer_register, step_scorer_unregister
 from tests.factories import (
@@ -81,6 +82,20 @@ def test_the_browser_searches_and_filters_from_the_query_string(client, campaign
     assert "<strong>1</strong> solution match" in page
     # The form shows the filters it was given, so the view can be changed from there.
     assert 'value="hypotenuse"' in page
+
+
+def test_the_facets_count_the_matches_in_one_grouped_query(
+    client, campaign, manager, data, django_assert_max_num_queries
+):
+    client.force_login(manager)
+    page = _browse(client, campaign, "?q=hypotenuse").content.decode()
+    assert 'value="wrong"> wrong <span class="facet-count">(1)</span>' in page
+    assert 'value="right"> right <span class="facet-count">(1)</span>' in page
+    assert 'value="ungraded"> ungraded <span class="facet-count">(0)</span>' in page
+    assert 'value="regular"> regular <span class="facet-count">(2)</span>' in page
+    with django_assert_max_num_queries(1):
+        counts = facet_counts(Solution.objects.filter(campaign=campaign))
+    assert counts == {"kind": {"regular": 3}, "answer": {"wrong": 2, "right": 1}}
 
 
 def test_a_broken_filter_is_explained_not_a_crash(client, campaign, manager):
@@ -236,6 +251,9 @@ def test_the_api_lists_solutions_with_the_same_filters(campaign, manager, data):
     assert [s["id"] for s in ordered["results"]] == newest[:2]
     rest = api.get(ordered["next"]).json()
     assert [s["id"] for s in rest["results"]] == newest[2:]
+    Solution.objects.filter(pk=data["other"].pk).update(is_open=False, priority=9)
+    queue = [s["id"] for s in api.get(base + "?sort=queue&page_size=2").json()["results"]]
+    assert data["other"].pk not in queue  # what the queue serves next comes first
     bad = api.get(base + "?state=gone")
     assert bad.status_code == 400 and "state" in bad.json()
     schema = api.get("/api/schema/?format=json").json()

@@ -216,6 +216,42 @@ def test_with_free_form_urls_on_the_page_takes_a_url_to_a_listed_host(
     assert "STEPWISE_ENDPOINT_HOSTS" in refused.content.decode()
 
 
+def test_the_form_starts_from_the_last_jobs_endpoint_and_model(client, campaign, manager, settings):
+    client.force_login(manager)
+    url = reverse("imports:generations", kwargs={"slug": campaign.slug})
+    assert "selected" not in _model_select(client.get(url))  # no job yet: nothing chosen
+    assert client.post(url, _form(model="hosted:gpt-x")).status_code == 302
+    assert '<option value="hosted:gpt-x" selected>' in _model_select(client.get(url))
+    settings.STEPWISE_ENDPOINT_URLS = True
+    settings.STEPWISE_ENDPOINT_HOSTS = ["127.0.0.1/32"]
+    fields = {"model": "url:", "base_url": "http://127.0.0.1:9/v1", "url_model": "mine"}
+    assert client.post(url, _form(**fields)).status_code == 302
+    html = client.get(url).content.decode()
+    assert '<option value="url:" selected>' in _model_select(html)
+    assert 'value="http://127.0.0.1:9/v1"' in html and 'value="mine"' in html
+
+
+def _model_select(page) -> str:
+    html = page if isinstance(page, str) else page.content.decode()
+    start = html.index('<select name="model"')
+    return html[start : html.index("</select>", start)]
+
+
+@pytest.mark.parametrize(
+    ("status", "offered"), [("running", False), ("pending", False), ("failed", True)]
+)
+def test_only_a_finished_job_with_samples_missing_offers_resume(
+    client, campaign, manager, status, offered
+):
+    job = GenerationJob.objects.create(
+        campaign=campaign, endpoint="gpu", model="m", status=status, requested=8
+    )
+    client.force_login(manager)
+    html = client.get(reverse("imports:generations", kwargs={"slug": campaign.slug})).content
+    resume = reverse("imports:generation-resume", kwargs={"slug": campaign.slug, "pk": job.pk})
+    assert (resume in html.decode()) is offered
+
+
 @pytest.mark.parametrize("role", ["annotator", "reviewer"])
 def test_other_members_may_not_generate(campaign, role):
     api = api_client_for(make_member(campaign=campaign, role=role).user)

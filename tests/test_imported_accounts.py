@@ -15,7 +15,7 @@ from django.urls import reverse
 from annotators.models import CampaignSnapshot
 from annotators.snapshots import snapshot_run
 from imports.pipeline import import_file
-from labeling.models import Membership
+from labeling.models import Membership, Solution
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_member, make_solution, make_user
 
@@ -148,3 +148,13 @@ def test_the_data_browser_names_them_by_a_short_id(client, campaign, manager):
     assert LABELER not in page
     assert "imported cc88bf76" in page
     assert page.index(">ann<") < page.index("imported cc88bf76")  # people first
+
+
+def test_the_item_page_names_them_by_a_short_id(client, campaign, manager):
+    with_work(campaign)
+    solution = Solution.objects.get(campaign=campaign)
+    url = reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": solution.pk})
+    page = client.get(url).content.decode()
+    assert LABELER not in page  # neither in the ratings' columns nor in the history
+    assert "imported cc88bf76" in page
+    assert ">ann<" in page

@@ -28,12 +28,14 @@ from typing import Any
 from django.db import connection
 from django.db.models import (
     BooleanField,
+    Case,
     Exists,
     F,
     OuterRef,
     Q,
     QuerySet,
     Value,
+    When,
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
@@ -336,8 +338,9 @@ class SolutionFilter:
         key, descending = _sort_key(self.sort)
         if key is None:
             return solutions.order_by("-pk" if descending else "pk")
-        order = "-sort_key" if descending else "sort_key"
-        return solutions.annotate(sort_key=key).order_by(order, "pk")
+        if self.sort == "queue":
+            solutions = solutions.annotate(queued=queued_first())
+        return solutions.annotate(sort_key=key).order_by(*self.ordering)
 
     @property
     def ordering(self) -> tuple[str, ...]:
@@ -345,7 +348,17 @@ class SolutionFilter:
         key, descending = _sort_key(self.sort)
         if key is None:
             return ("-pk",) if descending else ("pk",)
-        return ("-sort_key" if descending else "sort_key", "pk")
+        order = ("-sort_key" if descending else "sort_key", "pk")
+        return ("-queued", *order) if self.sort == "queue" else order
+
+    def without(self, name: str, value: Any = None) -> SolutionFilter:
+        """This filter less ``name`` (less only ``value`` of a filter that holds many)."""
+        values = dict(self.values)
+        if value is not None and isinstance(values.get(name), list):
+            values[name] = [v for v in values[name] if v != value]
+        if value is None or not values.get(name):
+            values.pop(name, None)
+        return SolutionFilter(values=values, sort=self.sort)
 
 
 def _raw_values_plain(params: Mapping, name: str) -> list[str]:
@@ -473,6 +486,12 @@ def _reviews_q(reviews: Iterable[str]) -> Q:
 # --- Sorts and pages -------------------------------------------------------------------------
 
 
+def queued_first() -> Case:
+    """1 for a solution the queue may serve (open, not archived: the claim's own condition,
+    ``claim_candidates``), 0 for the rest: "queue order" lists what is served next first."""
+    return Case(When(is_open=True, archived=False, then=Value(1)), default=Value(0))
+
+
 def _sort_key(sort: str) -> tuple[Any, bool]:
     """(the key expression or None for the id itself, descending)."""
     if sort == "queue":
@@ -498,8 +517,11 @@ def solutions_page(
 ) -> Page:
     """One page of ``solutions`` in the filter's order after ``cursor`` (keyset: no OFFSET).
 
-    A cursor is the last row's sort key and id (``"0.73_123"``; ``"123"`` for the id sorts).
+    A cursor is the last row's sort key and id (``"0.73_123"``; ``"123"`` for the id sorts;
+    ``"1_0.73_123"`` in queue order, led by whether the queue may serve it).
     """
+    if solution_filter.sort == "queue":
+        return _queue_page(solutions, cursor=cursor, size=size)
     key, descending = _sort_key(solution_filter.sort)
     ordered = solution_filter.ordered(solutions)
     if cursor:
@@ -523,6 +545,41 @@ def solutions_page(
     if more and rows:
         last = rows[-1]
         next_cursor = str(last.pk) if key is None else f"{float(last.sort_key)!r}_{last.pk}"
+    return Page(rows, next_cursor)
+
+
+def _queue_page(solutions: QuerySet, *, cursor: str | None, size: int) -> Page:
+    """A page in queue order (``queued_first``, then priority): the solutions the queue may
+    serve, then the rest, each walked in priority order (the index ``solution_browse_queue``);
+    ordering by ``queued_first()`` in SQL would sort every solution of the campaign."""
+    group, after = 1, Q()
+    if cursor:
+        try:
+            raw_group, raw_key, raw_id = cursor.split("_", 2)
+            group, last_key, last_id = int(raw_group), float(raw_key), int(raw_id)
+        except ValueError:
+            raise FilterError("cursor", "This page link is broken: start again.") from None
+        if group not in (0, 1):
+            raise FilterError("cursor", "This page link is broken: start again.")
+        after = Q(priority__lt=last_key) | Q(priority=last_key, pk__gt=last_id)
+    served = Q(is_open=True, archived=False)
+    rows: list[Solution] = []
+    for part in range(group, -1, -1):
+        part_rows = (
+            solutions.filter(served if part else ~served)
+            .filter(after if part == group else Q())
+            .annotate(queued=Value(part), sort_key=F("priority"))
+            .order_by("-priority", "pk")
+        )
+        rows += part_rows[: size + 1 - len(rows)]
+        if len(rows) > size:
+            break
+    more = len(rows) > size
+    rows = rows[:size]
+    next_cursor = None
+    if more and rows:
+        last: Any = rows[-1]  # with the query's annotations, queued and sort_key
+        next_cursor = f"{last.queued}_{float(last.sort_key)!r}_{last.pk}"
     return Page(rows, next_cursor)
 
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from labeling.models import Assignment, FinishReason, Review, Solution, SolutionEvent
+from labeling.models import (
+    Assignment,
+    FinishReason,
+    Membership,
+    Review,
+    Solution,
+    SolutionEvent,
+)
 
 
 @dataclass(frozen=True)
@@ -30,8 +37,19 @@ def solution_history(*, solution: Solution) -> list[HistoryEntry]:
     a lease that expired), reviews, and what managers did (``SolutionEvent``)."""
     entries: list[HistoryEntry] = []
     assignments = Assignment.objects.filter(solution=solution).select_related("annotator")
+    imported = set(
+        Membership.objects.filter(
+            campaign_id=solution.campaign_id,
+            is_imported=True,
+            user__in=Assignment.objects.filter(solution=solution).values("annotator_id"),
+        ).values_list("user_id", flat=True)
+    )
+
+    def name(user) -> str:
+        return Membership.short_name(user.get_username(), imported=user.pk in imported)
+
     for a in assignments:
-        who = a.annotator.get_username()
+        who = name(a.annotator)
         if a.supersedes_id is not None:
             # An amendment is a new row copying its original's lease: the serving is the
             # original's; this row is the moment the work changed.
@@ -52,7 +70,7 @@ def solution_history(*, solution: Solution) -> list[HistoryEntry]:
         "reviewer", "assignment__annotator"
     )
     for r in reviews:
-        detail = f"{r.decision} the work of {r.assignment.annotator.get_username()}"
+        detail = f"{r.decision} the work of {name(r.assignment.annotator)}"
         entries.append(HistoryEntry(r.created_at, "reviewed", r.reviewer.get_username(), detail))
     for e in SolutionEvent.objects.filter(solution=solution).select_related("actor"):
         who = e.actor.get_username() if e.actor else "system"

@@ -19,6 +19,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
+from django.db.models import Count
 from django.db.models.functions import Left
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
@@ -124,6 +125,8 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
     if job_id := request.GET.get("job", "").strip():
         job = SolutionBulkAction.objects.filter(campaign=campaign, pk=_int(job_id)).first()
     can_manage = request.user.is_superuser or (membership and membership.role in MANAGE)
+    annotators = _annotators(campaign)
+    facets = {} if more or error else facet_counts(matching)
     return campaign_page(
         request,
         "labeling/browser.html",
@@ -141,7 +144,11 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
             "next_url": next_url,
             "specs": filters.FILTERS_BY_NAME,
             "choice_filters": [
-                (filters.FILTERS_BY_NAME[n], solution_filter.values.get(n, []))
+                (
+                    filters.FILTERS_BY_NAME[n],
+                    solution_filter.values.get(n, []),
+                    _with_counts(filters.FILTERS_BY_NAME[n], facets.get(n)),
+                )
                 for n in ("kind", "state", "answer", "review")
             ],
             "bool_filters": [
@@ -150,13 +157,65 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
             ],
             "sorts": filters.SORTS,
             "generators": _generators(campaign),
-            "annotators": _annotators(campaign),
+            "annotators": annotators,
+            "chips": filter_chips(solution_filter, annotators=dict(annotators)),
             "job": job,
             "actions": BULK_ACTIONS,
             "may_act": can_manage,
         },
         status=400 if error else 200,
     )
+
+
+def facet_counts(matching) -> dict[str, dict[str, int]]:
+    """How many of the matches fall under each kind and each final answer, from one grouped
+    query (only asked when the matches are few enough to count: ``COUNT_CAP``)."""
+    counts: dict[str, dict[str, int]] = {"kind": {}, "answer": {}}
+    rows = matching.order_by().values_list("kind", "answer_is_correct").annotate(n=Count("pk"))
+    for kind, correct, n in rows:
+        answer = "ungraded" if correct is None else "right" if correct else "wrong"
+        counts["kind"][kind] = counts["kind"].get(kind, 0) + n
+        counts["answer"][answer] = counts["answer"].get(answer, 0) + n
+    return counts
+
+
+def _with_counts(spec: filters.FilterSpec, counts: dict[str, int] | None) -> list[tuple]:
+    """A facet's choices as ``(value, text, count or None)``."""
+    return [
+        (value, text, None if counts is None else counts.get(value, 0))
+        for value, text in spec.choices
+    ]
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One active filter on the browser: what it says, and the same page without it."""
+
+    text: str
+    remove_query: str
+
+
+def filter_chips(solution_filter: filters.SolutionFilter, *, annotators: dict) -> list[Chip]:
+    """The filters set, one chip a value (``Queue state: open``), each with the query string
+    that drops only it; people named as the "Labelled by" list names them."""
+    chips = []
+    for name, value in solution_filter.values.items():
+        spec = filters.FILTERS_BY_NAME[name]
+        if name == "id":
+            text = f"{len(value)} selected solution{'s' if len(value) != 1 else ''}"
+            chips.append(Chip(text, solution_filter.without(name).querystring()))
+            continue
+        words = dict(spec.choices)
+        for item in value if isinstance(value, list) else [value]:
+            if name == "annotator":
+                shown = annotators.get(item, f"account {item}")
+            elif isinstance(item, bool):
+                shown = "yes" if item else "no"
+            else:
+                shown = words.get(item, str(item)).split(":")[0]
+            remove = solution_filter.without(name, item if spec.many else None)
+            chips.append(Chip(f"{spec.label}: {shown}", remove.querystring()))
+    return chips
 
 
 def _int(raw: str) -> int:
@@ -312,7 +371,19 @@ def _item_context(campaign, solution: Solution) -> dict:
         r.assignment_id: r
         for r in Review.objects.filter(assignment__in=submitted).select_related("reviewer")
     }
-    columns = [AnnotatorColumn(a, a.annotator.get_username(), reviews.get(a.pk)) for a in submitted]
+    imported = set(
+        Membership.objects.filter(
+            campaign=campaign, user__in={a.annotator_id for a in submitted}, is_imported=True
+        ).values_list("user_id", flat=True)
+    )
+    columns = [
+        AnnotatorColumn(
+            a,
+            Membership.short_name(a.annotator.get_username(), imported=a.annotator_id in imported),
+            reviews.get(a.pk),
+        )
+        for a in submitted
+    ]
     labels = {
         (label.assignment_id, label.step_id): label
         for label in StepLabel.objects.filter(assignment__in=submitted)
