@@ -23,7 +23,8 @@ test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The inner loop: lint, layers, and every test that needs no browser, no Celery worker, no
-# PostgreSQL and is not marked slow, on two processes (under a minute on an idle 2-core machine).
+# PostgreSQL and is not marked slow, on two processes (about a minute on an idle 2-core machine;
+# docs/contributing.md says how to keep it there).
 # Run `make test` before you push.
 test-fast: lint
 	$(BIN)/python -m pytest -q -n 2 -m "not browser and not celery and not postgres and not slow" $(PYTEST_ARGS)

@@ -19,6 +19,12 @@ for _name in (
     "TRL_EXPERIMENTAL_SILENCE",
 ):
     os.environ.setdefault(_name, "1")
+# Under pytest-xdist (`make test-fast`: two workers on two cores) each worker gets one torch
+# thread: with torch's default of one thread a core, the workers' threads spin waiting on each
+# other and burn CPU for nothing. Set before torch is imported (OMP_NUM_THREADS is read then).
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("PRM_NUM_THREADS", "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

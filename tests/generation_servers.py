@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -16,6 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+# serve_forever's poll interval: shutdown() waits up to one (the default, 0.5 s, per server).
+POLL_S = 0.02
 
 
 def canned_text(n: int, problem: str) -> str:
@@ -100,7 +104,7 @@ class StubServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.daemon_threads = True
         self.httpd.script = self.script  # type: ignore[attr-defined]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(POLL_S,), daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -131,11 +135,16 @@ class Listener:
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
         self.connections: list[bytes] = []
-        self.stopping = threading.Event()
+        # Closing wakes the thread at once (a pipe it selects on beside the socket) instead of
+        # waiting out an accept timeout: the tests make hundreds of these witnesses.
+        self._wake_r, self._wake_w = socket.socketpair()
         self.thread = threading.Thread(target=self._serve, daemon=True)
 
     def _serve(self) -> None:
-        while not self.stopping.is_set():
+        while True:
+            readable, _, _ = select.select([self.sock, self._wake_r], [], [])
+            if self.sock not in readable:
+                return  # stopping, and no connection is waiting (those are recorded first)
             try:
                 conn, _ = self.sock.accept()
             except TimeoutError:
@@ -155,9 +164,11 @@ class Listener:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.stopping.set()
+        self._wake_w.send(b"x")
         self.thread.join(timeout=5)
         self.sock.close()
+        self._wake_r.close()
+        self._wake_w.close()
 
 
 # --- a real server -------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.generation_servers import POLL_S
+
 STEP_TOKEN = "<extra_0>"
 STEP_ID = 256
 
@@ -133,7 +135,7 @@ class PoolingServer:
         self.httpd.script = self.script  # type: ignore[attr-defined]
         self.httpd.model = self.model  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(POLL_S,), daemon=True)
 
     def __enter__(self) -> PoolingServer:
         self.thread.start()

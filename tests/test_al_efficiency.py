@@ -126,6 +126,8 @@ def test_a_random_selector_on_real_labels_has_an_interval_that_contains_one():
     assert result["held_out_steps"] >= 50 and result["control_labels"] >= 200
 
 
+# slow: a whole active-learning run with its control arm and estimate (about 6 s)
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp_path, settings):
     from labeling.models import Membership, Solution
@@ -156,6 +158,8 @@ def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp
     assert ActiveLearningRun.objects.get(pk=run.pk).data_efficiency == run.data_efficiency
 
 
+# slow: a whole active-learning run training every member of an ensemble (about 6 s)
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_an_ensemble_run_orders_the_queue_by_the_members_disagreement(tmp_path, settings):
     import prm

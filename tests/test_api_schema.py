@@ -136,6 +136,9 @@ def _point_at_seeded_data(case, seeded, rng: random.Random) -> None:
         params["name"] = seeded["export"].files[0]["name"]
 
 
+# slow: fuzzes every operation of the API (about 30 s of CPU in all); the schema's own check
+# and the pages' lists stay in test-fast
+@pytest.mark.slow
 @schema.parametrize()
 @settings(
     max_examples=12,
@@ -234,6 +237,8 @@ def leased(seeded):
     return assignment
 
 
+# slow: 60 generated submissions on top of the coverage cases (about 3 s)
+@pytest.mark.slow
 @schema.include(path_regex="/submit/$").parametrize()
 @settings(
     max_examples=60,

@@ -32,7 +32,7 @@ from common.endpoints import (
     endpoints_declared,
     scrub_secret,
 )
-from tests.generation_servers import Listener, StubServer
+from tests.generation_servers import POLL_S, Listener, StubServer
 
 SECRET = "sk-operator-secret-0123456789abcdef"
 
@@ -189,7 +189,7 @@ def test_a_redirect_is_not_followed_so_the_key_goes_nowhere_else(settings, monke
     with Listener() as elsewhere:
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Redirect)
         httpd.target = f"http://127.0.0.1:{elsewhere.port}/steal"  # type: ignore[attr-defined]
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread = threading.Thread(target=httpd.serve_forever, args=(POLL_S,), daemon=True)
         thread.start()
         try:
             url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"

@@ -171,6 +171,8 @@ def test_the_cache_stays_within_its_bounds_as_the_training_set_moves(dataset, tm
         assert found.all()
 
 
+# slow: two fresh Python processes, each importing torch and training (about 7 s)
+@pytest.mark.slow
 def test_two_processes_training_at_once_share_the_cache_safely(tmp_path):
     cache = tmp_path / "cache"
 

@@ -212,6 +212,8 @@ def test_a_killed_worker_s_job_resumes_without_scoring_anything_twice(
     assert KEY[:12] not in worker.log_path.read_text()
 
 
+# slow: a whole scoring job and active-learning run, training and evaluating a PRM (about 10 s)
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_a_run_ordered_by_the_served_scores_puts_its_most_convincing_wrong_answers_first(
     settings, monkeypatch, tmp_path
