@@ -73,3 +73,18 @@ def test_answer_markers_are_text_and_excerpts_never_cut_a_formula():
     text = "Let $\\frac{1}{2} + x$ be given."
     assert excerpt(text, 8) == "Let\u2026"  # the cut at 8 falls inside the formula
     assert excerpt(text, 100) == text
+
+
+def test_the_review_pages_and_the_item_page_say_finish_reasons_in_words(client):
+    campaign = make_campaign(slug="review-words")
+    manager = make_member(campaign=campaign, role="manager").user
+    solution = make_solution(campaign=campaign, steps=["a", "b"])
+    work = make_labelled(solution=solution, ratings=[1, -1])
+    client.force_login(manager)
+    for url in (
+        reverse("annotators:reviews", kwargs={"slug": campaign.slug}),
+        reverse("annotators:review", kwargs={"slug": campaign.slug, "pk": work.pk}),
+        reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": solution.pk}),
+    ):
+        shown = text(client.get(url))
+        assert "found an error" in shown and "found_error" not in shown, url
