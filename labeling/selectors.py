@@ -20,13 +20,11 @@ from django.db.models import (
     Count,
     Exists,
     F,
-    IntegerField,
     Min,
     OuterRef,
     Subquery,
-    Value,
 )
-from django.db.models.functions import Coalesce, Left
+from django.db.models.functions import Left
 from django.utils import timezone
 
 from labeling.models import (
@@ -491,13 +489,6 @@ def session_work(*, campaign: Campaign, annotator, since: datetime) -> SessionWo
         )
         solutions, time_ms, steps = cursor.fetchone()
     return SessionWork(since=since, solutions=solutions, steps=int(steps), time_ms=int(time_ms))
-
-
-def _count(queryset) -> Coalesce:
-    """``COUNT(*)`` of a correlated queryset as an annotation (0 when it has no rows)."""
-    counted = queryset.order_by().annotate(_one=Value(1)).values("_one")
-    counted = counted.annotate(n=Count("*")).values("n")
-    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
 # --- Active learning (the manager's page) ----------------------------------------------------
