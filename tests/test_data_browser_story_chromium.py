@@ -147,8 +147,11 @@ def test_a_manager_finds_curates_requeues_and_exports_a_selection(live_server, p
     expect(page.locator("#export-selection")).to_contain_text("2 solutions")
     page.select_option("select[name=format]", "csv")
     page.get_by_role("button", name="Start export").click()
-    page.reload()
+    # The POST redirects to the list without the selection; the job's row polls until done.
+    # (A reload here raced that redirect: "Not attached to an active page" in CI.)
+    expect(page.locator("#export-selection")).to_have_count(0)
     link = page.get_by_role("link", name="curate-csv.csv")
+    expect(link).to_be_visible(timeout=30_000)
     with page.expect_download() as download:
         link.click()
     with open(download.value.path(), newline="") as f:
