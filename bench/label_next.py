@@ -49,6 +49,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--history", type=int, default=5000, help="submitted by others")
     parser.add_argument("--conn-max-age", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--show-sql", action="store_true", help="print the statements of the last warm-up submit"
+    )
     return parser.parse_args()
 
 
@@ -244,8 +247,7 @@ def main() -> None:
     phases.wrap(views, "render", "render the workspace")
     # What the page says about where one is (issue 27: kept counts, never the campaign's).
     phases.wrap(selectors, "campaign_counts", "campaign counts (kept)")
-    phases.wrap(selectors, "my_figures", "my figures (left, today)")
-    phases.wrap(selectors, "session_work", "session work")
+    phases.wrap(selectors, "my_figures", "my figures (left, today, session)")
     phases.wrap(selectors, "my_recent_rejections", "my recent rejections")
 
     load_before = os.getloadavg()[0]
@@ -286,6 +288,9 @@ def main() -> None:
             with CaptureQueriesContext(connection) as captured:
                 response = client.post(url, data, **hx)
             queries.append(len(captured.captured_queries))
+            if args.show_sql and i == args.warmup - 1:
+                for n_query, query in enumerate(captured.captured_queries, 1):
+                    print(f"  {n_query:2d}. {query['sql'][:160]}")
         assert response.status_code == 200, response.content[:300]
         following = Assignment.objects.get(annotator=annotator, status="leased")
         assert f'data-assignment="{following.pk}"'.encode() in response.content

@@ -142,27 +142,27 @@ def assignment_get(*, assignment_id: int, user) -> Assignment:
 def assignment_view(*, assignment: Assignment) -> AssignmentView:
     """The assignment as its annotator sees it: problem, steps, and their own labels only.
 
-    Plain SQL, like the rest of the hot path (see ``labeling.queue``); the label join is on
-    this assignment alone, so no other annotator's label can come along.
+    Plain SQL, like the rest of the hot path (see ``labeling.queue``), in one statement (the
+    problem comes along on each step's row: a few kB, cheaper than a second round trip); the
+    label join is on this assignment alone, so no other annotator's label can come along.
     """
     campaign = assignment.campaign
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT s.kind, p.text, p.ground_truth_answer FROM labeling_solution s"
-            " JOIN labeling_problem p ON p.id = s.problem_id WHERE s.id = %s",
-            [assignment.solution_id],
-        )
-        kind, problem, answer = cursor.fetchone()
-        cursor.execute(
-            'SELECT st."index", st.text, l.rating, l.flagged, l.human_completion, l.time_spent_ms'
-            " FROM labeling_step st LEFT JOIN labeling_steplabel l"
-            " ON l.step_id = st.id AND l.assignment_id = %s"
-            ' WHERE st.solution_id = %s ORDER BY st."index"',
+            "SELECT s.kind, p.text, p.ground_truth_answer,"
+            ' st."index", st.text, l.rating, l.flagged, l.human_completion, l.time_spent_ms'
+            " FROM labeling_solution s JOIN labeling_problem p ON p.id = s.problem_id"
+            " LEFT JOIN labeling_step st ON st.solution_id = s.id"
+            " LEFT JOIN labeling_steplabel l ON l.step_id = st.id AND l.assignment_id = %s"
+            ' WHERE s.id = %s ORDER BY st."index"',
             [assignment.pk, assignment.solution_id],
         )
         rows = cursor.fetchall()
+    kind, problem, answer = rows[0][:3]
     steps, labels = [], []
-    for index, text, rating, flagged, correction, ms in rows:
+    for *_, index, text, rating, flagged, correction, ms in rows:
+        if index is None:  # a solution without steps: its one row has no step
+            continue
         steps.append(StepView(index=index, text=text))
         if rating is not None:
             labels.append(
@@ -224,29 +224,64 @@ def campaigns_progress(*, user):
     )
 
 
+# Rejections of my work are shown on the labelling page for this long after the review.
+REJECTIONS_SHOWN_DAYS = 14
+REJECTIONS_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class SessionWork:
+    """What one annotator submitted in a campaign since ``since`` (their labelling session)."""
+
+    since: datetime
+    solutions: int
+    steps: int
+    time_ms: int
+
+    @property
+    def time_text(self) -> str:
+        """The time spent on those solutions, as the page says it ("12 min", "1 h 05 min")."""
+        minutes = round(self.time_ms / 60_000)
+        if self.solutions and minutes == 0:
+            return "under a minute"
+        if minutes < 60:
+            return f"{minutes} min"
+        return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
 @dataclass(frozen=True)
 class MyFigures:
     """What Home and the labelling page say about one annotator in one campaign: ``left``
     (open regular solutions they have never had), ``solutions_today`` and ``steps_today``
-    (their submissions since midnight, server time, and the steps rated in them), and the
-    campaign's progress as they see it, ``done`` of ``wanted`` (``CampaignCounts``)."""
+    (their submissions since midnight, server time, and the steps rated in them), the
+    campaign's progress as they see it, ``done`` of ``wanted`` (``CampaignCounts``), their
+    ``session`` (``SessionWork`` since the ``session_since`` asked for; since midnight when none
+    was) and ``rejected_recently`` (their work rejected in the last ``REJECTIONS_SHOWN_DAYS``:
+    the labelling page reads the rejections themselves only when there are some)."""
 
     left: int
     solutions_today: int
     steps_today: int
     done: int
     wanted: int
+    session: SessionWork
+    rejected_recently: int
 
 
-def my_figures(*, user, campaigns: Sequence[Campaign]) -> dict[int, MyFigures]:
+def my_figures(
+    *, user, campaigns: Sequence[Campaign], session_since: datetime | None = None
+) -> dict[int, MyFigures]:
     """``MyFigures`` for each of ``campaigns``, by campaign id, without counting any campaign.
 
     The campaign's counts are kept (``campaign_counts``: recounted at most every
     ``STEPWISE_PROGRESS_SECONDS``); what this annotator did since they were counted is seen at
     once: ``left`` is the open count less the open solutions they have had and those they
     leased since the count and so closed; ``done`` is the count plus the solutions that their
-    submissions since the count completed. One query over the annotator's own rows in these
-    campaigns: it grows with their work, never with a campaign.
+    submissions since the count completed. ``session`` counts their submissions since
+    ``session_since`` (their labelling session), with the time the page measured on them (the
+    sum of their total times, not the wall clock). One query over the annotator's own rows in
+    these campaigns (``assignment_by_annotator``): it grows with their work, never with a
+    campaign.
     """
     if not campaigns:
         return {}
@@ -254,6 +289,12 @@ def my_figures(*, user, campaigns: Sequence[Campaign]) -> dict[int, MyFigures]:
     overlap = {c.pk: c.overlap for c in campaigns}
     adapt = connection.ops.adapt_datetimefield_value
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    since = session_since or today
+    rejections_since = timezone.now() - timedelta(days=REJECTIONS_SHOWN_DAYS)
+    rated = (
+        "(SELECT COUNT(*) FROM labeling_steplabel l"
+        " WHERE l.assignment_id = a.id AND l.rating IS NOT NULL)"
+    )
     ids = list(kept)
     marks = ", ".join(["%s"] * len(ids))
     by_campaign = " ".join(["WHEN %s THEN %s"] * len(ids))
@@ -268,15 +309,24 @@ def my_figures(*, user, campaigns: Sequence[Campaign]) -> dict[int, MyFigures]:
             " COUNT(DISTINCT CASE WHEN s.kind = %s AND NOT s.is_open"
             f" AND a.leased_at >= CASE a.campaign_id {by_campaign} END THEN s.id END),"
             f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN 1 ELSE 0 END),"
-            f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN"
-            "  (SELECT COUNT(*) FROM labeling_steplabel l"
-            "   WHERE l.assignment_id = a.id AND l.rating IS NOT NULL) ELSE 0 END),"
+            f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN {rated}"
+            " ELSE 0 END),"
             # Nested CASEs: the count over the solution runs for recent submissions only.
             f" COUNT(DISTINCT CASE WHEN s.kind = %s AND {counted.format('a')}"
             f"  AND a.submitted_at >= CASE a.campaign_id {by_campaign} END THEN"
             "  CASE WHEN (SELECT COUNT(*) FROM labeling_assignment b"
             f"   WHERE b.solution_id = s.id AND {counted.format('b')})"
-            f"  >= CASE s.campaign_id {by_campaign} END THEN s.id END END)"
+            f"  >= CASE s.campaign_id {by_campaign} END THEN s.id END END),"
+            # The session: submissions since it began, their measured time and rated steps.
+            " SUM(CASE WHEN a.status = %s AND a.submitted_at >= %s THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN a.status = %s AND a.submitted_at >= %s THEN a.total_time_ms"
+            "  ELSE 0 END),"
+            f" SUM(CASE WHEN a.status = %s AND a.submitted_at >= %s THEN {rated} ELSE 0 END),"
+            # Rejections of their work lately (``my_recent_rejections`` reads them if any).
+            " (SELECT COUNT(*) FROM labeling_review r"
+            "  JOIN labeling_assignment ra ON ra.id = r.assignment_id"
+            "  WHERE ra.campaign_id = a.campaign_id AND ra.annotator_id = %s"
+            "  AND r.decision = %s AND r.created_at >= %s)"
             " FROM labeling_assignment a JOIN labeling_solution s ON s.id = a.solution_id"
             f" WHERE a.annotator_id = %s AND a.campaign_id IN ({marks})"
             " GROUP BY a.campaign_id",
@@ -295,6 +345,10 @@ def my_figures(*, user, campaigns: Sequence[Campaign]) -> dict[int, MyFigures]:
                 Assignment.Status.SUBMITTED,
                 *Assignment.RELEASING_REASONS,
                 *[x for pk in ids for x in (pk, overlap[pk])],
+                *[Assignment.Status.SUBMITTED, adapt(since)] * 3,
+                user.pk,
+                Review.Decision.REJECTED,
+                adapt(rejections_since),
                 user.pk,
                 *ids,
             ],
@@ -302,54 +356,43 @@ def my_figures(*, user, campaigns: Sequence[Campaign]) -> dict[int, MyFigures]:
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
     figures = {}
     for pk, count in kept.items():
-        had_open, closed_since, solutions, steps, completed = rows.get(pk, (0, 0, 0, 0, 0))
+        had_open, closed_since, solutions, steps, completed, *session, rejected = rows.get(
+            pk, (0,) * 9
+        )
+        in_session, time_ms, steps_in_session = (int(x or 0) for x in session)
         figures[pk] = MyFigures(
             left=max(count.open - had_open - closed_since, 0),
             solutions_today=int(solutions or 0),
             steps_today=int(steps or 0),
             done=min(count.done + completed, count.wanted),
             wanted=count.wanted,
+            session=SessionWork(
+                since=since, solutions=in_session, steps=steps_in_session, time_ms=time_ms
+            ),
+            rejected_recently=int(rejected or 0),
         )
     return figures
 
 
-# Rejections of my work are shown on the labelling page for this long after the review.
-REJECTIONS_SHOWN_DAYS = 14
-REJECTIONS_SHOWN = 3
-
-
 def my_recent_rejections(*, campaign: Campaign, user) -> list[dict[str, Any]]:
     """The annotator's work rejected in the last ``REJECTIONS_SHOWN_DAYS``, newest first (at most
-    ``REJECTIONS_SHOWN``): assignment id, comment, problem excerpt, when. Never who reviewed."""
+    ``REJECTIONS_SHOWN``): assignment id, comment, problem excerpt, when. Never who reviewed.
+    The labelling page asks only when ``MyFigures.rejected_recently`` says there are some."""
     since = timezone.now() - timedelta(days=REJECTIONS_SHOWN_DAYS)
-    # Asked on every solution the page serves and almost always empty: plain SQL for the ids
-    # (the ORM's query building would cost more than the query), the rows only when there are.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT r.id FROM labeling_review r"
-            " JOIN labeling_assignment a ON a.id = r.assignment_id"
-            " WHERE a.campaign_id = %s AND a.annotator_id = %s AND r.decision = %s"
-            " AND r.created_at >= %s ORDER BY r.created_at DESC, r.id DESC LIMIT %s",
-            [
-                campaign.pk,
-                user.pk,
-                Review.Decision.REJECTED,
-                connection.ops.adapt_datetimefield_value(since),
-                REJECTIONS_SHOWN,
-            ],
-        )
-        ids = [pk for (pk,) in cursor.fetchall()]
-    if not ids:
-        return []
     rows = (
-        Review.objects.filter(pk__in=ids)
+        Review.objects.filter(
+            assignment__campaign=campaign,
+            assignment__annotator=user,
+            decision=Review.Decision.REJECTED,
+            created_at__gte=since,
+        )
         .order_by("-created_at", "-id")
         .values(
             "assignment_id",
             "comment",
             "created_at",
             problem=Left("assignment__solution__problem__text", 120),
-        )
+        )[:REJECTIONS_SHOWN]
     )
     return [dict(row) for row in rows]
 
@@ -449,46 +492,6 @@ def campaign_counts_counted(*, campaign: Campaign) -> CampaignCounts:
         .count()
     )
     return CampaignCounts(done=done, wanted=wanted, open=open_, counted_at=counted_at)
-
-
-@dataclass(frozen=True)
-class SessionWork:
-    """What one annotator submitted in a campaign since ``since`` (their labelling session)."""
-
-    since: datetime
-    solutions: int
-    steps: int
-    time_ms: int
-
-    @property
-    def time_text(self) -> str:
-        """The time spent on those solutions, as the page says it ("12 min", "1 h 05 min")."""
-        minutes = round(self.time_ms / 60_000)
-        if self.solutions and minutes == 0:
-            return "under a minute"
-        if minutes < 60:
-            return f"{minutes} min"
-        return f"{minutes // 60} h {minutes % 60:02d} min"
-
-
-def session_work(*, campaign: Campaign, annotator, since: datetime) -> SessionWork:
-    """The annotator's submissions since ``since``: how many, their rated steps, and the time
-    the page measured on them (the sum of their total times, not the wall clock).
-
-    One query on the annotator's own rows (``assignment_by_annotator``): it grows with their
-    session, never with the campaign.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COUNT(*), COALESCE(SUM(a.total_time_ms), 0), COALESCE(SUM("
-            " (SELECT COUNT(*) FROM labeling_steplabel l"
-            "  WHERE l.assignment_id = a.id AND l.rating IS NOT NULL)), 0)"
-            " FROM labeling_assignment a WHERE a.campaign_id = %s AND a.annotator_id = %s"
-            " AND a.status = %s AND a.submitted_at >= %s",
-            [campaign.pk, annotator.pk, Assignment.Status.SUBMITTED, since],
-        )
-        solutions, time_ms, steps = cursor.fetchone()
-    return SessionWork(since=since, solutions=solutions, steps=int(steps), time_ms=int(time_ms))
 
 
 # --- Active learning (the manager's page) ----------------------------------------------------

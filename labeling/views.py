@@ -373,21 +373,24 @@ def _session_since(request: HttpRequest, campaign: Campaign) -> datetime:
 def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | None = None) -> dict:
     """The context of the workspace: the annotator's next solution, or why there is none; with
     the campaign's progress and what the annotator did in this session (the page's head)."""
-    context: dict = {
-        "campaign": campaign,
-        "notice": notice,
-        "session": selectors.session_work(
-            campaign=campaign, annotator=request.user, since=_session_since(request, campaign)
-        ),
-    }
+    context: dict = {"campaign": campaign, "notice": notice}
     refusal: str | None = None
     try:
         assignment = queue.assignment_next(campaign=campaign, annotator=request.user)
     except queue.LabelingError as error:
         assignment, refusal = None, error.detail
     # After the claim, as Home would count now (the served solution is no longer "left").
-    context["mine"] = selectors.my_figures(user=request.user, campaigns=[campaign])[campaign.pk]
-    context["rejections"] = selectors.my_recent_rejections(campaign=campaign, user=request.user)
+    # One query for the page's head: what is left, today, this session, and any rejections.
+    mine = selectors.my_figures(
+        user=request.user, campaigns=[campaign], session_since=_session_since(request, campaign)
+    )[campaign.pk]
+    context["mine"] = mine
+    context["session"] = mine.session
+    context["rejections"] = (
+        selectors.my_recent_rejections(campaign=campaign, user=request.user)
+        if mine.rejected_recently
+        else []
+    )
     if refusal is not None:
         return {**context, "refusal": refusal}
     if assignment is None:

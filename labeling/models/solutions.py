@@ -128,10 +128,12 @@ class SolutionQuerySet(models.QuerySet):
         return len(ids)
 
 
-def disputes_recount(solution_ids: list[int]) -> int:
+def disputes_recount(solution_ids: list[int], *, locked: bool = False) -> int:
     """``SolutionQuerySet.disputes_recount`` for solutions known by id (a submit knows its one):
     a lock and one UPDATE per 500, in plain SQL, since it runs inside every submit (the hot
-    path), where the ORM's query building would cost more than the two statements."""
+    path), where the ORM's query building would cost more than the two statements. ``locked``:
+    the caller's transaction already holds these solutions' row locks, taken in an earlier
+    statement (the submit locks its solution with its assignment), so the UPDATE alone."""
     from labeling.models.labels import _DISPUTED_STEP_COUNT_SQL  # labels.py imports this
 
     ids = sorted(solution_ids)
@@ -146,10 +148,11 @@ def disputes_recount(solution_ids: list[int]) -> int:
             # snapshot then sees the labels of a concurrent writer of the same solution
             # that committed while this one waited (the UPDATE's own wait would re-read the
             # row but not the labels its subquery counts).
-            cursor.execute(
-                f"SELECT id FROM labeling_solution WHERE id IN ({marks}) ORDER BY id{lock}",
-                chunk,
-            )
+            if not locked:
+                cursor.execute(
+                    f"SELECT id FROM labeling_solution WHERE id IN ({marks}) ORDER BY id{lock}",
+                    chunk,
+                )
             cursor.execute(
                 "UPDATE labeling_solution SET disputed_steps ="
                 f" {_DISPUTED_STEP_COUNT_SQL} WHERE id IN ({marks})",

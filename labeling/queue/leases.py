@@ -71,8 +71,13 @@ def _slots_release(counts: Counter) -> None:
 # --- Holding an assignment -------------------------------------------------------------------
 
 
-def _assignment_lock(*, assignment: Assignment, annotator) -> tuple[Assignment, Membership]:
-    """Lock the membership and the assignment (in that order) for a write by its holder.
+def _assignment_lock(
+    *, assignment: Assignment, annotator, with_solution: bool = False
+) -> tuple[Assignment, Membership]:
+    """Lock the membership and the assignment (in that order) for a write by its holder, and
+    with ``with_solution`` its solution too, in the same statement (a submit, which recounts
+    the solution's disagreement: ``disputes_recount(..., locked=True)``). Drafts leave the
+    solution unlocked: the queue's claims skip locked solutions.
 
     The locked assignment carries ``solution_kind`` and the caller's ``campaign`` (settings only:
     nothing here changes them).
@@ -88,7 +93,7 @@ def _assignment_lock(*, assignment: Assignment, annotator) -> tuple[Assignment, 
         Assignment.objects.raw(
             "SELECT a.*, s.kind AS solution_kind FROM labeling_assignment a"
             " JOIN labeling_solution s ON s.id = a.solution_id WHERE a.id = %s"
-            + _for_update(of="a"),
+            + _for_update(of="a, s" if with_solution else "a"),
             [assignment.pk],
         )
     )

@@ -121,7 +121,9 @@ def _assignment_submit(
     step_times_ms,
 ) -> SubmitResult:
     with transaction.atomic():
-        locked, membership = _assignment_lock(assignment=assignment, annotator=annotator)
+        locked, membership = _assignment_lock(
+            assignment=assignment, annotator=annotator, with_solution=True
+        )
         if locked.status == Assignment.Status.SUBMITTED:
             if locked.submission_key == submission_key:
                 return _submit_result(assignment=locked, membership=membership)
@@ -161,7 +163,7 @@ def _assignment_submit(
                     locked.pk,
                 ],
             )
-        disputes_recount([locked.solution_id])
+        disputes_recount([locked.solution_id], locked=True)
         if reason in Assignment.RELEASING_REASONS:
             bad = int(reason == FinishReason.BAD_PROBLEM)
             Solution.objects.filter(pk=locked.solution_id).slots_change(
