@@ -52,6 +52,21 @@ def _quick_worker_inspection(settings):
     settings.STEPWISE_INSPECT_TIMEOUT = 0.1
 
 
+# Modules whose every test is marked slow (``pytestmark``) and whose mere collection costs
+# seconds: test_api_fuzz.py (schemathesis builds each operation's coverage cases when it
+# collects, about 3 s of CPU per process). A run that deselects slow tests (make test-fast)
+# does not collect them at all.
+SLOW_MODULES = frozenset({"test_api_fuzz.py"})
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Skip collecting ``SLOW_MODULES`` when the marker expression leaves slow tests out."""
+    if collection_path.name not in SLOW_MODULES:
+        return None
+    markexpr = config.getoption("markexpr") or ""
+    return True if "not slow" in markexpr else None
+
+
 def pytest_collection_modifyitems(config, items):
     """Skip PostgreSQL-only tests on SQLite. CI always runs the suite on PostgreSQL too."""
     from django.conf import settings
@@ -253,3 +268,71 @@ def celery_workers(transactional_db, settings, tmp_path):
 def celery_worker_process(celery_workers):
     """One real Celery worker process on the test database (see ``celery_workers``)."""
     return celery_workers()
+
+
+# --- The data the API's fuzzing tests aim at ------------------------------------------------
+
+
+@pytest.fixture
+def _keep_connection():
+    """The WSGI app closes the database connection after each request, which would end the
+    test's transaction; Django's test client turns that off the same way."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def api_seeded(db, settings, tmp_path, _keep_connection):
+    """For the API's fuzzing tests (tests/test_api_schema.py, tests/test_api_fuzz.py): a
+    campaign ``fuzz`` with solutions, labels, gold, an import, a generation job and a
+    finished export, and a token of the campaign's manager."""
+    from annotators.models import ApiToken
+    from exports.models import Export
+    from exports.services import export_run
+    from imports.models import GenerationJob, ImportJob
+    from labeling.models import Membership
+    from tests.factories import (
+        make_campaign,
+        make_gold_solution,
+        make_labelled,
+        make_member,
+        make_solution,
+        make_token,
+        make_user,
+    )
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    campaign = make_campaign(slug="fuzz", overlap=2)
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
+    solutions = [make_solution(campaign=campaign) for _ in range(3)]
+    make_gold_solution(campaign=campaign, kind="qc", gold=[1, -1])
+    annotator = make_member(campaign=campaign).user
+    work = make_labelled(solution=solutions[0], ratings=[1, 0, -1], annotator=annotator)
+    export = Export.objects.create(campaign=campaign, format="trl")
+    export_run(export=export)
+    job = ImportJob.objects.create(campaign=campaign, file_name="x.jsonl", format="jsonl")
+    generation = GenerationJob.objects.create(
+        campaign=campaign, base_url="http://localhost:8000/v1", model="m", status="failed"
+    )
+    make_campaign(slug="elsewhere")
+    key = make_token(user=manager, name="fuzz")
+    decoy = ApiToken.objects.get(pk=ApiToken.objects.get(key_hash=ApiToken.hash_key(key)).pk)
+    make_token(user=manager, name="decoy")
+    ids = {
+        "problems": [s.problem_id for s in solutions],
+        "solutions": [s.pk for s in solutions],
+        "exports": [export.pk],
+        "imports": [job.pk],
+        "generations": [generation.pk],
+        "assignments": [work.pk],
+        "tokens": [ApiToken.objects.get(name="decoy").pk],
+    }
+    assert decoy.name == "fuzz"
+    make_user(username="outsider")
+    return {"key": key, "ids": ids, "export": export}
