@@ -68,6 +68,29 @@ class UndoForm(forms.Form):
     step_index = forms.IntegerField(min_value=0, required=False)
 
 
+class CandidateRateForm(forms.Form):
+    """Phase 1 mode: rate one candidate next step (``labeling.queue.phase1``)."""
+
+    candidate = forms.IntegerField(min_value=1)
+    rating = forms.TypedChoiceField(choices=Rating.choices, coerce=int)
+    flagged = forms.BooleanField(required=False)
+    time_ms = MillisecondsField(maximum=STEP_TIME_MAX_MS)
+
+
+class CandidateForm(forms.Form):
+    """Phase 1 mode: the candidate to continue with, or (undo) the one whose action to take
+    back, as the page showed it: a retried request finds it done and does nothing."""
+
+    candidate = forms.IntegerField(min_value=1, required=False)
+
+
+class StepWriteForm(forms.Form):
+    """Phase 1 mode: the annotator's own next step, at the position the page showed."""
+
+    position = forms.IntegerField(min_value=0)
+    text = forms.CharField(max_length=HUMAN_COMPLETION_MAX_CHARS, strip=True)
+
+
 class SubmitForm(forms.Form):
     submission_key = forms.CharField(max_length=64)
     human_completion = forms.CharField(

@@ -72,6 +72,7 @@ from labeling.queue.phase1 import (
     candidate_rate,
     phase1_applies,
     phase1_open,
+    phase1_page,
     phase1_undo,
     step_write,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "leases_reclaim",
     "phase1_applies",
     "phase1_open",
+    "phase1_page",
     "phase1_undo",
     "qc_turn",
     "screening_score",

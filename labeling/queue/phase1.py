@@ -150,6 +150,16 @@ def phase1_applies(*, campaign, solution_kind: str) -> bool:
     return bool(campaign.phase1_mode) and solution_kind == Solution.Kind.REGULAR
 
 
+def phase1_page(*, assignment: Assignment) -> Phase1View | None:
+    """``phase1_open`` when phase 1 mode applies to the assignment's solution, else None."""
+    if not assignment.campaign.phase1_mode:
+        return None
+    kind = Solution.objects.filter(pk=assignment.solution_id).values_list("kind", flat=True).get()
+    if not phase1_applies(campaign=assignment.campaign, solution_kind=kind):
+        return None
+    return phase1_open(assignment=assignment)
+
+
 def phase1_open(*, assignment: Assignment) -> Phase1View:
     """The annotator's path and the candidates for its next step.
 
@@ -378,7 +388,8 @@ def _path_labels(assignment: Assignment) -> list[_PathLabel]:
             }
             for c in shared
         ]
-        time_ms = sum(label.time_spent_ms or 0 for label in mine.values()) or None
+        # Each rating carries the time since the position was shown: the last is the total.
+        time_ms = max((label.time_spent_ms or 0 for label in mine.values()), default=0) or None
         if position == len(path):
             if not mine:
                 break
