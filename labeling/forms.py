@@ -127,6 +127,7 @@ class CampaignForm(forms.ModelForm):
             "overlap",
             "lease_seconds",
             "stop_at_first_error",
+            "phase1_mode",
             "qc_rate",
             "requires_screening",
             "screening_threshold",
@@ -143,6 +144,7 @@ class CampaignForm(forms.ModelForm):
         ]
         labels = {
             "qc_rate": "Quality-control rate",
+            "phase1_mode": "PRM800K phase 1 mode (candidate next steps)",
             "al_wrong_answer_share": "Active learning: share of convincing wrong answers",
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
