@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -52,6 +52,10 @@ from labeling.queue.drafts import _human_completion
 from labeling.queue.errors import LabelsInvalid
 from labeling.queue.leases import _assignment_for_drafts, _slot_hold
 from labeling.queue.shared import RATINGS
+
+# Who acts: a view passes ``request.user`` as it is; anyone but the lease holder is refused
+# (``NotLeaseHolder``) by the lock every action takes first.
+Annotator = AbstractBaseUser | AnonymousUser
 
 ANSWER_MARK = "# Answer"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -177,7 +181,7 @@ def phase1_open(*, assignment: Assignment) -> Phase1View:
 def candidate_rate(
     *,
     assignment: Assignment,
-    annotator: AbstractBaseUser,
+    annotator: Annotator,
     candidate_id: int,
     rating: int,
     flagged: bool = False,
@@ -204,7 +208,7 @@ def candidate_rate(
 
 
 def candidate_choose(
-    *, assignment: Assignment, annotator: AbstractBaseUser, candidate_id: int
+    *, assignment: Assignment, annotator: Annotator, candidate_id: int
 ) -> CandidateLabel:
     """Continue the path with a candidate: every candidate here rated, this one not negative.
 
@@ -231,7 +235,7 @@ def candidate_choose(
 
 
 def step_write(
-    *, assignment: Assignment, annotator: AbstractBaseUser, position: int, text: str
+    *, assignment: Assignment, annotator: Annotator, position: int, text: str
 ) -> CandidateLabel:
     """Continue the path with a step the annotator wrote (PRM800K's ``human_completion``).
 
@@ -275,7 +279,7 @@ def step_write(
 
 
 def phase1_undo(
-    *, assignment: Assignment, annotator: AbstractBaseUser, candidate_id: int | None = None
+    *, assignment: Assignment, annotator: Annotator, candidate_id: int | None = None
 ) -> int | None:
     """Take back the last action: the last rating at this position, else the last choice (a
     written step is removed with it). With ``candidate_id`` only while it is that candidate's,
@@ -484,8 +488,9 @@ def _path_solution(assignment: Assignment, texts: list[str]) -> int:
 def _tree_store(*, solution_id: int) -> None:
     """Store the served solution's own tree as candidates, once: at each position of its steps,
     the candidates its labels carry (their texts, in order) or else the step itself."""
-    solution = Solution.objects.select_for_update(no_key=True).filter(pk=solution_id)
-    if not solution.exists():
+    # The solution's row lock: two annotators opening it at once store its tree once.
+    locked = Solution.objects.select_for_update(no_key=True).filter(pk=solution_id)
+    if not list(locked.values_list("pk", flat=True)):
         return
     if StepCandidate.objects.filter(
         solution_id=solution_id, source=StepCandidate.Source.IMPORTED
