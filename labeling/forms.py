@@ -10,7 +10,14 @@ from __future__ import annotations
 from django import forms
 from django.utils.text import slugify
 
-from common.endpoints import POOLING, STEP_SCORES, EndpointRefused, endpoint_choices, endpoint_get
+from common.endpoints import (
+    CHAT,
+    POOLING,
+    STEP_SCORES,
+    EndpointRefused,
+    endpoint_choices,
+    endpoint_get,
+)
 from labeling.backbones import backbone_choices
 from labeling.models import Campaign, FinishReason, Rating
 
@@ -128,6 +135,9 @@ class CampaignForm(forms.ModelForm):
             "lease_seconds",
             "stop_at_first_error",
             "phase1_mode",
+            "phase1_endpoint",
+            "phase1_model",
+            "phase1_samples",
             "qc_rate",
             "requires_screening",
             "screening_threshold",
@@ -145,6 +155,9 @@ class CampaignForm(forms.ModelForm):
         labels = {
             "qc_rate": "Quality-control rate",
             "phase1_mode": "PRM800K phase 1 mode (candidate next steps)",
+            "phase1_endpoint": "Phase 1 mode: endpoint that samples candidates",
+            "phase1_model": "Phase 1 mode: the endpoint's model",
+            "phase1_samples": "Phase 1 mode: candidates sampled per step",
             "al_wrong_answer_share": "Active learning: share of convincing wrong answers",
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
@@ -181,6 +194,16 @@ class CampaignForm(forms.ModelForm):
             "step-scores): its scores steer the strategy 'by the served PRM'.",
         )
         self.fields["al_scoring_model"].required = False
+        # Phase 1 mode's sampler: one of the operator's chat endpoints, by name.
+        self.fields["phase1_endpoint"] = forms.ChoiceField(
+            choices=[("", "none: only the imported candidates"), *endpoint_choices(CHAT)],
+            required=False,
+            label=self.Meta.labels["phase1_endpoint"],
+            help_text="A chat endpoint the operator declared (STEPWISE_ENDPOINTS): it samples "
+            "candidate next steps for a prefix the solution's own tree has none for.",
+        )
+        self.fields["phase1_model"].required = False
+        self.fields["phase1_samples"].required = False
         self.fields["al_control_share"].required = False
 
     def clean_overlap(self) -> int:
@@ -238,6 +261,20 @@ class CampaignForm(forms.ModelForm):
                 self.add_error("al_scoring_model", str(e))
         else:
             data["al_scoring_model"] = ""
+        sampler = data.get("phase1_endpoint") or ""
+        if sampler:
+            try:
+                data["phase1_model"] = endpoint_get(sampler, kind=CHAT).model(
+                    data.get("phase1_model") or ""
+                )
+            except EndpointRefused as e:
+                self.add_error("phase1_model", str(e))
+        elif "phase1_model" in self.fields:
+            data["phase1_model"] = ""
+        if data.get("phase1_samples") is None and "phase1_samples" in self.fields:
+            data["phase1_samples"] = self.instance.phase1_samples
+        elif not 1 <= data["phase1_samples"] <= 16:
+            self.add_error("phase1_samples", "Sample 1 to 16 candidates per step.")
         if data.get("al_strategy") == Campaign.Strategy.SERVED_PRM and not name:
             self.add_error(
                 "al_scoring_endpoint", "The strategy by the served PRM needs a scoring endpoint."

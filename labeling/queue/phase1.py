@@ -21,6 +21,12 @@ there; else, when nobody labelled the served solution yet, its steps become the 
 stays in its candidates); else the path is its own solution (found by content, or made), and the
 assignment and its slot move to it.
 
+Candidates for a prefix the tree lacks are *sampled*, when the campaign names a chat endpoint
+(``Campaign.phase1_endpoint``): the app that owns generation (``imports``) registers a sampler
+here (``candidate_sampler_register``, as ``learning`` registers its step scorers with
+``labeling.scores``), asked outside any transaction when the page shows such a prefix; what it
+answers is stored once per prefix, so every annotator on that prefix sees the same candidates.
+
 Every action names what it acts on (a candidate, a position), so a retried request changes
 nothing twice: rating sets, choosing a chosen candidate again is a no-op, an undo names the
 candidate it takes back.
@@ -28,7 +34,9 @@ candidate it takes back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -52,6 +60,8 @@ from labeling.queue.drafts import _human_completion
 from labeling.queue.errors import LabelsInvalid
 from labeling.queue.leases import _assignment_for_drafts, _slot_hold
 from labeling.queue.shared import RATINGS
+
+log = logging.getLogger(__name__)
 
 # Who acts: a view passes ``request.user`` as it is; anyone but the lease holder is refused
 # (``NotLeaseHolder``) by the lock every action takes first.
@@ -100,6 +110,8 @@ class Phase1View:
     candidates: list[CandidateView]
     # The candidate an undo takes back (the last rated at this position, else the last chosen).
     undo_candidate: int | None
+    # Why no candidates could be sampled for this prefix (shown; the annotator writes instead).
+    sampling_error: str | None = None
 
     @property
     def position(self) -> int:
@@ -155,13 +167,81 @@ def phase1_applies(*, campaign, solution_kind: str) -> bool:
 
 
 def phase1_page(*, assignment: Assignment) -> Phase1View | None:
-    """``phase1_open`` when phase 1 mode applies to the assignment's solution, else None."""
+    """``phase1_open`` when phase 1 mode applies to the assignment's solution, else None; a
+    prefix without candidates is sampled first when the campaign names an endpoint."""
     if not assignment.campaign.phase1_mode:
         return None
     kind = Solution.objects.filter(pk=assignment.solution_id).values_list("kind", flat=True).get()
     if not phase1_applies(campaign=assignment.campaign, solution_kind=kind):
         return None
-    return phase1_open(assignment=assignment)
+    view = phase1_open(assignment=assignment)
+    if view.candidates or view.ended or not assignment.campaign.phase1_endpoint:
+        return view
+    said = candidates_sample(assignment=assignment, prefix=[s.text for s in view.path])
+    view = _view(assignment)
+    return replace(view, sampling_error=said) if said else view
+
+
+# --- Sampling candidates from an endpoint ----------------------------------------------------
+
+# ``sampler(campaign=..., problem_id=..., prefix=[step texts], k=...)`` -> [(text, model)]:
+# the candidate next steps for that prefix, or raises with a message fit for the annotator.
+CandidateSampler = Callable[..., "list[tuple[str, str]]"]
+
+_SAMPLERS: list[CandidateSampler] = []
+
+
+def candidate_sampler_register(sampler: CandidateSampler) -> None:
+    """Have phase 1 mode sample candidates with ``sampler`` (one sampler: the last wins)."""
+    _SAMPLERS[:] = [sampler]
+
+
+def candidates_sample(*, assignment: Assignment, prefix: list[str]) -> str | None:
+    """Sample candidates for the assignment's solution after ``prefix`` and store them, unless
+    someone stored candidates for that prefix meanwhile. Asked outside a transaction (a model
+    takes seconds); returns what to tell the annotator when it failed, else None."""
+    if not _SAMPLERS:
+        return "No sampler is installed on this site: write the next step."
+    campaign = assignment.campaign
+    problem_id = (
+        Solution.objects.filter(pk=assignment.solution_id)
+        .values_list("problem_id", flat=True)
+        .get()
+    )
+    try:
+        sampled = _SAMPLERS[0](
+            campaign=campaign, problem_id=problem_id, prefix=prefix, k=campaign.phase1_samples
+        )
+    except Exception as error:
+        log.warning("phase 1 sampling failed for assignment %s: %s", assignment.pk, error)
+        return f"Candidates could not be sampled ({error}): write the next step."
+    digest = prefix_hash(prefix)
+    texts: list[tuple[str, str]] = []
+    for text, model in sampled:
+        text = (text or "").strip()
+        if text and text not in [t for t, _ in texts]:
+            texts.append((text, model))
+    with transaction.atomic():
+        list(
+            Solution.objects.select_for_update(no_key=True)
+            .filter(pk=assignment.solution_id)
+            .values_list("pk", flat=True)
+        )
+        if _shared(assignment.solution_id, len(prefix), digest):
+            return None
+        StepCandidate.objects.bulk_create(
+            StepCandidate(
+                solution_id=assignment.solution_id,
+                position=len(prefix),
+                prefix_hash=digest,
+                order=order,
+                text=text,
+                source=StepCandidate.Source.SAMPLED,
+                model=model[:200],
+            )
+            for order, (text, model) in enumerate(texts)
+        )
+    return None if texts else "The endpoint sampled no candidate: write the next step."
 
 
 def phase1_open(*, assignment: Assignment) -> Phase1View:
