@@ -261,20 +261,8 @@ class CampaignForm(forms.ModelForm):
                 self.add_error("al_scoring_model", str(e))
         else:
             data["al_scoring_model"] = ""
-        sampler = data.get("phase1_endpoint") or ""
-        if sampler:
-            try:
-                data["phase1_model"] = endpoint_get(sampler, kind=CHAT).model(
-                    data.get("phase1_model") or ""
-                )
-            except EndpointRefused as e:
-                self.add_error("phase1_model", str(e))
-        elif "phase1_model" in self.fields:
-            data["phase1_model"] = ""
-        if data.get("phase1_samples") is None and "phase1_samples" in self.fields:
-            data["phase1_samples"] = self.instance.phase1_samples
-        elif not 1 <= data["phase1_samples"] <= 16:
-            self.add_error("phase1_samples", "Sample 1 to 16 candidates per step.")
+        if data is not None:
+            self._phase1_clean(data)
         if data.get("al_strategy") == Campaign.Strategy.SERVED_PRM and not name:
             self.add_error(
                 "al_scoring_endpoint", "The strategy by the served PRM needs a scoring endpoint."
@@ -290,6 +278,24 @@ class CampaignForm(forms.ModelForm):
             else:
                 data["slug"] = slug
         return data
+
+    def _phase1_clean(self, data: dict) -> None:
+        """Phase 1 mode's sampler: a declared chat endpoint and one of its models, or none."""
+        sampler = data.get("phase1_endpoint") or ""
+        if sampler:
+            try:
+                data["phase1_model"] = endpoint_get(sampler, kind=CHAT).model(
+                    data.get("phase1_model") or ""
+                )
+            except EndpointRefused as e:
+                self.add_error("phase1_model", str(e))
+        else:
+            data["phase1_model"] = ""
+        samples = data.get("phase1_samples")
+        if samples is None:  # a client that predates the setting keeps the campaign's
+            data["phase1_samples"] = self.instance.phase1_samples
+        elif not 1 <= samples <= 16:
+            self.add_error("phase1_samples", "Sample 1 to 16 candidates per step.")
 
     def settings(self) -> dict:
         """The cleaned settings as keyword arguments for the services."""
