@@ -184,6 +184,9 @@ def test_a_written_step_grows_its_own_solution_and_round_trips(campaign, annotat
     assert queue.phase1_open(assignment=assignment).ended
 
     result = submit(assignment, annotator)
+    # A resent submission (the page's one key per assignment) is replayed, not stored again.
+    assert submit(assignment, annotator) == result
+    assert StepLabel.objects.filter(assignment_id=assignment.pk).count() == 2
 
     grown = Solution.objects.get(pk=result.solution_id)
     assert grown.pk != served.pk and not grown.pre_generated
