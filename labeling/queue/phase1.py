@@ -35,6 +35,7 @@ candidate it takes back.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -568,13 +569,16 @@ def _path_solution(assignment: Assignment, texts: list[str]) -> int:
 def _tree_store(*, solution_id: int) -> None:
     """Store the served solution's own tree as candidates, once: at each position of its steps,
     the candidates its labels carry (their texts, in order) or else the step itself."""
+    stored = StepCandidate.objects.filter(
+        solution_id=solution_id, source=StepCandidate.Source.IMPORTED
+    )
+    # Nearly always stored already: checked before any lock (a locked solution is one the
+    # queue's claims pass over).
+    if stored.exists():
+        return
     # The solution's row lock: two annotators opening it at once store its tree once.
     locked = Solution.objects.select_for_update(no_key=True).filter(pk=solution_id)
-    if not list(locked.values_list("pk", flat=True)):
-        return
-    if StepCandidate.objects.filter(
-        solution_id=solution_id, source=StepCandidate.Source.IMPORTED
-    ).exists():
+    if not list(locked.values_list("pk", flat=True)) or stored.exists():
         return
     steps = list(Step.objects.filter(solution_id=solution_id).order_by("index"))
     labels = (
@@ -687,11 +691,14 @@ def _undo_target(assignment: Assignment) -> CandidateLabel | None:
 def _view(assignment: Assignment) -> Phase1View:
     path = _path(assignment)
     texts = [label.candidate.text for label in path]
+    # The other candidates rated at each position of the path, in one query.
+    others = Counter(
+        CandidateLabel.objects.filter(
+            assignment=assignment, position__lt=len(path), chosen=False
+        ).values_list("position", flat=True)
+    )
     steps = []
     for i, label in enumerate(path):
-        others = CandidateLabel.objects.filter(
-            assignment=assignment, position=i, chosen=False
-        ).count()
         steps.append(
             PathStepView(
                 index=i,
@@ -700,7 +707,7 @@ def _view(assignment: Assignment) -> Phase1View:
                 rating=label.rating,
                 flagged=label.flagged,
                 written=label.candidate.source == StepCandidate.Source.HUMAN,
-                others=others,
+                others=others[i],
             )
         )
     candidates: list[CandidateView] = []
