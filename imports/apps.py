@@ -14,3 +14,9 @@ class ImportsConfig(AppConfig):
         job_kind_register(IMPORT_JOBS)
         job_kind_register(GENERATION_JOBS)
         job_kind_register(EVIDENCE_JOBS)
+
+        # Phase 1 mode's candidates for a prefix its tree lacks (labeling.queue.phase1).
+        from imports.phase1_sampling import phase1_candidates_sample
+        from labeling.queue import candidate_sampler_register
+
+        candidate_sampler_register(phase1_candidates_sample)

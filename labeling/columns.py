@@ -37,6 +37,10 @@ CAMPAIGN = Columns(
         "al_scoring_endpoint",
         "al_scoring_model",
         "relabel_by_same_annotator",
+        "phase1_mode",
+        "phase1_endpoint",
+        "phase1_model",
+        "phase1_samples",
         "created_by_id",
     ),
 )

@@ -10,7 +10,14 @@ from __future__ import annotations
 from django import forms
 from django.utils.text import slugify
 
-from common.endpoints import POOLING, STEP_SCORES, EndpointRefused, endpoint_choices, endpoint_get
+from common.endpoints import (
+    CHAT,
+    POOLING,
+    STEP_SCORES,
+    EndpointRefused,
+    endpoint_choices,
+    endpoint_get,
+)
 from labeling.backbones import backbone_choices
 from labeling.models import Campaign, FinishReason, Rating
 
@@ -68,6 +75,29 @@ class UndoForm(forms.Form):
     step_index = forms.IntegerField(min_value=0, required=False)
 
 
+class CandidateRateForm(forms.Form):
+    """Phase 1 mode: rate one candidate next step (``labeling.queue.phase1``)."""
+
+    candidate = forms.IntegerField(min_value=1)
+    rating = forms.TypedChoiceField(choices=Rating.choices, coerce=int)
+    flagged = forms.BooleanField(required=False)
+    time_ms = MillisecondsField(maximum=STEP_TIME_MAX_MS)
+
+
+class CandidateForm(forms.Form):
+    """Phase 1 mode: the candidate to continue with, or (undo) the one whose action to take
+    back, as the page showed it: a retried request finds it done and does nothing."""
+
+    candidate = forms.IntegerField(min_value=1, required=False)
+
+
+class StepWriteForm(forms.Form):
+    """Phase 1 mode: the annotator's own next step, at the position the page showed."""
+
+    position = forms.IntegerField(min_value=0)
+    text = forms.CharField(max_length=HUMAN_COMPLETION_MAX_CHARS, strip=True)
+
+
 class SubmitForm(forms.Form):
     submission_key = forms.CharField(max_length=64)
     human_completion = forms.CharField(
@@ -104,6 +134,10 @@ class CampaignForm(forms.ModelForm):
             "overlap",
             "lease_seconds",
             "stop_at_first_error",
+            "phase1_mode",
+            "phase1_endpoint",
+            "phase1_model",
+            "phase1_samples",
             "qc_rate",
             "requires_screening",
             "screening_threshold",
@@ -120,6 +154,10 @@ class CampaignForm(forms.ModelForm):
         ]
         labels = {
             "qc_rate": "Quality-control rate",
+            "phase1_mode": "PRM800K phase 1 mode (candidate next steps)",
+            "phase1_endpoint": "Phase 1 mode: endpoint that samples candidates",
+            "phase1_model": "Phase 1 mode: the endpoint's model",
+            "phase1_samples": "Phase 1 mode: candidates sampled per step",
             "al_wrong_answer_share": "Active learning: share of convincing wrong answers",
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
@@ -156,6 +194,16 @@ class CampaignForm(forms.ModelForm):
             "step-scores): its scores steer the strategy 'by the served PRM'.",
         )
         self.fields["al_scoring_model"].required = False
+        # Phase 1 mode's sampler: one of the operator's chat endpoints, by name.
+        self.fields["phase1_endpoint"] = forms.ChoiceField(
+            choices=[("", "none: only the imported candidates"), *endpoint_choices(CHAT)],
+            required=False,
+            label=self.Meta.labels["phase1_endpoint"],
+            help_text="A chat endpoint the operator declared (STEPWISE_ENDPOINTS): it samples "
+            "candidate next steps for a prefix the solution's own tree has none for.",
+        )
+        self.fields["phase1_model"].required = False
+        self.fields["phase1_samples"].required = False
         self.fields["al_control_share"].required = False
 
     def clean_overlap(self) -> int:
@@ -213,6 +261,8 @@ class CampaignForm(forms.ModelForm):
                 self.add_error("al_scoring_model", str(e))
         else:
             data["al_scoring_model"] = ""
+        if data is not None:
+            self._phase1_clean(data)
         if data.get("al_strategy") == Campaign.Strategy.SERVED_PRM and not name:
             self.add_error(
                 "al_scoring_endpoint", "The strategy by the served PRM needs a scoring endpoint."
@@ -228,6 +278,24 @@ class CampaignForm(forms.ModelForm):
             else:
                 data["slug"] = slug
         return data
+
+    def _phase1_clean(self, data: dict) -> None:
+        """Phase 1 mode's sampler: a declared chat endpoint and one of its models, or none."""
+        sampler = data.get("phase1_endpoint") or ""
+        if sampler:
+            try:
+                data["phase1_model"] = endpoint_get(sampler, kind=CHAT).model(
+                    data.get("phase1_model") or ""
+                )
+            except EndpointRefused as e:
+                self.add_error("phase1_model", str(e))
+        else:
+            data["phase1_model"] = ""
+        samples = data.get("phase1_samples")
+        if samples is None:  # a client that predates the setting keeps the campaign's
+            data["phase1_samples"] = self.instance.phase1_samples
+        elif not 1 <= samples <= 16:
+            self.add_error("phase1_samples", "Sample 1 to 16 candidates per step.")
 
     def settings(self) -> dict:
         """The cleaned settings as keyword arguments for the services."""

@@ -23,6 +23,15 @@ urlpatterns = [
     path(campaign + "label/<id:pk>/undo/", views.step_undo, name="undo"),
     path(campaign + "label/<id:pk>/flag/", views.step_flag, name="flag"),
     path(campaign + "label/<id:pk>/submit/", views.label_submit, name="submit"),
+    # Phase 1 mode (labeling.queue.phase1): candidates rated, chosen, written, taken back.
+    path(campaign + "label/<id:pk>/candidate/rate/", views.candidate_rate, name="candidate-rate"),
+    path(
+        campaign + "label/<id:pk>/candidate/choose/",
+        views.candidate_choose,
+        name="candidate-choose",
+    ),
+    path(campaign + "label/<id:pk>/candidate/write/", views.step_write, name="step-write"),
+    path(campaign + "label/<id:pk>/candidate/undo/", views.phase1_undo, name="candidate-undo"),
     path(campaign + "label/<id:pk>/skip/", views.label_skip, name="skip"),
     path(campaign + "browse/", browser.solution_browser, name="browser"),
     path(campaign + "browse/actions/", browser.solution_browser_action, name="browser-action"),

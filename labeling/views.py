@@ -34,8 +34,11 @@ from labeling import queue, selectors
 from labeling.forms import (
     STEP_TIME_MAX_MS,
     TOTAL_TIME_MAX_MS,
+    CandidateForm,
+    CandidateRateForm,
     FlagForm,
     RateForm,
+    StepWriteForm,
     SubmitForm,
     UndoForm,
     clamp_ms,
@@ -269,6 +272,90 @@ def step_flag(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return _drafted(request, assignment)
 
 
+# --- Phase 1 mode: candidates rated, chosen, written, taken back (labeling.queue.phase1) ------
+
+
+@_login_returns_to_label
+@require_POST
+def candidate_rate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Rate one candidate next step (setting a rating: a retried request rates it the same)."""
+    assignment = _assignment(request, slug=slug, pk=pk)
+    form = CandidateRateForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, assignment, "That rating could not be read.")
+    data = form.cleaned_data
+    try:
+        queue.candidate_rate(
+            assignment=assignment,
+            annotator=request.user,
+            candidate_id=data["candidate"],
+            rating=data["rating"],
+            flagged=data["flagged"],
+            time_spent_ms=data["time_ms"],
+        )
+    except queue.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _drafted(request, assignment)
+
+
+@_login_returns_to_label
+@require_POST
+def candidate_choose(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Continue the solution with a candidate (choosing it again changes nothing)."""
+    assignment = _assignment(request, slug=slug, pk=pk)
+    form = CandidateForm(request.POST)
+    if not form.is_valid() or form.cleaned_data["candidate"] is None:
+        return _refused(request, assignment, "That choice could not be read.")
+    try:
+        queue.candidate_choose(
+            assignment=assignment,
+            annotator=request.user,
+            candidate_id=form.cleaned_data["candidate"],
+        )
+    except queue.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _drafted(request, assignment)
+
+
+@_login_returns_to_label
+@require_POST
+def step_write(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Continue the solution with a step the annotator wrote."""
+    assignment = _assignment(request, slug=slug, pk=pk)
+    form = StepWriteForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, assignment, "Write the step first (at most 5,000 characters).")
+    try:
+        queue.step_write(
+            assignment=assignment,
+            annotator=request.user,
+            position=form.cleaned_data["position"],
+            text=form.cleaned_data["text"],
+        )
+    except queue.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _drafted(request, assignment)
+
+
+@_login_returns_to_label
+@require_POST
+def phase1_undo(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Take back the last rating or choice (only the one the page named: retries are harmless)."""
+    assignment = _assignment(request, slug=slug, pk=pk)
+    form = CandidateForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, assignment, "That undo could not be read.")
+    try:
+        queue.phase1_undo(
+            assignment=assignment,
+            annotator=request.user,
+            candidate_id=form.cleaned_data["candidate"],
+        )
+    except queue.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _drafted(request, assignment)
+
+
 @_login_returns_to_label
 @require_POST
 def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
@@ -297,7 +384,11 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             total_time_ms=total_ms,
         )
     except queue.LabelsInvalid as error:
-        if error.field == "ratings" and not data["finish_reason"]:
+        if (
+            error.field == "ratings"
+            and not data["finish_reason"]
+            and not assignment.campaign.phase1_mode
+        ):
             # A tab that fell behind (or a form posted by hand): say which steps are missing.
             page = LabelPage.build(selectors.assignment_view(assignment=assignment))
             return _refused(request, assignment, page.missing_text or error.detail)
@@ -399,12 +490,21 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
         retry_in = min(nothing.retry_after, 60) if nothing.retry_after else None
         return {**context, "no_work": nothing, "retry_in": retry_in}
     assignment.campaign = campaign
-    return {**context, "page": LabelPage.build(selectors.assignment_view(assignment=assignment))}
+    return {
+        **context,
+        "page": LabelPage.build(selectors.assignment_view(assignment=assignment)),
+        "p1": queue.phase1_page(assignment=assignment),
+    }
 
 
 def _page_context(assignment: Assignment, *, error: str | None = None) -> dict:
     view = selectors.assignment_view(assignment=assignment)
-    return {"campaign": assignment.campaign, "page": LabelPage.build(view), "error": error}
+    return {
+        "campaign": assignment.campaign,
+        "page": LabelPage.build(view),
+        "p1": queue.phase1_page(assignment=assignment),
+        "error": error,
+    }
 
 
 def _render(request: HttpRequest, context: dict, *, status: int = 200) -> HttpResponse:
@@ -421,7 +521,13 @@ def _drafted(request: HttpRequest, assignment: Assignment) -> HttpResponse:
     """After a draft change: htmx gets the new steps partial, a plain form the page again."""
     if not request.htmx:
         return redirect(_label_url(assignment))
-    return render(request, f"{TEMPLATE}#steps", _page_context(assignment))
+    context = _page_context(assignment)
+    return render(request, _steps_partial(context), context)
+
+
+def _steps_partial(context: dict) -> str:
+    """The partial that holds the steps: phase 1 mode's candidates, or the steps to rate."""
+    return f"{TEMPLATE}#{'phase1' if context['p1'] is not None else 'steps'}"
 
 
 def _finished(request: HttpRequest, assignment: Assignment, *, notice: str) -> HttpResponse:
@@ -453,9 +559,8 @@ def _refused(
     if closed:
         context = _next_context(request, campaign=assignment.campaign, notice=message)
         return retarget(_render(request, context, status=status), "#workspace")
-    return render(
-        request, f"{TEMPLATE}#steps", _page_context(assignment, error=message), status=status
-    )
+    context = _page_context(assignment, error=message)
+    return render(request, _steps_partial(context), context, status=status)
 
 
 # Said after a quality-control question is submitted (never before), without the step: the

@@ -119,7 +119,11 @@ def test_the_served_prm_is_a_select_of_the_declared_scoring_endpoints_by_name(
 
     assert '<select name="al_scoring_endpoint"' in body
     assert '<option value="qwen-prm"' in body and '<option value="judge"' in body
-    assert '<option value="writer"' not in body  # a chat endpoint does not score
+    scoring = body.split('<select name="al_scoring_endpoint"', 1)[1].split("</select>", 1)[0]
+    assert '<option value="writer"' not in scoring  # a chat endpoint does not score
+    # It samples phase 1 mode's candidates instead (a select of its own).
+    sampling = body.split('<select name="phase1_endpoint"', 1)[1].split("</select>", 1)[0]
+    assert '<option value="writer"' in sampling and '<option value="judge"' not in sampling
     assert "http://gpu" not in body  # managers never see the operator's URLs
 
 

@@ -14,8 +14,8 @@ Names follow PRM800K where it has them. A PRM800K label line maps onto these tab
 
 That mapping is lossless: ``exports`` rebuilds every line field for field.
 
-The models live in five modules of this package (campaigns, solutions, labels, curation,
-evidence: what machines say about steps); every
+The models live in six modules of this package (campaigns, solutions, labels, curation,
+evidence: what machines say about steps, candidates: PRM800K phase 1's candidate next steps); every
 name is importable from ``labeling.models``.
 """
 
@@ -27,6 +27,7 @@ from labeling.models.campaigns import (
     Membership,
     Rating,
 )
+from labeling.models.candidates import CandidateLabel, StepCandidate, prefix_hash
 from labeling.models.curation import SolutionBulkAction, SolutionEvent
 from labeling.models.evidence import StepEvidence
 from labeling.models.labels import (
@@ -52,6 +53,7 @@ __all__ = [
     "Adjudication",
     "Assignment",
     "Campaign",
+    "CandidateLabel",
     "FinishReason",
     "Invitation",
     "Membership",
@@ -63,11 +65,13 @@ __all__ = [
     "SolutionEvent",
     "SolutionQuerySet",
     "Step",
+    "StepCandidate",
     "StepEvidence",
     "StepLabel",
     "disputed_step_count",
     "disputes_recount",
     "is_open_value",
     "open_expression",
+    "prefix_hash",
     "ratings_disagree",
 ]

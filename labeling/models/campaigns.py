@@ -164,6 +164,35 @@ class Campaign(models.Model):
         help_text="A rejected solution may be served again to the annotator whose work was "
         "rejected (by default someone else relabels it).",
     )
+    # PRM800K's phase 1 (labeling.models.candidates): at each step the annotator rates several
+    # candidate next steps for the same prefix and chooses one, or writes their own.
+    phase1_mode = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="PRM800K phase 1: at each step rate several candidate next steps, then choose "
+        "the one to continue with or write your own; the solution grows as you choose.",
+    )
+    # Where phase 1 mode samples candidates for a prefix its tree lacks: a declared chat
+    # endpoint by name (the URL and key are the operator's), one of its models, how many.
+    phase1_endpoint = models.CharField(
+        max_length=50,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="A declared chat endpoint that samples candidate next steps (blank: none).",
+    )
+    phase1_model = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The endpoint's model to ask (blank: its first).",
+    )
+    phase1_samples = models.PositiveSmallIntegerField(
+        default=4,
+        db_default=4,
+        help_text="Candidate next steps sampled for a prefix.",
+    )
     is_paused = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

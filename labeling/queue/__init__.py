@@ -66,6 +66,17 @@ from labeling.queue.gold import (
     gold_set_warnings,
 )
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
+from labeling.queue.phase1 import (
+    Phase1View,
+    candidate_choose,
+    candidate_rate,
+    candidate_sampler_register,
+    phase1_applies,
+    phase1_open,
+    phase1_page,
+    phase1_undo,
+    step_write,
+)
 from labeling.queue.review import assignment_review_outcome
 from labeling.queue.screening import screening_score
 from labeling.queue.shared import RATINGS, _first, human_completion_load
@@ -85,6 +96,7 @@ __all__ = [
     "MembershipInactive",
     "NotAMember",
     "NotLeaseHolder",
+    "Phase1View",
     "ScreeningFailed",
     "SubmitResult",
     "_first",
@@ -93,16 +105,24 @@ __all__ = [
     "assignment_review_outcome",
     "assignment_skip",
     "assignment_submit",
+    "candidate_choose",
+    "candidate_rate",
+    "candidate_sampler_register",
     "first_error_found",
     "gold_agreement",
     "gold_score",
     "gold_set_warnings",
     "human_completion_load",
     "leases_reclaim",
+    "phase1_applies",
+    "phase1_open",
+    "phase1_page",
+    "phase1_undo",
     "qc_turn",
     "screening_score",
     "step_label_flag",
     "step_label_human_completion",
     "step_label_set",
     "step_label_undo",
+    "step_write",
 ]

@@ -25,6 +25,7 @@ from labeling.models import (
 from labeling.queue.drafts import _human_completion
 from labeling.queue.errors import AssignmentClosed, LabelsInvalid
 from labeling.queue.leases import _assignment_lock, _slot_hold
+from labeling.queue.phase1 import phase1_applies, phase1_drafts_drop, phase1_store
 from labeling.queue.screening import _screening_evaluate
 from labeling.queue.shared import RATINGS, human_completion_load
 
@@ -131,26 +132,40 @@ def _assignment_submit(
         if locked.status == Assignment.Status.SKIPPED:
             raise AssignmentClosed("This assignment was skipped.")
         campaign = locked.campaign
-        steps, drafts = _steps_with_drafts(assignment=locked)
-        labels, reason = _labels_final(
-            n_steps=len(steps),
-            stop_at_first_error=campaign.stop_at_first_error,
-            drafts=drafts,
-            ratings=ratings,
-            flags=flags,
-            human_completion=human_completion,
-            step_times_ms=step_times_ms,
-            finish_reason=finish_reason,
-        )
-        if total_time_ms is not None and total_time_ms < 0:
-            raise LabelsInvalid("total_time_ms", "Time spent cannot be negative.")
+        kind = locked.solution_kind
+        if phase1_applies(campaign=campaign, solution_kind=kind):
+            # PRM800K phase 1: the path built on the page becomes the labels (queue.phase1).
+            if ratings is not None or flags is not None or human_completion:
+                raise LabelsInvalid(
+                    "ratings", "In phase 1 mode steps are rated and chosen one at a time."
+                )
+            if total_time_ms is not None and total_time_ms < 0:
+                raise LabelsInvalid("total_time_ms", "Time spent cannot be negative.")
+            rated, reason = phase1_store(assignment=locked, finish_reason=finish_reason)
+            labels: list[_Label] | None = None
+        else:
+            steps, drafts = _steps_with_drafts(assignment=locked)
+            labels, reason = _labels_final(
+                n_steps=len(steps),
+                stop_at_first_error=campaign.stop_at_first_error,
+                drafts=drafts,
+                ratings=ratings,
+                flags=flags,
+                human_completion=human_completion,
+                step_times_ms=step_times_ms,
+                finish_reason=finish_reason,
+            )
+            rated = len(labels)
+            if total_time_ms is not None and total_time_ms < 0:
+                raise LabelsInvalid("total_time_ms", "Time spent cannot be negative.")
+            _slot_hold(assignment=locked)
+            if drafts:
+                StepLabel.objects.filter(assignment=locked).delete()
         # Client-measured: absurd values are clamped, as on the page (labeling.forms).
         total_time_ms = clamp_ms(total_time_ms, maximum=TOTAL_TIME_MAX_MS)
         now = timezone.now()
-        _slot_hold(assignment=locked)
-        if drafts:
-            StepLabel.objects.filter(assignment=locked).delete()
-        _labels_insert(assignment_id=locked.pk, labels=labels, step_ids=steps, now=now)
+        if labels is not None:
+            _labels_insert(assignment_id=locked.pk, labels=labels, step_ids=steps, now=now)
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE labeling_assignment SET status = 'submitted', submitted_at = %s,"
@@ -170,7 +185,6 @@ def _assignment_submit(
                 campaign=campaign, slots=-1, reports=bad
             )
         screening = None
-        kind = locked.solution_kind
         if kind == Solution.Kind.SCREENING:
             screening = _screening_evaluate(campaign=campaign, membership=membership)
         if campaign.active_learning:
@@ -183,7 +197,7 @@ def _assignment_submit(
         status=Assignment.Status.SUBMITTED,
         finish_reason=reason,
         submitted_at=now,
-        rated_steps=len(labels),
+        rated_steps=rated,
         screening=screening,
         solution_kind=kind,
     )
@@ -400,6 +414,7 @@ def assignment_skip(*, assignment: Assignment, annotator: AbstractBaseUser) -> A
                 campaign=locked.campaign, slots=-1
             )
         StepLabel.objects.filter(assignment=locked).delete()
+        phase1_drafts_drop(assignment=locked)
         locked.status = Assignment.Status.SKIPPED
         locked.save(update_fields=["status"])
     return locked

@@ -11,6 +11,10 @@
  *   [data-correction]  the correction textarea (keys are off inside it)
  *   [data-missing]  hidden text shown when Enter is pressed before every step is rated
  *   [data-notice]  the message about the previous action, removed at the next one
+ * Phase 1 mode (#steps[data-phase1]): [data-candidate] candidates, the highlighted one
+ *   ".selected"; in each [data-rate="1|2|3"] rating buttons, [data-flag] its "unsure" box,
+ *   [data-choose] "continue with it"; [data-write-box] (a <details>) with [data-write] (the
+ *   textarea of one's own step, keys off inside it) and [data-write-submit]
  * Formulas are rendered by static/js/math.js, loaded before this file.
  */
 (function () {
@@ -133,9 +137,65 @@
     return true;
   }
 
+  // Phase 1 mode: the keys act on the highlighted candidate (the server highlights the first
+  // unrated one, else the best rated; j/k and the arrows move it).
+  function selectedCandidate(steps) {
+    return steps.querySelector("[data-candidate].selected");
+  }
+
+  function moveSelection(steps, by) {
+    var all = steps.querySelectorAll("[data-candidate]");
+    if (!all.length) return false;
+    var at = Array.prototype.indexOf.call(all, selectedCandidate(steps));
+    var next = at < 0 ? 0 : Math.min(all.length - 1, Math.max(0, at + by));
+    if (at >= 0) all[at].classList.remove("selected");
+    all[next].classList.add("selected");
+    if (all[next].scrollIntoView) all[next].scrollIntoView({ block: "nearest" });
+    return true;
+  }
+
+  function phase1Act(steps, key) {
+    var selected = selectedCandidate(steps);
+    switch (key) {
+      case "1": case "2": case "3":
+        return Boolean(selected) && press(selected.querySelector('[data-rate="' + key + '"]'));
+      case "j": case "ArrowDown":
+        return moveSelection(steps, 1);
+      case "k": case "ArrowUp":
+        return moveSelection(steps, -1);
+      case "f": {
+        var box = selected && selected.querySelector("[data-flag]");
+        if (!box) return false;
+        box.checked = !box.checked;
+        return true;
+      }
+      case "Enter":
+        return (Boolean(selected) && press(selected.querySelector("[data-choose]"))) ||
+          press(steps.querySelector("[data-key-submit]")) || showMissing(steps);
+      case "e":
+        return press(steps.querySelector("[data-key-submit]"));
+      case "w": {
+        var details = steps.querySelector("[data-write-box]");
+        var text = steps.querySelector("[data-write]");
+        if (!text) return false;
+        if (details) details.open = true;
+        text.focus();
+        return true;
+      }
+      case "write":
+        return press(steps.querySelector("[data-write-submit]"));
+      case "u": case "Backspace":
+        return press(steps.querySelector("[data-key-undo]"));
+      case "s":
+        return press(steps.querySelector("[data-key-skip]"));
+    }
+    return false;
+  }
+
   function act(key) {
     var steps = stepsEl();
     if (!steps) return false;
+    if (steps.hasAttribute("data-phase1")) return phase1Act(steps, key);
     switch (key) {
       case "1": case "2": case "3":
         return press(steps.querySelector('[data-key="' + key + '"]'));
@@ -180,6 +240,8 @@
   }
 
   var KEYS = { "1": 1, "2": 1, "3": 1, f: 1, u: 1, Backspace: 1, s: 1, Enter: 1, c: 1 };
+  // Phase 1 mode's own keys, heard only on its page (the arrows scroll anywhere else).
+  var PHASE1_KEYS = { j: 1, k: 1, ArrowDown: 1, ArrowUp: 1, e: 1, w: 1 };
 
   function run(key) {
     pending.push(key);
@@ -218,6 +280,17 @@
       }
       return; // Escape closes it natively
     }
+    if (target && target.matches && target.matches("[data-write]")) {
+      // One's own step: Enter (or Ctrl+Enter) continues with it, Shift+Enter is a new line.
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        target.blur();
+        run("write");
+      } else if (event.key === "Escape") {
+        target.blur();
+      }
+      return;
+    }
     if (target && target.matches && target.matches("[data-correction]")) {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();
@@ -235,7 +308,9 @@
       openHelp();
       return;
     }
-    if (!KEYS[key]) return;
+    var steps = stepsEl();
+    var phase1 = Boolean(steps && steps.hasAttribute("data-phase1"));
+    if (!KEYS[key] && !(phase1 && PHASE1_KEYS[key])) return;
     // Enter on a focused button, link or summary keeps its own meaning.
     if (key === "Enter" && target.closest && target.closest("button, a, summary, [role=button]")) return;
     event.preventDefault();
