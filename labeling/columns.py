@@ -37,6 +37,7 @@ CAMPAIGN = Columns(
         "al_scoring_endpoint",
         "al_scoring_model",
         "relabel_by_same_annotator",
+        "reviewers_see_evidence",
         "created_by_id",
     ),
 )

@@ -27,7 +27,12 @@ from labeling.models.campaigns import (
     Membership,
     Rating,
 )
-from labeling.models.curation import SolutionBulkAction, SolutionEvent
+from labeling.models.curation import (
+    AdjudicationRequest,
+    ReviewRequest,
+    SolutionBulkAction,
+    SolutionEvent,
+)
 from labeling.models.evidence import StepEvidence
 from labeling.models.labels import (
     Adjudication,
@@ -50,6 +55,7 @@ from labeling.models.solutions import (
 __all__ = [
     "AL_BACKBONES",
     "Adjudication",
+    "AdjudicationRequest",
     "Assignment",
     "Campaign",
     "FinishReason",
@@ -58,6 +64,7 @@ __all__ = [
     "Problem",
     "Rating",
     "Review",
+    "ReviewRequest",
     "Solution",
     "SolutionBulkAction",
     "SolutionEvent",
