@@ -20,6 +20,7 @@ from labeling.models import (
     ReviewRequest,
     Solution,
     Step,
+    StepEvidence,
     StepLabel,
     ratings_disagree,
 )
@@ -174,6 +175,18 @@ def review_detail(*, campaign: Campaign, assignment_id: int) -> ReviewDetail | N
         others=[o.annotator.get_username() for o in others],
         review=review,
     )
+
+
+def review_evidence(*, campaign: Campaign, solution: Solution) -> dict[int, list[StepEvidence]]:
+    """step index -> what machines said about it, for the review page of a campaign that shows
+    reviewers the evidence (``Campaign.reviewers_see_evidence``); empty when it does not. The
+    labelling page never reads this: annotators see no model opinion."""
+    if not campaign.reviewers_see_evidence:
+        return {}
+    evidence: dict[int, list[StepEvidence]] = {}
+    for item in StepEvidence.objects.filter(solution=solution).select_related("step"):
+        evidence.setdefault(item.step.index, []).append(item)
+    return evidence
 
 
 def disputed_steps(*, campaign: Campaign):
