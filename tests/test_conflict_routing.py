@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotators.review.selectors import adjudication_queue, review_queue
 from annotators.review.services import adjudication_decide, review_submit
-from labeling.curation.actions import bulk_action_create
+from labeling.curation.actions import bulk_action_create, bulk_action_run
 from labeling.curation.filters import SolutionFilter
 from labeling.curation.history import solution_history
 from labeling.models import (
@@ -222,3 +222,30 @@ def test_a_manager_sends_from_the_browser(client, campaign, manager):
     job = SolutionBulkAction.objects.get()
     assert (job.action, job.status, job.changed) == ("adjudicate", "done", 1)
     assert AdjudicationRequest.objects.get().solution == solution
+    page = client.get(response["Location"]).content.decode()
+    queue = reverse("annotators:adjudications", kwargs={"slug": campaign.slug})
+    assert f'href="{queue}">The adjudication queue</a>' in page
+
+
+@pytest.mark.parametrize("action", ["adjudicate", "review"])
+def test_a_send_that_loses_its_job_to_another_attempt_writes_nothing(
+    monkeypatch, campaign, manager, action
+):
+    solution = _solution(campaign, 1, ratings=[1, 1, 1], reached=0)
+    job = SolutionBulkAction.objects.create(
+        campaign=campaign,
+        action=action,
+        selection={"id": [str(solution.pk)]},
+        total=1,
+        created_by=manager,
+    )
+
+    def take_over(stage: str) -> None:  # what the sweep and a second worker do
+        SolutionBulkAction.objects.filter(pk=job.pk).update(attempts=2)
+
+    monkeypatch.setattr("labeling.curation.actions.stage_pause", take_over)
+    bulk_action_run(job=job)
+    job.refresh_from_db()
+    assert job.status == "running" and job.changed == 0
+    assert not AdjudicationRequest.objects.exists() and not ReviewRequest.objects.exists()
+    assert not SolutionEvent.objects.exists()  # all or nothing
