@@ -226,7 +226,7 @@ def adjudication_queue(
             (pk, decided.get(pk, 0) if state == "decided" else n - decided.get(pk, 0))
             for pk, n in per_solution
         ]
-    sent = _sent_undisputed(campaign=campaign, state=state)
+    requested, sent = _sent_steps(campaign=campaign, state=state)
     if sent:
         counts = dict(per_solution)
         for solution_id in sent.values():
@@ -268,27 +268,24 @@ def adjudication_queue(
     if extra:
         found += _sent_rows(step_ids=extra)
         found.sort(key=lambda r: (r["solution_id"], r["index"]))
-    requested = set(
-        AdjudicationRequest.objects.filter(step_id__in=[r["step_id"] for r in found]).values_list(
-            "step_id", flat=True
-        )
-    )
     for row in found:
         row["requested"] = row["step_id"] in requested
     found = found[start - before : start - before + wanted]
     return found[:per_page], len(found) > per_page
 
 
-def _sent_undisputed(*, campaign: Campaign, state: str) -> dict[int, int]:
-    """step id -> solution id of the steps a manager sent to adjudication that annotators do
-    not disagree on (those are listed as disputed already), in the queue's ``state``."""
+def _sent_steps(*, campaign: Campaign, state: str) -> tuple[set[int], dict[int, int]]:
+    """The steps a manager sent to adjudication, and of them (step id -> solution id) those
+    that annotators do not disagree on (the others are listed as disputed already) in the
+    queue's ``state``. One query when nothing was sent."""
     sent = dict(
         AdjudicationRequest.objects.filter(
             campaign=campaign, solution__kind=Solution.Kind.REGULAR
         ).values_list("step_id", "solution_id")
     )
+    requested = set(sent)
     if not sent:
-        return {}
+        return requested, {}
     disputed = StepLabel.objects.filter(step_id__in=list(sent)).disputed_steps()
     for row in disputed:
         del sent[row["step_id"]]
@@ -299,7 +296,7 @@ def _sent_undisputed(*, campaign: Campaign, state: str) -> dict[int, int]:
             ).values_list("step_id", flat=True)
         )
         sent = {k: v for k, v in sent.items() if (k in decided) == (state == "decided")}
-    return sent
+    return requested, sent
 
 
 def _sent_rows(*, step_ids: list[int]) -> list[dict]:
