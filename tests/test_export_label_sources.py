@@ -327,3 +327,15 @@ def test_the_command_takes_the_option_from_its_declaration(campaign, tmp_path):
     manifest = json.loads((tmp_path / "cmd.manifest.json").read_text())
     assert manifest["policy"]["machine_labels"] == "fill"
     assert manifest["counts"]["all"]["sources"]["machine:consensus"] == 2
+
+
+@pytest.mark.parametrize("mode", ["consensus", "fill"])
+def test_under_weighted_labels_a_machine_label_is_certain(campaign, tmp_path, mode):
+    path, _ = export(campaign, tmp_path, "trl", machine_labels=mode, annotators="weighted")
+    for row in records(path):
+        assert len(row["label_probabilities"]) == len(row["labels"])
+        for label, p, source in zip(
+            row["labels"], row["label_probabilities"], row["label_sources"], strict=True
+        ):
+            if source == "machine:consensus":
+                assert p == float(label)
