@@ -103,6 +103,7 @@ class ReviewFilterForm(forms.Form):
 
     STATES = [
         ("unreviewed", "not reviewed yet"),
+        ("sent", "sent for review by a manager"),
         ("accepted", "accepted"),
         ("rejected", "rejected"),
         ("all", "all"),

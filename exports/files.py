@@ -50,7 +50,8 @@ def write_export(
 
     Returns the manifest, which is also written beside the files. Counts are of what was
     written: records (lines or rows), distinct problems and solutions, steps (labels in the
-    records, a prefix counted again in each alternative example) and labels by value.
+    records, a prefix counted again in each alternative example) and labels by value (and by
+    source, under the policy's ``machine_labels``).
     ``selection``: only the solutions these data-browser filters match.
     """
     policy = policy or LabelPolicy()
@@ -65,7 +66,7 @@ def write_export(
 
     stats = StreamStats()
     tallies = {split: Tally() for split in files}
-    writers = {split: spec.writer(path, spec) for split, path in files.items()}
+    writers = {split: spec.writer(path, spec, policy) for split, path in files.items()}
     try:
         for solution in iter_solutions(
             campaign=campaign,
@@ -77,9 +78,14 @@ def write_export(
         ):
             writer = writers[solution.split]
             tally = tallies[solution.split]
-            for row, labels in spec.rows(solution, policy, row_options):
+            for row, labels, *sources in spec.rows(solution, policy, row_options):
                 writer.write(row)
-                tally.add(solution_id=solution.id, problem_id=solution.problem_id, labels=labels)
+                tally.add(
+                    solution_id=solution.id,
+                    problem_id=solution.problem_id,
+                    labels=labels,
+                    sources=sources[0] if sources else None,
+                )
     finally:
         for w in writers.values():
             w.close()

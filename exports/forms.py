@@ -20,7 +20,10 @@ def policy_field(option: Option) -> forms.Field:
     """The form field of one policy option, from its declaration."""
     common = {"initial": option.default, "help_text": option.help, "label": option.label or None}
     if option.choices:
-        return forms.ChoiceField(choices=option.choices, **common)
+        # Absent from a POST (a client older than the option): its default, as in the API.
+        return forms.TypedChoiceField(
+            choices=option.choices, required=False, empty_value=option.default, **common
+        )
     if option.type is bool:
         # An unticked box is absent from the POST: False, not missing.
         return forms.BooleanField(required=False, **common)

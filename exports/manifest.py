@@ -13,9 +13,12 @@ from typing import Any
 from django.utils import timezone
 
 from exports.formats.base import Format
+from exports.machine import ADJUDICATED, HUMAN, MACHINE
 from exports.policy import SPLIT_HASH, LabelPolicy
 from exports.reader import StreamStats
 from labeling.models import Campaign
+
+SOURCES = (HUMAN, ADJUDICATED, MACHINE)
 
 
 @dataclass
@@ -30,14 +33,27 @@ class Tally:
     solutions: int = 0
     steps: int = 0
     ratings: Counter = field(default_factory=Counter)
+    # Labels by source (human, adjudicated, machine:consensus): None when records name none.
+    sources: Counter | None = None
     last_problem: int | None = None
     last_solution: int | None = None
 
-    def add(self, *, solution_id: int, problem_id: int, labels: Sequence) -> None:
-        """Count one record of the solution, with the labels it carries."""
+    def add(
+        self,
+        *,
+        solution_id: int,
+        problem_id: int,
+        labels: Sequence,
+        sources: Sequence[str] | None = None,
+    ) -> None:
+        """Count one record of the solution, with the labels it carries and their sources."""
         self.records += 1
         self.steps += len(labels)
         self.ratings.update(labels)
+        if sources is not None:
+            if self.sources is None:
+                self.sources = Counter()
+            self.sources.update(sources)
         if self.last_solution != solution_id:
             self.last_solution = solution_id
             self.solutions += 1
@@ -45,17 +61,21 @@ class Tally:
                 self.last_problem = problem_id
                 self.problems += 1
 
-    def as_dict(self, names: dict) -> dict[str, Any]:
+    def as_dict(self, names: dict, *, sources: bool = False) -> dict[str, Any]:
+        """The counts; with ``sources`` also labels by source (every source, 0 when none)."""
         ratings = dict.fromkeys(names.values(), 0)
         for value, n in self.ratings.items():
             ratings[names[value]] += n
-        return {
+        counts: dict[str, Any] = {
             "records": self.records,
             "problems": self.problems,
             "solutions": self.solutions,
             "steps": self.steps,
             "ratings": ratings,
         }
+        if sources:
+            counts["sources"] = dict.fromkeys(SOURCES, 0) | dict(self.sources or {})
+        return counts
 
 
 def sha256_file(path: Path) -> str:
@@ -79,7 +99,8 @@ def manifest_write(
     length_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Describe the written ``files`` in a manifest at ``path``, and return it."""
-    counts = {split: t.as_dict(spec.rating_names) for split, t in tallies.items()}
+    sourced = policy.machine_labels != "never"
+    counts = {split: t.as_dict(spec.rating_names, sources=sourced) for split, t in tallies.items()}
     manifest = {
         "format": spec.name,
         "description": spec.description,

@@ -176,6 +176,25 @@ class LabelPolicy:
         ),
     )
 
+    machine_labels: str = option(
+        "never",
+        "Machine labels (rollouts and a judge, Machine evidence) beside the human ones. A step has "
+        "one where rollouts and a judge agree: at least one rollout and one judge verdict on "
+        "it, and every one of them says the same. Rollouts say correct when at least one "
+        "completion from the step reaches the right answer and wrong when none does "
+        "(Math-Shepherd's hard estimate); the judge says correct for the steps before the "
+        "first error it names and wrong for that step (nothing after it). Both correct: +1; "
+        "both wrong: -1. consensus adds them as examples of their own (also on solutions "
+        "nobody labelled); fill uses them only for steps no human rated. Every label then "
+        "carries its source (human, adjudicated, machine:consensus).",
+        label="Machine labels",
+        choices=(
+            ("never", "never (human labels only)"),
+            ("consensus", "add where rollouts and judge agree, as examples of their own"),
+            ("fill", "where rollouts and judge agree, only on steps no human rated"),
+        ),
+    )
+
     def __post_init__(self) -> None:
         for declared in POLICY_OPTIONS:
             problem = declared.problem(getattr(self, declared.name))

@@ -18,6 +18,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Q
 
 from common.readahead import read_ahead
+from exports.machine import MachineLabel, machine_labels_read
 from exports.policy import LabelPolicy, is_math500
 from exports.pseudonyms import annotator_pseudonym
 from labeling.curation.filters import SolutionFilter
@@ -110,6 +111,19 @@ class SolutionData:
     adjudications: dict[int, int] = field(default_factory=dict)
     # Step index -> P(positive) of ``annotators="weighted"`` (``exports.weighted``).
     probabilities: dict[int, float] = field(default_factory=dict)
+    # Step index -> where rollouts and a judge agree; read only when the policy's
+    # ``machine_labels`` is not ``never`` (``exports.machine``).
+    machine: dict[int, MachineLabel] = field(default_factory=dict)
+
+    def human_rated(self) -> set[int]:
+        """The step indexes that a current assignment rated (or replaced with its own step)."""
+        return {
+            lab.index
+            for a in self.assignments
+            if a.is_current
+            for lab in a.labels
+            if lab.rating is not None or lab.human_completion is not None
+        }
 
 
 # What a solution's row reads: every field of ``SolutionData`` up to its split.
@@ -144,7 +158,9 @@ def iter_solutions(
     ``include_rejected`` and ``include_superseded`` also rejected work and earlier versions of
     amended work, each with its ``status``. Solutions come in keyset batches of ``batch_size``,
     each read with four queries (solutions with their problem, steps, assignments, labels; a
-    fifth for adjudications under ``annotators="adjudicated"``); nothing outlives its batch but
+    fifth for adjudications under ``annotators="adjudicated"``, another for the machine evidence
+    under ``machine_labels``, which also yields solutions that only machines labelled); nothing
+    outlives its batch but
     the next one, which a thread reads while this one is written (see ``common.readahead``).
     """
     weights = None
@@ -293,7 +309,8 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
         )
         by_id[s_id].assignments.append(data)
         by_assignment[a_id] = data
-    if not by_assignment:
+    machine = policy.machine_labels != "never"
+    if not by_assignment and not machine:
         return
 
     steps = _raw_rows(
@@ -332,9 +349,13 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
         ).values_list("step__solution_id", "step__index", "rating"):
             if s_id in by_id:
                 by_id[s_id].adjudications[index] = rating
+    if machine:
+        for s_id, labels in machine_labels_read(solutions).items():
+            if s_id in by_id:
+                by_id[s_id].machine = labels
     for s_id in ids:
         solution = by_id[s_id]
-        if solution.assignments:
+        if solution.assignments or solution.machine:
             yield solution
 
 

@@ -41,6 +41,7 @@ CAMPAIGN = Columns(
         "phase1_endpoint",
         "phase1_model",
         "phase1_samples",
+        "reviewers_see_evidence",
         "created_by_id",
     ),
 )

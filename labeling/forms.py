@@ -143,6 +143,7 @@ class CampaignForm(forms.ModelForm):
             "screening_threshold",
             "bad_problem_limit",
             "relabel_by_same_annotator",
+            "reviewers_see_evidence",
             "active_learning",
             "al_wrong_answer_share",
             "al_retrain_every",
@@ -167,6 +168,7 @@ class CampaignForm(forms.ModelForm):
             "al_scoring_model": "Active learning: served PRM's model",
             "lease_seconds": "Lease (seconds)",
             "relabel_by_same_annotator": "Rejected work may go back to the same annotator",
+            "reviewers_see_evidence": "Reviewers see machine evidence on the review page",
         }
         widgets = {"instructions": forms.Textarea(attrs={"rows": 8})}
 

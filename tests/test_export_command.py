@@ -40,6 +40,7 @@ def test_it_writes_the_file_and_its_manifest_with_the_policy_options(campaign, t
     )
     manifest = json.loads((tmp_path / "alg.manifest.json").read_text())
     assert manifest["policy"] == {
+        "machine_labels": "never",
         "neutral": "negative",
         "cut_after_first_negative": False,
         "alternatives": False,

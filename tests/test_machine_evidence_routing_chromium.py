@@ -60,3 +60,43 @@ def test_the_conflicting_solutions_go_back_to_people_in_bulk(live_server, page, 
     extra = dict(Solution.objects.values_list("pk", "extra_labels"))
     assert extra == {conflicts[0].pk: 1, conflicts[1].pk: 1, agreed.pk: 0}
     assert all(Solution.objects.get(pk=s.pk).is_open for s in conflicts)
+
+
+def test_the_conflicts_go_to_adjudication_and_a_reviewer_finds_them_there(
+    live_server, page, client
+):
+    campaign = make_campaign(slug="adjudicate")
+    conflicts = [_rolled_out(campaign, n, reached=0) for n in range(2)]
+    agreed = _rolled_out(campaign, 2, reached=6)
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
+    client.force_login(manager)
+    page.context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+    )
+    browser = reverse("labeling:browser", kwargs={"slug": campaign.slug})
+    page.goto(live_server.url + browser + "?evidence=conflict")
+    expect(page.locator("table.browser tbody tr")).to_have_count(2)
+
+    page.select_option("#bulk-action", "adjudicate")
+    page.check("input[name=scope][value=all]")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator(".bulk-job")).to_contain_text("done")
+    job = SolutionBulkAction.objects.get()
+    assert (job.action, job.total, job.changed) == ("adjudicate", 2, 2)
+
+    # The adjudication queue (a reviewer's page) lists the two conflicting steps, marked sent.
+    page.goto(live_server.url + reverse("annotators:adjudications", kwargs={"slug": campaign.slug}))
+    rows = page.locator("table.adjudications tbody tr")
+    expect(rows).to_have_count(2)
+    for solution in conflicts:
+        step = solution.steps.get(index=1)
+        row = page.locator(f"#disputed-step-{step.pk}")
+        expect(row).to_contain_text("sent")
+        expect(row).to_contain_text("step 2")
+    assert not agreed.steps.filter(adjudication_request__isnull=False).exists()
+
+    # Deciding one from there takes it off the open list.
+    page.locator(f"#disputed-step-{conflicts[0].steps.get(index=1).pk} a").first.click()
+    page.check("input[name=rating][value='-1']")
+    page.get_by_role("button", name="Decide").click()
+    expect(page.locator("table.adjudications tbody tr")).to_have_count(1)

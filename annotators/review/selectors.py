@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Exists, F, OuterRef, Subquery
+from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Left
 
 from labeling.models import (
     Adjudication,
+    AdjudicationRequest,
     Assignment,
     Campaign,
     Review,
+    ReviewRequest,
     Solution,
     Step,
+    StepEvidence,
     StepLabel,
     ratings_disagree,
 )
@@ -49,7 +52,19 @@ def review_queue(
     """
     # Rejected work stays in the list (filter "rejected"): a reviewer may change their mind.
     qs = Assignment.objects.filter(campaign=campaign, status__in=REVIEWABLE)
-    if state == "unreviewed":
+    if state == "sent":
+        # A manager sent the solution for review (``ReviewRequest``): its work that nobody has
+        # reviewed since, reviewed before or not.
+        request = ReviewRequest.objects.filter(solution_id=OuterRef("solution_id"))
+        since = Review.objects.filter(
+            assignment=OuterRef("pk"), created_at__gte=OuterRef("sent_at")
+        )
+        qs = (
+            qs.filter(Exists(request))
+            .annotate(sent_at=Subquery(request.values("requested_at")[:1]))
+            .filter(~Exists(since))
+        )
+    elif state == "unreviewed":
         qs = qs.filter(~Exists(Review.objects.filter(assignment=OuterRef("pk"))))
     elif state in Review.Decision.values:
         qs = qs.filter(review__decision=state)
@@ -162,6 +177,18 @@ def review_detail(*, campaign: Campaign, assignment_id: int) -> ReviewDetail | N
     )
 
 
+def review_evidence(*, campaign: Campaign, solution: Solution) -> dict[int, list[StepEvidence]]:
+    """step index -> what machines said about it, for the review page of a campaign that shows
+    reviewers the evidence (``Campaign.reviewers_see_evidence``); empty when it does not. The
+    labelling page never reads this: annotators see no model opinion."""
+    if not campaign.reviewers_see_evidence:
+        return {}
+    evidence: dict[int, list[StepEvidence]] = {}
+    for item in StepEvidence.objects.filter(solution=solution).select_related("step"):
+        evidence.setdefault(item.step.index, []).append(item)
+    return evidence
+
+
 def disputed_steps(*, campaign: Campaign):
     """The steps of the campaign's regular solutions that annotators disagree on, one row per
     step with ``step_id``, ``n`` (submitted ratings) and ``low`` / ``high`` (the extreme
@@ -179,7 +206,8 @@ def disputed_steps(*, campaign: Campaign):
 def adjudication_queue(
     *, campaign: Campaign, state: str = "open", page: int = 1, per_page: int = ADJUDICATION_PAGE
 ) -> tuple[list[dict], bool]:
-    """A page of disputed steps (``open``: not decided yet; ``decided``; ``all``), oldest first.
+    """A page of disputed steps (``open``: not decided yet; ``decided``; ``all``), oldest first,
+    with the steps a manager sent (``AdjudicationRequest``) among them, in solution order.
 
     Each row: the step, its solution and problem, how many ratings and their range, and the
     current decision if any.
@@ -198,6 +226,12 @@ def adjudication_queue(
             (pk, decided.get(pk, 0) if state == "decided" else n - decided.get(pk, 0))
             for pk, n in per_solution
         ]
+    requested, sent = _sent_steps(campaign=campaign, state=state)
+    if sent:
+        counts = dict(per_solution)
+        for solution_id in sent.values():
+            counts[solution_id] = counts.get(solution_id, 0) + 1
+        per_solution = sorted(counts.items())
     start = (max(page, 1) - 1) * per_page
     wanted = per_page + 1
     before, covered = 0, 0
@@ -229,8 +263,59 @@ def adjudication_queue(
     elif state == "decided":
         rows = rows.filter(decided__isnull=False)
     found = list(rows.order_by("step__solution_id", "step__index"))
+    in_window = set(window)
+    extra = [step_id for step_id, solution_id in sent.items() if solution_id in in_window]
+    if extra:
+        found += _sent_rows(step_ids=extra)
+        found.sort(key=lambda r: (r["solution_id"], r["index"]))
+    for row in found:
+        row["requested"] = row["step_id"] in requested
     found = found[start - before : start - before + wanted]
     return found[:per_page], len(found) > per_page
+
+
+def _sent_steps(*, campaign: Campaign, state: str) -> tuple[set[int], dict[int, int]]:
+    """The steps a manager sent to adjudication, and of them (step id -> solution id) those
+    that annotators do not disagree on (the others are listed as disputed already) in the
+    queue's ``state``. One query when nothing was sent."""
+    sent = dict(
+        AdjudicationRequest.objects.filter(
+            campaign=campaign, solution__kind=Solution.Kind.REGULAR
+        ).values_list("step_id", "solution_id")
+    )
+    requested = set(sent)
+    if not sent:
+        return requested, {}
+    disputed = StepLabel.objects.filter(step_id__in=list(sent)).disputed_steps()
+    for row in disputed:
+        del sent[row["step_id"]]
+    if state in ("open", "decided"):
+        decided = set(
+            Adjudication.objects.filter(
+                step_id__in=list(sent), replaced_at__isnull=True
+            ).values_list("step_id", flat=True)
+        )
+        sent = {k: v for k, v in sent.items() if (k in decided) == (state == "decided")}
+    return requested, sent
+
+
+def _sent_rows(*, step_ids: list[int]) -> list[dict]:
+    """The adjudication queue's rows of steps a manager sent, shaped as the disputed ones."""
+    rated = Q(labels__assignment__status=Assignment.Status.SUBMITTED, labels__rating__isnull=False)
+    current = Adjudication.objects.filter(step_id=OuterRef("pk"), replaced_at__isnull=True)
+    return [
+        dict(row)
+        for row in Step.objects.filter(pk__in=step_ids)
+        .order_by()
+        .values("index", "solution_id", step_id=F("pk"))
+        .annotate(
+            n=Count("labels", filter=rated),
+            low=Min("labels__rating", filter=rated),
+            high=Max("labels__rating", filter=rated),
+            decided=Subquery(current.values("rating")[:1]),
+            problem=Left("solution__problem__text", EXCERPT_SOURCE_CHARS),
+        )
+    ]
 
 
 def _decided_disputes(*, solutions) -> dict[int, int]:

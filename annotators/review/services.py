@@ -16,6 +16,7 @@ from annotators.review.selectors import disputed_steps
 from annotators.services import ManageError
 from labeling.models import (
     Adjudication,
+    AdjudicationRequest,
     Assignment,
     Campaign,
     Rating,
@@ -100,7 +101,8 @@ def adjudication_decide(
     """Set the final rating of a step on which annotators disagree; earlier decisions are kept.
 
     The step must be one of the campaign's regular solutions and disputed now (two or more
-    current assignments rated it differently), or already decided (a decision may be changed
+    current assignments rated it differently), sent to adjudication by a manager
+    (``AdjudicationRequest``), or already decided (a decision may be changed
     after the dispute ended, e.g. once a rejection removed one side). A new decision replaces
     the current one, which stays with ``replaced_at`` set. The annotators' labels are not
     touched: agreement figures keep reading them; exports use the decision with
@@ -118,7 +120,12 @@ def adjudication_decide(
             .filter(step=step, replaced_at__isnull=True)
             .first()
         )
-        if current is None and not disputed_steps(campaign=campaign).filter(step_id=step.pk):
+        sent = AdjudicationRequest.objects.filter(step=step).exists()
+        if (
+            current is None
+            and not sent
+            and not disputed_steps(campaign=campaign).filter(step_id=step.pk)
+        ):
             raise ManageError("The annotators agree on this step: there is nothing to decide.")
         if current is not None:
             current.replaced_at = now

@@ -101,6 +101,8 @@ def review_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         }
     form = ReviewForm(posted(request), initial=initial, step_indexes=detail.rated_indexes)
     own = detail.assignment.annotator_id == request.user.pk
+    # Only where the campaign shows reviewers the machine evidence (off by default).
+    evidence = selectors.review_evidence(campaign=campaign, solution=detail.solution)
     if request.method == "POST" and form.is_valid():
         try:
             services.review_submit(
@@ -124,8 +126,13 @@ def review_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "detail": detail,
             "form": form,
             "own": own,
+            "evidence": bool(evidence),
             "rows": [
-                (step, form[f"step_{step.index}"] if step.rating is not None else None)
+                (
+                    step,
+                    form[f"step_{step.index}"] if step.rating is not None else None,
+                    evidence.get(step.index, []),
+                )
                 for step in detail.steps
             ],
         },

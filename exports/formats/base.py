@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from exports.machine import MACHINE
 from exports.policy import POLICY_OPTIONS, LabelPolicy
 from exports.reader import SolutionData
 
@@ -25,13 +26,15 @@ RAW_OPTIONS = (
     "test_fraction",
     "split_seed",
     "math500",
+    "machine_labels",
 )
 ALL_OPTIONS = tuple(o.name for o in POLICY_OPTIONS)
 BINARY_NAMES = {True: "positive", False: "negative", None: "unlabelled"}
 RAW_NAMES = {1: "positive", 0: "neutral", -1: "negative", None: "unrated"}
 
-# Each yields (row, labels to count).
-Rows = Callable[[SolutionData, LabelPolicy, dict], Iterator[tuple[Any, Iterable]]]
+# Each yields (row, labels to count), or (row, labels, their sources) under the policy's
+# ``machine_labels`` (the manifest counts labels by source then).
+Rows = Callable[[SolutionData, LabelPolicy, dict], Iterator[tuple]]
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class Format:
 
 
 class JsonlWriter:
-    def __init__(self, path: Path, fmt: Format) -> None:
+    def __init__(self, path: Path, fmt: Format, policy: LabelPolicy | None = None) -> None:
         self._f = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
         self._dumps = json.JSONEncoder(ensure_ascii=False).encode
 
@@ -69,3 +72,18 @@ def utc_naive_iso(dt: datetime | None) -> str | None:
     if timezone.is_aware(dt):
         dt = dt.astimezone(UTC).replace(tzinfo=None)
     return dt.isoformat(timespec="microseconds")
+
+
+def with_sources(policy: LabelPolicy) -> bool:
+    """Whether records name each label's source: under ``machine_labels`` only, so that the
+    default export stays as it always was."""
+    return policy.machine_labels != "never"
+
+
+def add_sources(row: dict, sources: list[str], models: list[str]) -> dict:
+    """Name each label's source in a JSON record (``label_sources``, parallel to its labels)
+    and, when machines gave any of them, the machines (``machine_models``)."""
+    row["label_sources"] = sources
+    if models and MACHINE in sources:
+        row["machine_models"] = models
+    return row

@@ -6,7 +6,8 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from exports.formats.base import RAW_NAMES, RAW_OPTIONS, Format, utc_naive_iso
+from exports.formats.base import RAW_NAMES, RAW_OPTIONS, Format, utc_naive_iso, with_sources
+from exports.machine import HUMAN, MACHINE, machine_kept
 from exports.policy import LabelPolicy
 from exports.reader import SolutionData
 
@@ -37,11 +38,16 @@ CSV_COLUMNS = [
     # ``exports.weighted``), the same on each annotator's row of the step; empty otherwise.
     "weighted_probability",
 ]
+# Under the policy's machine_labels only (the default file keeps the columns above): each row's
+# source (human, machine:consensus) and, on a machine row, the models that agreed, joined by ";".
+SOURCE_COLUMNS = ["label_source", "machine_models"]
 
 
 def csv_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
-    """One row per step label of every exported assignment, ratings as given (-1/0/1)."""
+    """One row per step label of every exported assignment, ratings as given (-1/0/1); under
+    ``machine_labels`` also one per machine label the policy keeps, each row with its source."""
     campaign = options["campaign_slug"]
+    sourced = with_sources(policy)
     for a in solution.assignments:
         submitted = utc_naive_iso(a.submitted_at)
         for lab in a.labels:
@@ -69,16 +75,50 @@ def csv_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iter
                     corrected,
                     a.status,
                     solution.probabilities.get(lab.index, ""),
+                    *((HUMAN, "") if sourced else ()),
                 ],
                 (lab.rating,),
+                *(((HUMAN,),) if sourced else ()),
             )
+    for index, machine in sorted(machine_kept(solution, policy).items()):
+        # One row per machine label, with no assignment: the columns of people are empty.
+        yield (
+            [
+                campaign,
+                solution.problem_id,
+                solution.unique_id,
+                solution.id,
+                solution.kind,
+                solution.generator,
+                "",
+                MACHINE,
+                index,
+                solution.steps[index],
+                machine.rating,
+                "",
+                "",
+                "",
+                "",
+                "",
+                solution.answer_is_correct,
+                "",
+                "",
+                "",
+                "",
+                MACHINE,
+                ";".join(machine.models),
+            ],
+            (machine.rating,),
+            (MACHINE,),
+        )
 
 
 class CsvWriter:
-    def __init__(self, path: Path, fmt: Format) -> None:
+    def __init__(self, path: Path, fmt: Format, policy: LabelPolicy | None = None) -> None:
         self._f = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115
         self._w = csv.writer(self._f)
-        self._w.writerow(CSV_COLUMNS)
+        sourced = policy is not None and with_sources(policy)
+        self._w.writerow(CSV_COLUMNS + SOURCE_COLUMNS if sourced else CSV_COLUMNS)
         self.write = self._w.writerow
 
     def close(self) -> None:

@@ -7,8 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from exports.examples import training_examples
-from exports.formats.base import ALL_OPTIONS, BINARY_NAMES, Format, JsonlWriter
+from exports.examples import training_examples_sourced
+from exports.formats.base import (
+    ALL_OPTIONS,
+    BINARY_NAMES,
+    Format,
+    JsonlWriter,
+    add_sources,
+    with_sources,
+)
 from exports.policy import LabelPolicy
 from exports.reader import SolutionData
 
@@ -22,12 +29,17 @@ def math_shepherd_rows(solution: SolutionData, policy: LabelPolicy, options: dic
     removed, or the trainer would read a label where there is none.
     """
     tag = options.get("step_tag", DEFAULT_STEP_TAG)
-    for texts, labels in training_examples(solution, policy):
+    sourced = with_sources(policy)
+    for texts, labels, _, sources, models in training_examples_sourced(solution, policy):
         body = "\n".join(
             f"Step {k}: {text.replace(tag, '')} {tag}" for k, text in enumerate(texts, 1)
         )
         marks = ["+" if v else "-" for v in labels]
-        yield {"input": f"{solution.problem_text} {body}", "label": marks}, labels
+        row = {"input": f"{solution.problem_text} {body}", "label": marks}
+        if sourced:
+            yield add_sources(row, sources, models), labels, sources
+        else:
+            yield row, labels
 
 
 MATH_SHEPHERD = Format(

@@ -5,7 +5,9 @@ Rejected work and superseded versions (policy options ``include_rejected``,
 ``stepwise_review_comment``).
 
 Only the selection options of the policy apply: the lines keep every rating as it was given,
-so an imported PRM800K file comes back as it went in.
+so an imported PRM800K file comes back as it went in. Under ``machine_labels`` each line names
+its labels' sources (``stepwise_label_sources``) and the machine labels come as one more line
+(``exports.machine``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,18 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from exports.formats.base import RAW_NAMES, RAW_OPTIONS, Format, JsonlWriter, utc_naive_iso
+from exports.formats.base import (
+    RAW_NAMES,
+    RAW_OPTIONS,
+    Format,
+    JsonlWriter,
+    utc_naive_iso,
+    with_sources,
+)
+from exports.machine import HUMAN, MACHINE, MachineLabel, machine_prefix
 from exports.policy import LabelPolicy
 from exports.reader import SolutionData
-from labeling.models import Solution
+from labeling.models import FinishReason, Solution
 
 
 def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
@@ -75,7 +85,51 @@ def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> 
             record["stepwise_status"] = a.status
             if a.review_comment:
                 record["stepwise_review_comment"] = a.review_comment
-        yield record, [lab.rating for lab in a.labels]
+        ratings = [lab.rating for lab in a.labels]
+        if with_sources(policy):
+            sources = [HUMAN] * len(ratings)
+            record["stepwise_label_sources"] = sources  # type: ignore[assignment]
+            yield record, ratings, sources
+        else:
+            yield record, ratings
+    machine = machine_prefix(solution, policy)
+    if machine:
+        yield _machine_line(solution, question, machine)
+
+
+def _machine_line(solution: SolutionData, question: dict, machine: list[MachineLabel]) -> tuple:
+    """The machine labels as a line of their own: the steps from the first while rollouts and a
+    judge agree, as if a labeler called ``machine:consensus`` had rated them."""
+    ratings = [m.rating for m in machine]
+    finish: str | None = None
+    if ratings[-1] < 0:
+        finish = FinishReason.FOUND_ERROR.value
+    elif len(ratings) == len(solution.steps):
+        finish = FinishReason.SOLUTION.value
+    sources = [MACHINE] * len(ratings)
+    record = {
+        "labeler": MACHINE,
+        "timestamp": None,
+        "generation": solution.generation,
+        "is_quality_control_question": solution.kind == Solution.Kind.QUALITY_CONTROL,
+        "is_initial_screening_question": solution.kind == Solution.Kind.SCREENING,
+        "question": question,
+        "label": {
+            "steps": [
+                {
+                    "completions": [{"text": text, "rating": rating, "flagged": None}],
+                    "human_completion": None,
+                    "chosen_completion": None,
+                }
+                for text, rating in zip(solution.steps, ratings, strict=False)
+            ],
+            "total_time": None,
+            "finish_reason": finish,
+        },
+        "stepwise_label_sources": sources,
+        "stepwise_machine_models": sorted({name for m in machine for name in m.models}),
+    }
+    return record, ratings, sources
 
 
 PRM800K = Format(

@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from exports.examples import labelled_paths
-from exports.formats.base import ALL_OPTIONS, BINARY_NAMES, Format, JsonlWriter
+from exports.formats.base import (
+    ALL_OPTIONS,
+    BINARY_NAMES,
+    Format,
+    JsonlWriter,
+    add_sources,
+    with_sources,
+)
+from exports.machine import HUMAN
 from exports.policy import LabelPolicy
 from exports.reader import SolutionData
 
@@ -23,8 +31,10 @@ def processbench_rows(solution: SolutionData, policy: LabelPolicy, options: dict
     """
     n_steps = len(solution.steps)
     base = f"{solution.id}"
+    sourced = with_sources(policy)
     for path in labelled_paths(solution, policy):
-        suffix = f"-{path.annotator}" if path.annotator and policy.annotators == "each" else ""
+        each = policy.annotators == "each" or path.machine
+        suffix = f"-{path.annotator}" if path.annotator and each else ""
         if False in path.labels:
             first = path.labels.index(False)
         elif len(path.labels) == n_steps:
@@ -33,32 +43,39 @@ def processbench_rows(solution: SolutionData, policy: LabelPolicy, options: dict
             first = None
         if first is not None:
             counted = [True] * n_steps if first < 0 else [True] * first + [False]
+            judged = len(counted)
             counted += [None] * (n_steps - len(counted))
-            yield (
-                {
-                    "id": base + suffix,
-                    "generator": solution.generator,
-                    "problem": solution.problem_text,
-                    "steps": solution.steps,
-                    "final_answer_correct": solution.answer_is_correct,
-                    "label": first,
-                },
-                counted,
-            )
+            row = {
+                "id": base + suffix,
+                "generator": solution.generator,
+                "problem": solution.problem_text,
+                "steps": solution.steps,
+                "final_answer_correct": solution.answer_is_correct,
+                "label": first,
+            }
+            if sourced:
+                # The sources of the labels the verdict stands on: the steps up to its error.
+                sources = path.sources[:judged]
+                yield add_sources(row, sources, path.models), counted, sources
+            else:
+                yield row, counted
         for k, (position, text, value) in enumerate(path.candidates):
             if value or not all(path.labels[:position]):
                 continue
-            yield (
-                {
-                    "id": f"{base}{suffix}-alt{k}",
-                    "generator": solution.generator,
-                    "problem": solution.problem_text,
-                    "steps": [*solution.steps[:position], text],
-                    "final_answer_correct": None,
-                    "label": position,
-                },
-                [True] * position + [False],
-            )
+            row = {
+                "id": f"{base}{suffix}-alt{k}",
+                "generator": solution.generator,
+                "problem": solution.problem_text,
+                "steps": [*solution.steps[:position], text],
+                "final_answer_correct": None,
+                "label": position,
+            }
+            counted = [True] * position + [False]
+            if sourced:
+                sources = [*path.sources[:position], HUMAN]
+                yield add_sources(row, sources, path.models), counted, sources
+            else:
+                yield row, counted
 
 
 PROCESSBENCH = Format(

@@ -10,9 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from exports.examples import training_examples_soft
-from exports.formats.base import ALL_OPTIONS, BINARY_NAMES, Format, JsonlWriter
+from exports.examples import training_examples_sourced
+from exports.formats.base import (
+    ALL_OPTIONS,
+    BINARY_NAMES,
+    Format,
+    JsonlWriter,
+    add_sources,
+    with_sources,
+)
 from exports.lengths import TRL_DEFAULT_MAX_LENGTH, TRL_DEFAULT_SEPARATOR, LengthFit
+from exports.machine import MACHINE
 from exports.policy import LabelPolicy
 from exports.reader import SolutionData
 
@@ -22,7 +30,8 @@ def trl_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iter
     ``annotators="weighted"`` also ``label_probabilities``, P(positive) per label (soft labels;
     the JSONL carries them, the Parquet schema keeps TRL's three columns)."""
     fit: LengthFit | None = options.get("length_check")
-    for texts, labels, soft in training_examples_soft(solution, policy):
+    sourced = with_sources(policy)
+    for texts, labels, soft, sources, models in training_examples_sourced(solution, policy):
         rows = (
             [(solution.problem_text, texts, labels)]
             if fit is None
@@ -33,8 +42,13 @@ def trl_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iter
             row = {"prompt": prompt, "completions": completions, "labels": kept}
             if soft is not None:
                 row["label_probabilities"] = soft[offset : offset + len(kept)]
+            if sourced:
+                own = sources[offset : offset + len(kept)]
+                add_sources(row, own, models if MACHINE in own else [])
+                yield row, kept, own
+            else:
+                yield row, kept
             offset += len(kept)
-            yield row, kept
 
 
 # PRMTrainer's settings, as PRMConfig names them; without a tokenizer nothing is measured.
@@ -51,24 +65,29 @@ class ParquetWriter:
 
     rows_per_group = 5000
 
-    def __init__(self, path: Path, fmt: Format) -> None:
+    def __init__(self, path: Path, fmt: Format, policy: LabelPolicy | None = None) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         self._pa = pa
-        self._schema = pa.schema(
-            [
-                ("prompt", pa.string()),
-                ("completions", pa.list_(pa.string())),
-                ("labels", pa.list_(pa.bool_())),
+        columns = [
+            ("prompt", pa.string()),
+            ("completions", pa.list_(pa.string())),
+            ("labels", pa.list_(pa.bool_())),
+        ]
+        if policy is not None and with_sources(policy):
+            # TRL reads its three columns and leaves these; every row has both.
+            columns += [
+                ("label_sources", pa.list_(pa.string())),
+                ("machine_models", pa.list_(pa.string())),
             ]
-        )
+        self._schema = pa.schema(columns)
         self._writer = pq.ParquetWriter(path, self._schema, compression="zstd")
         self._buffer: dict[str, list] = {name: [] for name in self._schema.names}
 
     def write(self, row: dict) -> None:
         for name, column in self._buffer.items():
-            column.append(row[name])
+            column.append(row.get(name, []))
         if len(self._buffer["prompt"]) >= self.rows_per_group:
             self._flush()
 

@@ -1,5 +1,6 @@
 """Curating a campaign's solutions from the data browser: requeue, archive, restore, make gold
-(from the consensus, one annotator's ratings, or the gold editor), ground truth.
+(from the consensus, one annotator's ratings, or the gold editor), ground truth, send to
+adjudication or for review (``AdjudicationRequest``, ``ReviewRequest``).
 
 One solution or many: the bulk functions take a queryset (a selection, or everything a
 ``labeling.curation.filters.SolutionFilter`` matches). Many at once run as a
@@ -28,14 +29,17 @@ from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
 from labeling.curation.filters import SolutionFilter
 from labeling.grading import solutions_grade
 from labeling.models import (
+    AdjudicationRequest,
     Assignment,
     Campaign,
     Problem,
     Rating,
+    ReviewRequest,
     Solution,
     SolutionBulkAction,
     SolutionEvent,
     Step,
+    StepEvidence,
     StepLabel,
     open_expression,
 )
@@ -57,18 +61,19 @@ def _locked_ids(solutions: QuerySet) -> list[int]:
 
 
 def _events(ids: list[int], action: str, actor, detail: dict | None = None) -> None:
+    _events_each([(pk, detail or {}) for pk in ids], action, actor)
+
+
+def _events_each(rows: list[tuple[int, dict]], action: str, actor) -> None:
+    """One event per (solution id, detail)."""
     now = timezone.now()
     actor_id = getattr(actor, "pk", None)
     SolutionEvent.objects.bulk_create(
         [
             SolutionEvent(
-                solution_id=pk,
-                action=action,
-                actor_id=actor_id,
-                detail=detail or {},
-                created_at=now,
+                solution_id=pk, action=action, actor_id=actor_id, detail=detail, created_at=now
             )
-            for pk in ids
+            for pk, detail in rows
         ],
         batch_size=2000,
     )
@@ -239,6 +244,118 @@ def solutions_make_gold(
     return len(made)
 
 
+def solutions_send_to_adjudication(
+    *, campaign: Campaign, solutions: QuerySet, actor=None, progress=None
+) -> int:
+    """Put steps of the solutions in the adjudication queue, where a reviewer sets each one's
+    final rating; returns how many solutions had a step sent.
+
+    Which steps: those whose machine evidence the human labels contradict
+    (``StepEvidenceQuerySet.conflicting``, the rule's one home); for a solution without such a
+    conflict, every step an annotator rated (submitted work). A solution nobody rated, and a
+    quality-control or screening one (their gold decides), sends nothing. Sending a step again
+    renews its request.
+    """
+    sent: dict[int, list[int]] = {}
+    now = timezone.now()
+    actor_id = getattr(actor, "pk", None)
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign, kind=Solution.Kind.REGULAR))
+        for chunk in _chunks(ids):
+            conflicting = set(
+                StepEvidence.objects.filter(solution_id__in=chunk)
+                .conflicting()
+                .values_list("step_id", flat=True)
+            )
+            rated = set(
+                StepLabel.objects.submitted()
+                .filter(assignment__solution_id__in=chunk, rating__isnull=False)
+                .values_list("step_id", flat=True)
+            )
+            steps: dict[int, list[tuple[int, int]]] = {}
+            for step_id, solution_id, index in Step.objects.filter(
+                solution_id__in=chunk
+            ).values_list("pk", "solution_id", "index"):
+                steps.setdefault(solution_id, []).append((index, step_id))
+            requests = []
+            for solution_id, own in steps.items():
+                chosen = [s for s in own if s[1] in conflicting] or [
+                    s for s in own if s[1] in rated
+                ]
+                for index, step_id in sorted(chosen):
+                    requests.append(
+                        AdjudicationRequest(
+                            campaign=campaign,
+                            solution_id=solution_id,
+                            step_id=step_id,
+                            requested_by_id=actor_id,
+                            requested_at=now,
+                        )
+                    )
+                    sent.setdefault(solution_id, []).append(index)
+            AdjudicationRequest.objects.bulk_create(
+                requests,
+                update_conflicts=True,
+                unique_fields=["step"],
+                update_fields=["requested_by", "requested_at"],
+                batch_size=1000,
+            )
+            if progress:
+                progress(len(chunk))
+        _events_each(
+            [
+                (pk, {"steps": ", ".join(str(i + 1) for i in sorted(indexes))})
+                for pk, indexes in sorted(sent.items())
+            ],
+            SolutionEvent.Action.SENT_TO_ADJUDICATION,
+            actor,
+        )
+    return len(sent)
+
+
+def solutions_send_to_review(
+    *, campaign: Campaign, solutions: QuerySet, actor=None, progress=None
+) -> int:
+    """Queue the solutions' submitted work for review (the review queue's "sent for review"),
+    reviewed before or not; returns how many solutions had work to send. Sending a solution again
+    renews its request.
+    """
+    now = timezone.now()
+    actor_id = getattr(actor, "pk", None)
+    sent: dict[int, int] = {}
+    with transaction.atomic():
+        ids = _locked_ids(solutions.filter(campaign=campaign))
+        for chunk in _chunks(ids):
+            for solution_id in Assignment.objects.filter(
+                solution_id__in=chunk, status=Assignment.Status.SUBMITTED
+            ).values_list("solution_id", flat=True):
+                sent[solution_id] = sent.get(solution_id, 0) + 1
+            ReviewRequest.objects.bulk_create(
+                [
+                    ReviewRequest(
+                        campaign=campaign,
+                        solution_id=pk,
+                        requested_by_id=actor_id,
+                        requested_at=now,
+                    )
+                    for pk in chunk
+                    if pk in sent
+                ],
+                update_conflicts=True,
+                unique_fields=["solution"],
+                update_fields=["requested_by", "requested_at"],
+                batch_size=1000,
+            )
+            if progress:
+                progress(len(chunk))
+        _events_each(
+            [(pk, {"submissions": n}) for pk, n in sorted(sent.items())],
+            SolutionEvent.Action.SENT_TO_REVIEW,
+            actor,
+        )
+    return len(sent)
+
+
 # --- Many at once: a background job ------------------------------------------------------------
 
 
@@ -278,6 +395,8 @@ _RUNNERS = {
     Action.RESTORE: solutions_restore,
     Action.GOLD_QC: functools.partial(solutions_make_gold, kind=Solution.Kind.QUALITY_CONTROL),
     Action.GOLD_SCREENING: functools.partial(solutions_make_gold, kind=Solution.Kind.SCREENING),
+    Action.ADJUDICATE: solutions_send_to_adjudication,
+    Action.REVIEW: solutions_send_to_review,
 }
 
 

@@ -68,6 +68,8 @@ BULK_ACTIONS = (
     ("restore", "Restore"),
     ("gold_qc", "Make QC gold from the consensus"),
     ("gold_screening", "Make screening gold from the consensus"),
+    ("adjudicate", "Send to adjudication"),
+    ("review", "Send for review"),
     ("export", "Export"),
 )
 

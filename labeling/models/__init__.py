@@ -28,7 +28,12 @@ from labeling.models.campaigns import (
     Rating,
 )
 from labeling.models.candidates import CandidateLabel, StepCandidate, prefix_hash
-from labeling.models.curation import SolutionBulkAction, SolutionEvent
+from labeling.models.curation import (
+    AdjudicationRequest,
+    ReviewRequest,
+    SolutionBulkAction,
+    SolutionEvent,
+)
 from labeling.models.evidence import StepEvidence
 from labeling.models.labels import (
     Adjudication,
@@ -51,6 +56,7 @@ from labeling.models.solutions import (
 __all__ = [
     "AL_BACKBONES",
     "Adjudication",
+    "AdjudicationRequest",
     "Assignment",
     "Campaign",
     "CandidateLabel",
@@ -60,6 +66,7 @@ __all__ = [
     "Problem",
     "Rating",
     "Review",
+    "ReviewRequest",
     "Solution",
     "SolutionBulkAction",
     "SolutionEvent",

@@ -193,6 +193,12 @@ class Campaign(models.Model):
         db_default=4,
         help_text="Candidate next steps sampled for a prefix.",
     )
+    reviewers_see_evidence = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Reviewers see the machine evidence (rollout values, a judge's verdict) on the "
+        "review page. Annotators never see it on the labelling page.",
+    )
     is_paused = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

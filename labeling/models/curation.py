@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from common.models import BackgroundJob
 from labeling.models.campaigns import Campaign
-from labeling.models.solutions import Solution
+from labeling.models.solutions import Solution, Step
 
 
 class SolutionEvent(models.Model):
@@ -25,6 +25,8 @@ class SolutionEvent(models.Model):
         RESTORED = "restored", "restored"
         MADE_GOLD = "made_gold", "made gold"
         GROUND_TRUTH = "ground_truth", "ground truth edited"
+        SENT_TO_ADJUDICATION = "sent_to_adjudication", "sent to adjudication"
+        SENT_TO_REVIEW = "sent_to_review", "sent for review"
 
     solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="events")
     action = models.CharField(max_length=20, choices=Action.choices)
@@ -60,6 +62,8 @@ class SolutionBulkAction(BackgroundJob):
         RESTORE = "restore", "restore"
         GOLD_QC = "gold_qc", "make QC gold from the consensus"
         GOLD_SCREENING = "gold_screening", "make screening gold from the consensus"
+        ADJUDICATE = "adjudicate", "send to adjudication"
+        REVIEW = "review", "send for review"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="bulk_actions")
     action = models.CharField(max_length=20, choices=Action.choices)
@@ -71,3 +75,52 @@ class SolutionBulkAction(BackgroundJob):
 
     def __str__(self) -> str:
         return f"bulk {self.action} in {self.campaign} ({self.status})"
+
+
+class AdjudicationRequest(models.Model):
+    """A manager sent a step to the adjudication queue (a bulk action from the data browser),
+    whether or not annotators disagree on it: machine evidence may contradict them all.
+
+    The queue lists it beside the disputed steps until a reviewer decides it
+    (``annotators.review.selectors.adjudication_queue``); sending it again renews the request.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    solution = models.ForeignKey(
+        Solution, on_delete=models.CASCADE, related_name="adjudication_requests"
+    )
+    step = models.OneToOneField(Step, on_delete=models.CASCADE, related_name="adjudication_request")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "solution"], name="adjrequest_by_solution")]
+
+    def __str__(self) -> str:
+        return f"adjudicate step {self.step_id}"
+
+
+class ReviewRequest(models.Model):
+    """A manager sent a solution's submissions for review (a bulk action from the data browser).
+
+    The review queue's "sent for review" lists the solution's submitted work that no reviewer has
+    reviewed since ``requested_at`` (``annotators.review.selectors.review_queue``): work already
+    accepted comes back for another look. Sending it again renews the request.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    solution = models.OneToOneField(
+        Solution, on_delete=models.CASCADE, related_name="review_request"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "requested_at"], name="reviewrequest_by_time")]
+
+    def __str__(self) -> str:
+        return f"review solution {self.solution_id}"

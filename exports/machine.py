@@ -1,0 +1,98 @@
+"""Machine labels in exports: where rollouts and a judge agree (policy ``machine_labels``).
+
+The Qwen team's "Lessons of Developing Process Reward Models" kept the Monte-Carlo labels that an
+LLM judge agreed with (consensus filtering). Here a step's machine label is :func:`consensus` of
+its ``StepEvidence`` rows; :func:`machine_labels_read` reads them for a batch of solutions, and
+``exports.examples`` puts them beside (``consensus``) or after (``fill``) the human labels. Every
+exported label then names its source: :data:`HUMAN`, :data:`ADJUDICATED` or :data:`MACHINE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from labeling.models import StepEvidence
+
+if TYPE_CHECKING:
+    from exports.policy import LabelPolicy
+    from exports.reader import SolutionData
+
+HUMAN = "human"
+ADJUDICATED = "adjudicated"  # a reviewer's decision (annotators="adjudicated")
+MACHINE = "machine:consensus"
+
+Kind = StepEvidence.Kind
+
+
+@dataclass(frozen=True, slots=True)
+class MachineLabel:
+    """A step's machine label (+1 or -1) and the models whose agreement gave it."""
+
+    rating: int
+    models: tuple[str, ...]  # "rollout:MODEL" and "judge:MODEL", sorted
+
+
+def says_correct(kind: str, value: float) -> bool:
+    """What one piece of evidence says of its step.
+
+    Rollouts say correct when at least one completion from the step reaches the right answer
+    (Math-Shepherd's hard estimate), wrong when none does; a judge stores 1.0 for the steps before
+    the first error it names (correct) and 0.0 for that step (wrong).
+    """
+    return value > 0.0 if kind == Kind.ROLLOUT else value >= 1.0
+
+
+def consensus(evidence: Iterable[tuple[str, str, float]]) -> MachineLabel | None:
+    """The machine label of one step from its ``(kind, model, value)`` rows, or None.
+
+    There is one only where rollouts and a judge agree: at least one rollout row and one judge row,
+    and every row (each model of each kind) says the same. Both correct: +1; both wrong: -1. A step
+    after a judge's first error has no judge row, so no machine label.
+    """
+    rows = list(evidence)
+    kinds = {kind for kind, _, _ in rows}
+    if kinds != {Kind.ROLLOUT, Kind.JUDGE}:
+        return None
+    words = {says_correct(kind, value) for kind, _, value in rows}
+    if len(words) != 1:
+        return None
+    models = tuple(sorted({f"{kind}:{model}" for kind, model, _ in rows}))
+    return MachineLabel(1 if words.pop() else -1, models)
+
+
+def machine_labels_read(solutions) -> dict[int, dict[int, MachineLabel]]:
+    """solution id -> step index -> machine label, for the solutions of a queryset of ids."""
+    grouped: dict[tuple[int, int], list[tuple[str, str, float]]] = {}
+    for solution_id, index, kind, model, value in StepEvidence.objects.filter(
+        solution_id__in=solutions
+    ).values_list("solution_id", "step__index", "kind", "model", "value"):
+        grouped.setdefault((solution_id, index), []).append((kind, model, value))
+    out: dict[int, dict[int, MachineLabel]] = {}
+    for (solution_id, index), rows in grouped.items():
+        label = consensus(rows)
+        if label is not None:
+            out.setdefault(solution_id, {})[index] = label
+    return out
+
+
+def machine_kept(solution: SolutionData, policy: LabelPolicy) -> dict[int, MachineLabel]:
+    """The machine labels of a solution (``exports.reader.SolutionData``) that the policy
+    exports: all of them under ``consensus``, those of steps no human rated under ``fill``."""
+    if policy.machine_labels == "never" or not solution.machine:
+        return {}
+    if policy.machine_labels == "fill":
+        rated = solution.human_rated()
+        return {i: m for i, m in solution.machine.items() if i not in rated}
+    return solution.machine
+
+
+def machine_prefix(solution: SolutionData, policy: LabelPolicy) -> list[MachineLabel]:
+    """The kept machine labels from the solution's first step while they last: a path, as a
+    PRM800K line needs one."""
+    kept = machine_kept(solution, policy)
+    out: list[MachineLabel] = []
+    while len(out) in kept:
+        out.append(kept[len(out)])
+    return out
