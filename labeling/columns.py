@@ -37,6 +37,9 @@ CAMPAIGN = Columns(
         "al_scoring_endpoint",
         "al_scoring_model",
         "relabel_by_same_annotator",
+        "qc_pause",
+        "qc_pause_window",
+        "qc_pause_threshold",
         "created_by_id",
     ),
 )
@@ -44,7 +47,16 @@ CAMPAIGN = Columns(
 MEMBERSHIP = Columns(
     "annotators_membership",
     required=("user_id", "campaign_id", "role", "status", "screening", "joined_at"),
-    filled=("id", "screening_score", "invitation_id", "is_imported"),
+    filled=(
+        "id",
+        "screening_score",
+        "invitation_id",
+        "is_imported",
+        "paused_at",
+        "pause_reason",
+        "pause_figures",
+        "resumed_at",
+    ),
 )
 
 PROBLEM = Columns(

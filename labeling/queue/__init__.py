@@ -66,6 +66,7 @@ from labeling.queue.gold import (
     gold_set_warnings,
 )
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
+from labeling.queue.qc_pause import qc_window_score
 from labeling.queue.review import assignment_review_outcome
 from labeling.queue.screening import screening_score
 from labeling.queue.shared import RATINGS, _first, human_completion_load
@@ -100,6 +101,7 @@ __all__ = [
     "human_completion_load",
     "leases_reclaim",
     "qc_turn",
+    "qc_window_score",
     "screening_score",
     "step_label_flag",
     "step_label_human_completion",
