@@ -23,8 +23,8 @@ spans, so "falling since" is a date. Two kinds of block:
   - *flag rate*: flagged steps over rated steps.
 
 Ratings are the annotators' own (a reviewer's corrections are the reviewer's). A trend compares
-the last full-enough block with the one before; "since" is the end of the block where the run of
-falls (or rises) began.
+the last block with the one before, leaving out a last block under half its size (too little
+evidence); "since" is the end of the block where the run of falls (or rises) began.
 """
 
 from __future__ import annotations
@@ -214,7 +214,10 @@ def trend(blocks: list[dict], key: str, *, size: int, size_key: str) -> dict:
         for i, b in enumerate(blocks)
         if b.get(key) is not None and (i < len(blocks) - 1 or b[size_key] >= size * TREND_MIN_SHARE)
     ]
-    latest = usable[-1][key] if usable else None
+    # The latest value: of the last block big enough for a trend, else of whatever there is
+    # (a young campaign's first, partial block).
+    known = [b[key] for b in blocks if b.get(key) is not None]
+    latest = usable[-1][key] if usable else (known[-1] if known else None)
     if len(usable) < 2:
         return {"latest": latest, "direction": None, "since": None, "blocks": len(usable)}
 

@@ -92,9 +92,20 @@ def members_rows(
                 "qc_agreement": f.get("qc_agreement"),
                 "kappa": f.get("kappa"),
                 "last": f.get("last"),
+                "quality": f.get("quality"),
+                "paused_why": m.pause_summary,
             }
         )
     return rows
+
+
+def paused_members(*, campaign: Campaign) -> list[Membership]:
+    """The campaign's paused members, latest pause first: who, when and why (one query)."""
+    return list(
+        Membership.objects.filter(campaign=campaign, status=Membership.Status.PAUSED)
+        .select_related("user")
+        .order_by("-paused_at", "user__username")
+    )
 
 
 def invitations_list(*, campaign: Campaign) -> list[Invitation]:

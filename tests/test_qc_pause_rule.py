@@ -20,6 +20,7 @@ from django.utils.html import escape
 from bench.gold_scores import constant, noisy, prm800k_gold, uniform
 from labeling.models import Assignment, Campaign, Membership
 from labeling.models.campaigns import QC_PAUSE_THRESHOLD_DEFAULT, QC_PAUSE_WINDOW_DEFAULT
+from labeling.queue import MembershipInactive
 from tests.factories import api_client_for, make_campaign, make_gold_solution, make_member
 
 pytestmark = pytest.mark.django_db
@@ -173,3 +174,45 @@ def test_the_labelling_page_says_it_right_after_the_pausing_submission(client):
     membership.refresh_from_db()
     assert membership.status == Membership.Status.PAUSED
     assert escape(membership.pause_reason) in response.content.decode()
+
+
+def test_the_manager_sees_who_was_paused_when_and_why_and_can_resume(client):
+    campaign, gold = qc_campaign(qc_pause=True)
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER)
+    membership, _ = work_through(campaign, gold, constant(1))
+    name = membership.user.username
+    summary = membership.pause_summary
+    assert summary.startswith("by the QC rule on ") and "over the last 20 QC questions" in summary
+
+    client.force_login(manager.user)
+    slug = campaign.slug
+    members = client.get(reverse("annotators:members", kwargs={"slug": slug})).content.decode()
+    assert name in members and escape(summary) in members
+    dashboard = client.get(reverse("annotators:dashboard", kwargs={"slug": slug})).content.decode()
+    assert 'id="paused-members"' in dashboard and name in dashboard
+    assert escape(summary) in dashboard and "The QC pause rule is on" in dashboard
+    url = reverse("annotators:member", kwargs={"slug": slug, "pk": membership.pk})
+    detail = client.get(url).content.decode()
+    assert 'id="pause"' in detail and escape(membership.pause_reason) in detail
+
+    client.post(url, {"role": "annotator", "status": "active"})
+    membership.refresh_from_db()
+    assert membership.status == Membership.Status.ACTIVE
+    answer = api_client_for(membership.user).post(f"/api/campaigns/{slug}/next/")
+    assert answer.status_code == 200 and answer.json()["assignment"] is not None
+    dashboard = client.get(reverse("annotators:dashboard", kwargs={"slug": slug})).content.decode()
+    assert "Nobody is paused." in dashboard
+
+
+def test_a_manager_pause_says_so_without_a_rule_reason(client):
+    campaign, _ = qc_campaign(qc_pause=True)
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER)
+    membership = make_member(campaign=campaign)
+    client.force_login(manager.user)
+    url = reverse("annotators:member", kwargs={"slug": campaign.slug, "pk": membership.pk})
+    client.post(url, {"role": "annotator", "status": "paused"})
+    membership.refresh_from_db()
+    assert membership.paused_at is not None and not membership.paused_by_rule
+    assert membership.pause_summary.startswith("by a manager on ")
+    answer = api_client_for(membership.user).post(f"/api/campaigns/{campaign.slug}/next/")
+    assert answer.json()["detail"] == MembershipInactive.message

@@ -335,6 +335,20 @@ class Membership(models.Model):
         return self.status == self.Status.PAUSED and self.pause_figures is not None
 
     @property
+    def pause_summary(self) -> str:
+        """Who paused a paused member, when and why, in a few words for the manager's pages."""
+        if self.status != self.Status.PAUSED:
+            return ""
+        when = f" on {self.paused_at:%Y-%m-%d %H:%M} UTC" if self.paused_at else ""
+        figures = self.pause_figures
+        if figures is None:
+            return f"by a manager{when}"
+        return (
+            f"by the QC rule{when}: score {figures['score']:.2f} over the last "
+            f"{figures['questions']} QC questions, under {figures['threshold']:.2f}"
+        )
+
+    @property
     def pause_notice(self) -> str:
         """What a paused annotator is told when they ask for work."""
         if not self.paused_by_rule:
