@@ -8,7 +8,7 @@ from django.utils.safestring import SafeString
 
 from annotators.quality import QC_BLOCK, WORK_BLOCK
 from common import charts
-from common.tables import Column, table
+from common.tables import Column, Table, table
 
 
 def _share_text(n: int, total: int) -> str:
@@ -64,18 +64,31 @@ def _written(value: float | None, fmt: str) -> str:
     return f"{value:.0%}" if fmt == "pct" else f"{value:.2f}"
 
 
-def quality_cells(quality: dict | None) -> dict:
-    """One annotator's quality over time as table cells: per measure ``<key>_latest`` (the
-    latest block's value) and ``<key>_trend`` (a sparkline of every block and the trend in
-    words), from their ``quality`` figures in the snapshot (None: no work yet)."""
+def quality_latest(quality: dict | None) -> dict:
+    """One annotator's latest value of each measure (``<key>_latest``: the latest block's, what
+    tables sort on), from their ``quality`` figures in the snapshot (None: no work yet)."""
+    trends = (quality or {}).get("trends", {})
+    return {f"{key}_latest": (trends.get(key) or {}).get("latest") for key, *_ in QUALITY_MEASURES}
+
+
+def quality_trends(quality: dict | None) -> dict:
+    """``<key>_trend`` per measure: a sparkline of every block and the trend in words, from the
+    snapshot's summary (``quality.quality_summary``). Drawn for the rows a table shows, after it
+    is sorted and cut (``with_quality_trends``)."""
     quality = quality or {}
     out: dict = {}
-    for key, label, blocks, fmt, y_max in QUALITY_MEASURES:
+    for key, label, _, fmt, y_max in QUALITY_MEASURES:
         trend = quality.get("trends", {}).get(key) or {}
-        series = [b.get(key) for b in quality.get(blocks, [])]
-        out[f"{key}_latest"] = trend.get("latest")
+        series = quality.get("series", {}).get(key, [])
         out[f"{key}_trend"] = _trend_cell(label, series, trend, fmt=fmt, y_max=y_max)
     return out
+
+
+def with_quality_trends(shown: Table) -> Table:
+    """The table's shown rows with their trend cells (``quality_trends``)."""
+    for row in shown.rows:
+        row |= quality_trends(row.get("quality"))
+    return shown
 
 
 def _trend_cell(
@@ -240,12 +253,14 @@ def dashboard_context(data: dict, *, query: QueryDict, show_imported: bool = Fal
         "annotators": table(
             data["annotators"], ANNOTATOR_COLUMNS, query=query, default_sort="-labels", prefix="a_"
         ),
-        "quality": table(
-            [r | quality_cells(r.get("quality")) for r in data["annotators"]],
-            QUALITY_COLUMNS,
-            query=query,
-            default_sort="qc_score_latest",
-            prefix="q_",
+        "quality": with_quality_trends(
+            table(
+                [r | quality_latest(r.get("quality")) for r in data["annotators"]],
+                QUALITY_COLUMNS,
+                query=query,
+                default_sort="qc_score_latest",
+                prefix="q_",
+            )
         ),
         "rated": rated,
         "quality_block_qc": QC_BLOCK,

@@ -5,12 +5,13 @@ holds three solutions of one annotator and three hundred of another, so weekly f
 for the first and late for the second, and a campaign a few days old has one week and no trend.
 Blocks of the same size give every point the same weight of evidence, show a trend within a
 campaign's first days, and follow each person at their own pace; each point carries the days it
-spans, so "falling since" is a date. Two kinds of block:
+spans, so "falling since" is a date. Past ``MAX_BLOCKS`` blocks an annotator's blocks grow (all
+of one size again), so a series keeps at most 24 points. Two kinds of block:
 
-- **QC blocks**: ``QC_BLOCK`` consecutive quality-control questions, scored as the screening
+- **QC blocks**: ``QC_BLOCK`` (10) consecutive quality-control questions, scored as the screening
   gate and the pause rule score (``labeling.queue.gold_score``: kappa with the gold ratings and
   the share of gold first errors found);
-- **work blocks**: ``WORK_BLOCK`` consecutive submitted solutions (regular and QC; screening is
+- **work blocks**: ``WORK_BLOCK`` (25) consecutive submitted solutions (regular and QC; screening is
   everyone's unscreened first work and is left out, as in the agreement figures), with
 
   - *agreement with the consensus*: the share of their rated steps that match the other
@@ -29,6 +30,7 @@ evidence); "since" is the end of the block where the run of falls (or rises) beg
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -41,6 +43,8 @@ from labeling.queue import gold_score
 
 QC_BLOCK = 10
 WORK_BLOCK = 25
+# The most points a series has: blocks grow past their base size to keep to it (``block_size``).
+MAX_BLOCKS = 24
 # A last block under half its size is drawn but left out of trends (too little evidence).
 TREND_MIN_SHARE = 0.5
 # Changes smaller than these are "steady": shares and scores in absolute terms, seconds relative.
@@ -103,26 +107,54 @@ def quality_over_time(
         per_work[row[1]].append(row)
     out = {}
     for uid in set(per_qc) | set(per_work):
+        qc_items, work_items = per_qc.get(uid, []), per_work.get(uid, [])
+        qc_size, work_size = (
+            block_size(len(qc_items), qc_block),
+            block_size(len(work_items), work_block),
+        )
         qc_blocks = [
             _qc_block(block, stop_at_first_error=campaign.stop_at_first_error)
-            for block in _chunks(per_qc.get(uid, []), qc_block)
+            for block in _chunks(qc_items, qc_size)
         ]
         work_blocks = [
             _work_block(block, consensus=consensus, adjudicated=adjudicated)
-            for block in _chunks(per_work.get(uid, []), work_block)
+            for block in _chunks(work_items, work_size)
         ]
         out[uid] = {
             "qc_blocks": qc_blocks,
             "work_blocks": work_blocks,
             "trends": {
-                "qc_score": trend(qc_blocks, "qc_score", size=qc_block, size_key="questions"),
+                "qc_score": trend(qc_blocks, "qc_score", size=qc_size, size_key="questions"),
                 **{
-                    key: trend(work_blocks, key, size=work_block, size_key="solutions")
+                    key: trend(work_blocks, key, size=work_size, size_key="solutions")
                     for key in ("consensus", "adjudicated", "seconds_per_step", "flag_rate")
                 },
             },
         }
     return out
+
+
+def quality_summary(quality: dict | None) -> dict | None:
+    """What lists draw of one annotator (``data``'s part): each measure's trend and its values
+    block by block (3 decimals), without the blocks' other figures."""
+    if quality is None:
+        return None
+    kinds = {"qc_score": "qc_blocks"}
+    series = {
+        key: [
+            None if (v := b.get(key)) is None else round(v, 3)
+            for b in quality[kinds.get(key, "work_blocks")]
+        ]
+        for key in MEASURES
+    }
+    return {"trends": quality["trends"], "series": series}
+
+
+def block_size(n: int, base: int) -> int:
+    """``base``, or more once ``n`` items would make over ``MAX_BLOCKS`` blocks: the series keeps
+    at most ``MAX_BLOCKS`` points of equal size, so an annotator with thousands of solutions
+    costs the snapshot (and every page that reads it) no more than one with a few hundred."""
+    return max(base, math.ceil(n / MAX_BLOCKS))
 
 
 def _qc_block(block, *, stop_at_first_error: bool) -> dict:

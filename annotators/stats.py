@@ -34,7 +34,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 
 from annotators import agreement
-from annotators.quality import quality_over_time
+from annotators.quality import quality_over_time, quality_summary
 from labeling.models import Assignment, Campaign, Membership, Review, Solution, Step, StepLabel
 from labeling.queue import gold_score
 
@@ -90,7 +90,7 @@ def campaign_stats(*, campaign: Campaign) -> dict:
         row["qc_kappa"] = q.get("kappa")
         row["qc_first_error"] = q.get("first_error")
         row.update(inter["per_annotator"].get(uid, _empty_agreement()))
-        row["quality"] = quality.get(uid)
+        row["quality"] = quality_summary(quality.get(uid))
         annotators.append(row)
     for pair in inter["pairs"]:
         for side in ("a", "b"):
@@ -116,6 +116,8 @@ def campaign_stats(*, campaign: Campaign) -> dict:
         "queue": _queue(campaign=campaign),
         "reviews": _reviews(campaign=campaign),
         "members": _members(campaign=campaign),
+        # Every block, stored apart (``CampaignSnapshot.quality``): the member page reads it.
+        "quality_blocks": {f"u{uid}": q for uid, q in quality.items()},
     }
 
 

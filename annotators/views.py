@@ -13,7 +13,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotators import selectors, services, snapshots
-from annotators.dashboard import dashboard_context, quality_cells, quality_charts
+from annotators.dashboard import (
+    dashboard_context,
+    quality_charts,
+    quality_latest,
+    with_quality_trends,
+)
 from annotators.forms import (
     GoldForm,
     InvitationForm,
@@ -93,9 +98,11 @@ def member_list(request: HttpRequest, slug: str) -> HttpResponse:
     )
     for row in rows:
         row["url"] = reverse("annotators:member", kwargs={"slug": campaign.slug, "pk": row["id"]})
-        row |= quality_cells(row["quality"])
+        row |= quality_latest(row["quality"])
     columns = MEMBER_COLUMNS if campaign.requires_screening else MEMBER_COLUMNS_UNSCREENED
-    context["members"] = table(rows, columns, query=request.GET, default_sort="username")
+    context["members"] = with_quality_trends(
+        table(rows, columns, query=request.GET, default_sort="username")
+    )
     return campaign_page(request, "annotators/member_list.html", campaign, membership, context)
 
 
@@ -131,15 +138,14 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         if member.role == Membership.Role.ANNOTATOR and campaign.requires_screening
         else None
     )
-    figures = selectors.annotator_figures(snapshots.snapshot_current(campaign=campaign)).get(
-        member.user_id
-    )
+    snapshot = snapshots.snapshot_current(campaign=campaign)
+    figures = selectors.annotator_figures(snapshot).get(member.user_id)
     # What the pause rule sees now (three small queries; the rule's own function).
     rule_now = None
     if campaign.qc_pause and member.role == Membership.Role.ANNOTATOR:
         score, questions = queue.qc_window_score(campaign=campaign, membership=member)
         rule_now = {"score": score.score, "questions": questions}
-    quality = (figures or {}).get("quality")
+    quality = selectors.snapshot_quality(snapshot, user_id=member.user_id) if figures else None
     return campaign_page(
         request,
         "annotators/member_detail.html",

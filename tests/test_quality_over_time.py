@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotators.quality import quality_over_time, trend
+from annotators.quality import block_size, quality_over_time, trend
 from annotators.snapshots import snapshot_request, snapshot_run
 from annotators.stats import agreement_labels, campaign_stats, qc_assignments
 from labeling.models import Adjudication, Membership, Step, StepLabel
@@ -146,14 +146,19 @@ def test_a_trend_needs_two_blocks_and_leaves_out_a_small_last_one():
 
 def test_the_snapshot_stores_them_per_annotator(known):
     campaign, ann, *_ = known
-    rows = {r["id"]: r for r in campaign_stats(campaign=campaign)["annotators"]}
-    quality = rows[ann.pk]["quality"]
+    data = campaign_stats(campaign=campaign)
+    quality = data["quality_blocks"][f"u{ann.pk}"]
     # Default blocks: 10 QC questions, 25 solutions: one (partial) block each so far.
     assert [b["questions"] for b in quality["qc_blocks"]] == [4]
     # Kappa 4/7 over the 12 scored steps, first errors found 2 of 4: (4/7 + 1/2) / 2.
     assert quality["qc_blocks"][0]["qc_score"] == pytest.approx(15 / 28)
     assert [b["solutions"] for b in quality["work_blocks"]] == [8]
     assert quality["work_blocks"][0]["consensus"] == pytest.approx(5 / 7)
+    # What lists draw, in the figures every page reads: the series and trends alone.
+    summary = {r["id"]: r for r in data["annotators"]}[ann.pk]["quality"]
+    assert summary["series"]["qc_score"] == [0.536]
+    assert summary["series"]["consensus"] == [0.714]
+    assert summary["trends"] == quality["trends"]
 
 
 def _pages(client, campaign):
@@ -187,3 +192,10 @@ def test_the_pages_show_the_latest_value_and_trend_with_bounded_queries(client, 
     with CaptureQueriesContext(connection) as many:
         _pages(client, campaign)
     assert len(many.captured_queries) == len(few.captured_queries)
+
+
+def test_a_long_series_keeps_at_most_24_blocks_of_equal_size():
+    assert block_size(100, 25) == 25
+    assert block_size(24 * 25, 25) == 25
+    assert block_size(2_638, 25) == 110  # 24 blocks (the last one smaller)
+    assert block_size(2_638, 10) == 110
