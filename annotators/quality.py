@@ -32,11 +32,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-
-from django.db.models import Count, Q
 
 from labeling.models import Adjudication, Assignment, Campaign, Solution, StepLabel
 from labeling.queue import gold_score
@@ -76,6 +74,7 @@ def quality_over_time(
     campaign: Campaign,
     qc: Iterable[tuple[int, object, list, dict]],
     shared: Iterable[tuple[int, int, int, int]],
+    work: Iterable[tuple[int, int, datetime | None, int | None, int, int]],
     qc_block: int = QC_BLOCK,
     work_block: int = WORK_BLOCK,
 ) -> dict[int, dict]:
@@ -84,26 +83,18 @@ def quality_over_time(
     ``qc``: (annotator id, submitted at, gold steps, their ratings by step index) per submitted
     QC assignment, as ``stats.qc_assignments`` reads them; ``shared``: (step id, annotator id,
     rating, assignment id) of every submitted rating on a step two or more rated
-    (``stats.agreement_labels``). Reads the submitted work's per-assignment counts (one query)
-    and the ratings on adjudicated steps (one query per 5,000 decided steps).
+    (``stats.agreement_labels``); ``work``: (assignment id, annotator id, submitted at, total
+    time in ms, rated steps, flagged steps) of every submitted regular and QC assignment
+    (``stats`` reads them once for its own figures too). Reads the ratings on adjudicated steps
+    (one query per 5,000 decided steps).
     """
     per_qc: dict[int, list] = defaultdict(list)
     for uid, at, gold, given in sorted(qc, key=lambda q: (q[0], q[1] is None, q[1])):
         per_qc[uid].append((at, gold, given))
     consensus = _consensus_by_assignment(shared)
     adjudicated = _adjudicated_by_assignment(campaign=campaign)
-    work = (
-        Assignment.objects.filter(campaign=campaign, status__in=Assignment.DONE_STATUSES)
-        .exclude(solution__kind=Solution.Kind.SCREENING)
-        .annotate(
-            rated=Count("labels", filter=Q(labels__rating__isnull=False)),
-            flagged=Count("labels", filter=Q(labels__rating__isnull=False, labels__flagged=True)),
-        )
-        .order_by("annotator_id", "submitted_at", "pk")
-        .values_list("pk", "annotator_id", "submitted_at", "total_time_ms", "rated", "flagged")
-    )
     per_work: dict[int, list] = defaultdict(list)
-    for row in work.iterator(chunk_size=10_000):
+    for row in sorted(work, key=lambda r: (r[1], r[2] is None, r[2], r[0])):
         per_work[row[1]].append(row)
     out = {}
     for uid in set(per_qc) | set(per_work):
@@ -195,21 +186,38 @@ def _work_block(block, *, consensus: dict, adjudicated: dict) -> dict:
 
 
 def _consensus_by_assignment(shared) -> dict[int, tuple[int, int]]:
-    """assignment id -> (steps matching the others' consensus, steps with a consensus)."""
+    """assignment id -> (steps matching the others' consensus, steps with a consensus).
+
+    Per step, the ratings' counts once; each rater's "others" are those less their own (plain
+    lists of three counts: at a million labels a Counter per rating took seconds)."""
     by_step: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for step, uid, rating, aid in shared:
         by_step[step].append((uid, rating, aid))
     out: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for ratings in by_step.values():
+        if len(ratings) == 2 and ratings[0][0] != ratings[1][0]:
+            # Two raters (most steps): each one's consensus is the other's rating.
+            same = ratings[0][1] == ratings[1][1]
+            for _, _, aid in ratings:
+                counted = out[aid]
+                counted[0] += same
+                counted[1] += 1
+            continue
+        total = [0, 0, 0]
+        mine: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+        for uid, rating, _ in ratings:
+            total[rating + 1] += 1
+            mine[uid][rating + 1] += 1
         for uid, rating, aid in ratings:
-            others = [r for u, r, _ in ratings if u != uid]
-            if not others:
+            own = mine[uid]
+            others = [total[i] - own[i] for i in range(3)]
+            n = sum(others)
+            best = max(others)
+            if not n or 2 * best <= n:
                 continue
-            value, n = Counter(others).most_common(1)[0]
-            if 2 * n <= len(others):
-                continue
-            out[aid][0] += rating == value
-            out[aid][1] += 1
+            counted = out[aid]
+            counted[0] += others[rating + 1] == best
+            counted[1] += 1
     return {aid: (a, c) for aid, (a, c) in out.items()}
 
 

@@ -58,12 +58,14 @@ def _ratio(a: float, b: float) -> float | None:
 def campaign_stats(*, campaign: Campaign) -> dict:
     """Every figure the dashboard, the members list and the agreement page show (JSON-ready)."""
     submitted = Assignment.objects.filter(campaign=campaign, status__in=Assignment.DONE_STATUSES)
-    work = _work(submitted)
+    work = _work(submitted, campaign=campaign)
     qc_work = qc_assignments(campaign=campaign)
     qc = qc_agreement(campaign=campaign, assignments=qc_work)
     shared = agreement_labels(campaign=campaign)
     inter = _agreement(triples=[t[:3] for t in shared])
-    quality = quality_over_time(campaign=campaign, qc=qc_work, shared=shared)
+    quality = quality_over_time(
+        campaign=campaign, qc=qc_work, shared=shared, work=work.pop("blocks_work")
+    )
     users = dict(
         get_user_model()
         .objects.filter(pk__in=set(work["annotators"]) | set(qc["annotators"]) | inter["coders"])
@@ -137,16 +139,29 @@ def _empty_agreement() -> dict:
     return {"shared": 0, "percent": None, "kappa": None, "alpha": None}
 
 
-def _work(submitted) -> dict:
+def _work(submitted, *, campaign: Campaign) -> dict:
     """Per day and per annotator: assignments, rated labels, time; medians of seconds per step."""
     rows = submitted.annotate(
-        n=Count("labels", filter=Q(labels__rating__isnull=False))
-    ).values_list("annotator_id", "submitted_at", "total_time_ms", "n")
+        n=Count("labels", filter=Q(labels__rating__isnull=False)),
+        flagged=Count("labels", filter=Q(labels__rating__isnull=False, labels__flagged=True)),
+    ).values_list(
+        "annotator_id", "submitted_at", "total_time_ms", "n", "pk", "flagged", "solution_id"
+    )
+    # Screening solutions are few: their ids, rather than a join on every assignment.
+    screening = set(
+        Solution.objects.filter(campaign=campaign, kind=Solution.Kind.SCREENING).values_list(
+            "pk", flat=True
+        )
+    )
     days: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     per: dict[int, dict] = {}
     per_step: dict[int, list[float]] = defaultdict(list)
     everyone: list[float] = []
-    for uid, at, total_ms, n in rows.iterator(chunk_size=10_000):
+    # Regular and QC work, for quality over time (``annotators.quality``).
+    blocks_work = []
+    for uid, at, total_ms, n, pk, flagged, solution_id in rows.iterator(chunk_size=10_000):
+        if solution_id not in screening:
+            blocks_work.append((pk, uid, at, total_ms, n, flagged))
         day = _day(at)
         if day is not None:
             days[day][0] += 1
@@ -191,6 +206,7 @@ def _work(submitted) -> dict:
             "last": p.get("last").isoformat() if p.get("last") else None,
         }
     return {
+        "blocks_work": blocks_work,
         "days": out_days,
         "annotators": annotators,
         "assignments": sum(p["assignments"] for p in per.values()),

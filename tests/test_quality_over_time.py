@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from annotators.quality import block_size, quality_over_time, trend
 from annotators.snapshots import snapshot_request, snapshot_run
-from annotators.stats import agreement_labels, campaign_stats, qc_assignments
-from labeling.models import Adjudication, Membership, Step, StepLabel
+from annotators.stats import _work, agreement_labels, campaign_stats, qc_assignments
+from labeling.models import Adjudication, Assignment, Membership, Step, StepLabel
 from tests.factories import (
     make_campaign,
     make_gold_solution,
@@ -70,10 +70,12 @@ def known():
 
 def test_the_blocks_have_the_exact_figures(known):
     campaign, ann, bob, cat = known
+    submitted = Assignment.objects.filter(campaign=campaign, status__in=Assignment.DONE_STATUSES)
     quality = quality_over_time(
         campaign=campaign,
         qc=qc_assignments(campaign=campaign),
         shared=agreement_labels(campaign=campaign),
+        work=_work(submitted, campaign=campaign)["blocks_work"],
         qc_block=2,
         work_block=2,
     )
