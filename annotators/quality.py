@@ -49,14 +49,8 @@ TREND_MIN_SHARE = 0.5
 STEADY_ABS = 0.02
 STEADY_REL = 0.05
 
-# The measures, with what a rise means for quality (True: better): pages word the trend by it.
-MEASURES = {
-    "qc_score": True,
-    "consensus": True,
-    "adjudicated": True,
-    "seconds_per_step": None,  # faster is not better or worse by itself
-    "flag_rate": None,
-}
+# The measures, in the order pages show them.
+MEASURES = ("qc_score", "consensus", "adjudicated", "seconds_per_step", "flag_rate")
 
 
 def _day(value: datetime | None) -> str | None:
