@@ -216,3 +216,55 @@ def test_a_manager_pause_says_so_without_a_rule_reason(client):
     assert membership.pause_summary.startswith("by a manager on ")
     answer = api_client_for(membership.user).post(f"/api/campaigns/{campaign.slug}/next/")
     assert answer.json()["detail"] == MembershipInactive.message
+
+
+def test_a_manager_turns_the_rule_on_with_its_settings_through_the_api():
+    campaign = make_campaign()
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER)
+    api = api_client_for(manager.user)
+    url = f"/api/campaigns/{campaign.slug}/"
+    response = api.patch(url, {"qc_pause": True, "qc_pause_window": 15}, format="json")
+    assert response.status_code == 200, response.json()
+    campaign.refresh_from_db()
+    assert (campaign.qc_pause, campaign.qc_pause_window) == (True, 15)
+    assert campaign.qc_pause_threshold == QC_PAUSE_THRESHOLD_DEFAULT
+    refused = api.patch(url, {"qc_pause_threshold": 1.5, "qc_pause_window": 0}, format="json")
+    assert refused.status_code == 400
+    assert set(refused.json()) == {"qc_pause_threshold", "qc_pause_window"}
+
+
+def test_the_settings_page_offers_the_rule(client):
+    campaign = make_campaign()
+    manager = make_member(campaign=campaign, role=Membership.Role.MANAGER)
+    client.force_login(manager.user)
+    url = reverse("labeling:campaign-settings", kwargs={"slug": campaign.slug})
+    html = client.get(url).content.decode()
+    assert 'name="qc_pause"' in html and 'name="qc_pause_window"' in html
+    data = {
+        "name": campaign.name,
+        "instructions": "",
+        "overlap": 1,
+        "lease_seconds": 1800,
+        "stop_at_first_error": "on",
+        "qc_rate": 0.1,
+        "screening_threshold": 0.35,
+        "qc_pause": "on",
+        "qc_pause_window": 12,
+        "qc_pause_threshold": 0.3,
+        "bad_problem_limit": 2,
+        "al_wrong_answer_share": 0.8,
+        "al_retrain_every": 500,
+        "al_backbone": "bow",
+    }
+    assert client.post(url, data).status_code == 302
+    campaign.refresh_from_db()
+    assert (campaign.qc_pause, campaign.qc_pause_window, campaign.qc_pause_threshold) == (
+        True,
+        12,
+        0.3,
+    )
+    # A form from before the setting (no window, no threshold) keeps the campaign's.
+    del data["qc_pause_window"], data["qc_pause_threshold"]
+    assert client.post(url, data).status_code == 302
+    campaign.refresh_from_db()
+    assert (campaign.qc_pause_window, campaign.qc_pause_threshold) == (12, 0.3)
