@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from django.http import QueryDict
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
+from annotators.quality import QC_BLOCK, WORK_BLOCK
 from common import charts
-from common.tables import Column, table
+from common.tables import Column, Table, table
 
 
 def _share_text(n: int, total: int) -> str:
@@ -25,6 +28,104 @@ ANNOTATOR_COLUMNS = [
     Column("kappa", "kappa", numeric=True, fmt="num"),
     Column("last", "last submitted", fmt="time"),
 ]
+
+
+# Quality over time (``annotators.quality``): key, what pages call it, its blocks, how a value is
+# written, and the top of its scale (None: the largest value).
+QUALITY_MEASURES = [
+    ("qc_score", "QC score", "qc_blocks", "num", 1.0),
+    ("consensus", "agreement with the consensus", "work_blocks", "pct", 1.0),
+    ("adjudicated", "agreement with adjudication", "work_blocks", "pct", 1.0),
+    ("seconds_per_step", "median seconds per step", "work_blocks", "num", None),
+    ("flag_rate", "flag rate", "work_blocks", "pct", 1.0),
+]
+
+QUALITY_COLUMNS = [Column("username", "annotator")] + [
+    column
+    for key, label, _, fmt, _ in QUALITY_MEASURES
+    for column in (
+        Column(f"{key}_latest", f"{label} (latest)", numeric=True, fmt=fmt),
+        Column(f"{key}_trend", "trend", fmt="html"),
+    )
+]
+
+
+def trend_words(trend: dict | None) -> str:
+    """A trend as the pages say it: "falling since 2025-03-02", "steady", or nothing."""
+    direction = (trend or {}).get("direction")
+    if direction in ("falling", "rising"):
+        return f"{direction} since {trend['since']}" if trend and trend.get("since") else direction
+    return direction or ""
+
+
+def _written(value: float | None, fmt: str) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0%}" if fmt == "pct" else f"{value:.2f}"
+
+
+def quality_latest(quality: dict | None) -> dict:
+    """One annotator's latest value of each measure (``<key>_latest``: the latest block's, what
+    tables sort on), from their ``quality`` figures in the snapshot (None: no work yet)."""
+    trends = (quality or {}).get("trends", {})
+    return {f"{key}_latest": (trends.get(key) or {}).get("latest") for key, *_ in QUALITY_MEASURES}
+
+
+def quality_trends(quality: dict | None) -> dict:
+    """``<key>_trend`` per measure: a sparkline of every block and the trend in words, from the
+    snapshot's summary (``quality.quality_summary``). Drawn for the rows a table shows, after it
+    is sorted and cut (``with_quality_trends``)."""
+    quality = quality or {}
+    out: dict = {}
+    for key, label, _, fmt, y_max in QUALITY_MEASURES:
+        trend = quality.get("trends", {}).get(key) or {}
+        series = quality.get("series", {}).get(key, [])
+        out[f"{key}_trend"] = _trend_cell(label, series, trend, fmt=fmt, y_max=y_max)
+    return out
+
+
+def with_quality_trends(shown: Table) -> Table:
+    """The table's shown rows with their trend cells (``quality_trends``)."""
+    for row in shown.rows:
+        row |= quality_trends(row.get("quality"))
+    return shown
+
+
+def _trend_cell(
+    label: str, series: list, trend: dict, *, fmt: str, y_max: float | None
+) -> SafeString | None:
+    if all(v is None for v in series):
+        return None
+    spark = charts.sparkline(
+        title=f"{label} by block: " + ", ".join(_written(v, fmt) for v in series),
+        values=series,
+        y_max=y_max,
+    )
+    return format_html("{}{}", spark, trend_words(trend))
+
+
+def quality_charts(quality: dict | None, *, name: str) -> list[dict]:
+    """The member page's chart and table rows per measure, one point per block."""
+    quality = quality or {}
+    out = []
+    for key, label, blocks, fmt, y_max in QUALITY_MEASURES:
+        rows = [b for b in quality.get(blocks, []) if b.get(key) is not None]
+        out.append(
+            {
+                "key": key,
+                "label": label,
+                "fmt": fmt,
+                "trend": trend_words(quality.get("trends", {}).get(key)),
+                "chart": charts.line(
+                    title=f"{name}: {label}, by block of their work",
+                    points=[((b["to"] or "")[5:], charts.floor0(b[key])) for b in rows],
+                    fmt=(lambda v: f"{v:.0%}") if fmt == "pct" else (lambda v: f"{v:.2f}"),
+                    y_max=y_max,
+                    height=150,
+                ),
+            }
+        )
+    return out
 
 
 def dashboard_context(data: dict, *, query: QueryDict, show_imported: bool = False) -> dict:
@@ -152,5 +253,16 @@ def dashboard_context(data: dict, *, query: QueryDict, show_imported: bool = Fal
         "annotators": table(
             data["annotators"], ANNOTATOR_COLUMNS, query=query, default_sort="-labels", prefix="a_"
         ),
+        "quality": with_quality_trends(
+            table(
+                [r | quality_latest(r.get("quality")) for r in data["annotators"]],
+                QUALITY_COLUMNS,
+                query=query,
+                default_sort="qc_score_latest",
+                prefix="q_",
+            )
+        ),
         "rated": rated,
+        "quality_block_qc": QC_BLOCK,
+        "quality_block_work": WORK_BLOCK,
     }

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -17,6 +18,15 @@ from django.utils import timezone
 
 from common.models import RecoverableJob
 from labeling.models import Campaign
+
+
+class SnapshotManager(models.Manager):
+    """Snapshots without ``quality`` (every annotator's blocks, the largest part): the pages
+    that poll a snapshot or read its figures never load it; ``snapshot_quality`` reads one
+    annotator's part."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().defer("quality")
 
 
 class CampaignSnapshot(RecoverableJob):
@@ -41,6 +51,11 @@ class CampaignSnapshot(RecoverableJob):
     computed_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="How long the computation took.")
     data = models.JSONField(default=dict, blank=True)
+    # Quality over time, every block of every annotator (``annotators.quality``), by ``u<user
+    # id>``; ``data`` keeps each annotator's series and trends, all that lists draw.
+    quality = models.JSONField(default=dict, blank=True)
+
+    objects: ClassVar[SnapshotManager] = SnapshotManager()
 
     class Meta:
         ordering = ["-requested_at", "-id"]

@@ -30,6 +30,18 @@ def annotator_figures(snapshot: CampaignSnapshot | None) -> dict[int, dict]:
     return {row["id"]: row for row in snapshot.data.get("annotators", [])}
 
 
+def snapshot_quality(snapshot: CampaignSnapshot | None, *, user_id: int) -> dict | None:
+    """One annotator's quality over time, every block (``CampaignSnapshot.quality``), read
+    alone: the column holds everyone's."""
+    if snapshot is None:
+        return None
+    return (
+        CampaignSnapshot.objects.filter(pk=snapshot.pk)
+        .values_list(f"quality__u{user_id}", flat=True)
+        .first()
+    )
+
+
 def low_qc_annotators(*, campaign: Campaign, snapshot: CampaignSnapshot | None) -> list[int]:
     """Annotators whose QC score (``labeling.queue.gold_score``, what screening passes on) is
     below the campaign's screening threshold."""
@@ -92,9 +104,20 @@ def members_rows(
                 "qc_agreement": f.get("qc_agreement"),
                 "kappa": f.get("kappa"),
                 "last": f.get("last"),
+                "quality": f.get("quality"),
+                "paused_why": m.pause_summary,
             }
         )
     return rows
+
+
+def paused_members(*, campaign: Campaign) -> list[Membership]:
+    """The campaign's paused members, latest pause first: who, when and why (one query)."""
+    return list(
+        Membership.objects.filter(campaign=campaign, status=Membership.Status.PAUSED)
+        .select_related("user")
+        .order_by("-paused_at", "user__username")
+    )
 
 
 def invitations_list(*, campaign: Campaign) -> list[Invitation]:

@@ -223,8 +223,17 @@ def membership_update(
                 raise ManageError("A campaign needs an active manager: appoint another one first.")
         if role != Role.ANNOTATOR and locked.screening == Membership.Screening.PENDING:
             locked.screening = Membership.Screening.PASSED
+        changes = ["role", "status", "screening"]
+        if status != locked.status and status == Membership.Status.PAUSED:
+            # Paused by hand: when is recorded, and no rule's reason or figures.
+            locked.paused_at, locked.pause_reason, locked.pause_figures = timezone.now(), "", None
+            changes += ["paused_at", "pause_reason", "pause_figures"]
+        elif locked.status == Membership.Status.PAUSED and status == Membership.Status.ACTIVE:
+            # The QC pause rule starts afresh: only QC questions answered from now count.
+            locked.resumed_at = timezone.now()
+            changes.append("resumed_at")
         locked.role, locked.status = role, status
-        locked.save(update_fields=["role", "status", "screening"])
+        locked.save(update_fields=changes)
         if status != Membership.Status.ACTIVE:
             # Expire their live leases; the queue's own reclaim releases the slots below.
             Assignment.objects.filter(

@@ -99,8 +99,15 @@ def _snapshot_work(snapshot: CampaignSnapshot, attempt: JobAttempt) -> None:
 
     started = time.monotonic()
     data = campaign_stats(campaign=snapshot.campaign)
+    quality = data.pop("quality_blocks", {})
     stage_pause("snapshots.store")
-    attempt.finish(DONE, computed_at=timezone.now(), seconds=time.monotonic() - started, data=data)
+    attempt.finish(
+        DONE,
+        computed_at=timezone.now(),
+        seconds=time.monotonic() - started,
+        data=data,
+        quality=quality,
+    )
     keep = (
         CampaignSnapshot.objects.filter(
             campaign_id=snapshot.campaign_id, status=CampaignSnapshot.Status.DONE

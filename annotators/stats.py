@@ -16,6 +16,9 @@ Definitions, all over submitted assignments:
   pairwise Cohen's kappa over steps rated by at least two annotators, on regular and QC solutions
   (screening is left out: it is everyone's first, unscreened work). Raw ratings: a reviewer's
   corrections are the reviewer's, not the annotator's;
+- quality over time, per annotator (``annotators.quality``): QC score, agreement with the
+  consensus and with adjudicated decisions, seconds per step and flag rate, over consecutive
+  blocks of their own work, with each measure's trend;
 - queue: open solutions by kind, and among open regular ones how many have a wrong final answer
   (``answer_is_correct`` false), in the whole queue and in its head (the next 100 served).
 """
@@ -31,6 +34,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 
 from annotators import agreement
+from annotators.quality import quality_over_time, quality_summary
 from labeling.models import Assignment, Campaign, Membership, Review, Solution, Step, StepLabel
 from labeling.queue import gold_score
 
@@ -54,9 +58,14 @@ def _ratio(a: float, b: float) -> float | None:
 def campaign_stats(*, campaign: Campaign) -> dict:
     """Every figure the dashboard, the members list and the agreement page show (JSON-ready)."""
     submitted = Assignment.objects.filter(campaign=campaign, status__in=Assignment.DONE_STATUSES)
-    work = _work(submitted)
-    qc = qc_agreement(campaign=campaign)
-    inter = _agreement(campaign=campaign, submitted=submitted)
+    work = _work(submitted, campaign=campaign)
+    qc_work = qc_assignments(campaign=campaign)
+    qc = qc_agreement(campaign=campaign, assignments=qc_work)
+    shared = agreement_labels(campaign=campaign)
+    inter = _agreement(triples=[t[:3] for t in shared])
+    quality = quality_over_time(
+        campaign=campaign, qc=qc_work, shared=shared, work=work.pop("blocks_work")
+    )
     users = dict(
         get_user_model()
         .objects.filter(pk__in=set(work["annotators"]) | set(qc["annotators"]) | inter["coders"])
@@ -83,6 +92,7 @@ def campaign_stats(*, campaign: Campaign) -> dict:
         row["qc_kappa"] = q.get("kappa")
         row["qc_first_error"] = q.get("first_error")
         row.update(inter["per_annotator"].get(uid, _empty_agreement()))
+        row["quality"] = quality_summary(quality.get(uid))
         annotators.append(row)
     for pair in inter["pairs"]:
         for side in ("a", "b"):
@@ -108,6 +118,8 @@ def campaign_stats(*, campaign: Campaign) -> dict:
         "queue": _queue(campaign=campaign),
         "reviews": _reviews(campaign=campaign),
         "members": _members(campaign=campaign),
+        # Every block, stored apart (``CampaignSnapshot.quality``): the member page reads it.
+        "quality_blocks": {f"u{uid}": q for uid, q in quality.items()},
     }
 
 
@@ -127,16 +139,29 @@ def _empty_agreement() -> dict:
     return {"shared": 0, "percent": None, "kappa": None, "alpha": None}
 
 
-def _work(submitted) -> dict:
+def _work(submitted, *, campaign: Campaign) -> dict:
     """Per day and per annotator: assignments, rated labels, time; medians of seconds per step."""
     rows = submitted.annotate(
-        n=Count("labels", filter=Q(labels__rating__isnull=False))
-    ).values_list("annotator_id", "submitted_at", "total_time_ms", "n")
+        n=Count("labels", filter=Q(labels__rating__isnull=False)),
+        flagged=Count("labels", filter=Q(labels__rating__isnull=False, labels__flagged=True)),
+    ).values_list(
+        "annotator_id", "submitted_at", "total_time_ms", "n", "pk", "flagged", "solution_id"
+    )
+    # Screening solutions are few: their ids, rather than a join on every assignment.
+    screening = set(
+        Solution.objects.filter(campaign=campaign, kind=Solution.Kind.SCREENING).values_list(
+            "pk", flat=True
+        )
+    )
     days: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     per: dict[int, dict] = {}
     per_step: dict[int, list[float]] = defaultdict(list)
     everyone: list[float] = []
-    for uid, at, total_ms, n in rows.iterator(chunk_size=10_000):
+    # Regular and QC work, for quality over time (``annotators.quality``).
+    blocks_work = []
+    for uid, at, total_ms, n, pk, flagged, solution_id in rows.iterator(chunk_size=10_000):
+        if solution_id not in screening:
+            blocks_work.append((pk, uid, at, total_ms, n, flagged))
         day = _day(at)
         if day is not None:
             days[day][0] += 1
@@ -181,6 +206,7 @@ def _work(submitted) -> dict:
             "last": p.get("last").isoformat() if p.get("last") else None,
         }
     return {
+        "blocks_work": blocks_work,
         "days": out_days,
         "annotators": annotators,
         "assignments": sum(p["assignments"] for p in per.values()),
@@ -226,14 +252,11 @@ def _ratings(submitted) -> dict:
     }
 
 
-def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict:
-    """Scores against gold on quality-control solutions: overall, per day, per annotator.
-
-    Each annotator's work is scored as the screening gate scores it (``gold_score``: kappa, first
-    errors found, their mean ``score``, and the old share of steps alike, ``agree``/``scored``);
-    overall and per day, everyone's QC work is scored together. With ``annotator_id`` only that
-    annotator's work is read (the member page, live); ``days`` is then their series.
-    """
+def qc_assignments(
+    *, campaign: Campaign, annotator_id: int | None = None
+) -> list[tuple[int, datetime | None, list[tuple[int, int | None]], dict[int, int]]]:
+    """(annotator id, submitted at, gold steps, their ratings by step index) of every submitted
+    quality-control assignment, in submission order (only ``annotator_id``'s with it)."""
     assignments = Assignment.objects.filter(
         campaign=campaign,
         status__in=Assignment.DONE_STATUSES,
@@ -241,7 +264,11 @@ def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict
     )
     if annotator_id is not None:
         assignments = assignments.filter(annotator_id=annotator_id)
-    meta = list(assignments.values_list("pk", "solution_id", "annotator_id", "submitted_at"))
+    meta = list(
+        assignments.order_by("submitted_at", "pk").values_list(
+            "pk", "solution_id", "annotator_id", "submitted_at"
+        )
+    )
     gold: dict[int, list[tuple[int, int | None]]] = defaultdict(list)
     for sid, index, rating in (
         Step.objects.filter(solution_id__in={m[1] for m in meta})
@@ -261,11 +288,27 @@ def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict
             .values_list("assignment_id", "step__index", "rating")
         ):
             given[aid][index] = rating
+    return [(uid, at, gold[sid], given[aid]) for aid, sid, uid, at in meta]
+
+
+def qc_agreement(
+    *, campaign: Campaign, annotator_id: int | None = None, assignments: list | None = None
+) -> dict:
+    """Scores against gold on quality-control solutions: overall, per day, per annotator.
+
+    Each annotator's work is scored as the screening gate scores it (``gold_score``: kappa, first
+    errors found, their mean ``score``, and the old share of steps alike, ``agree``/``scored``);
+    overall and per day, everyone's QC work is scored together. With ``annotator_id`` only that
+    annotator's work is read (the member page, live); ``days`` is then their series.
+    ``assignments``: what ``qc_assignments`` read, when the caller has it already.
+    """
+    if assignments is None:
+        assignments = qc_assignments(campaign=campaign, annotator_id=annotator_id)
     per: dict[int, list] = defaultdict(list)
     days: dict[str, list] = defaultdict(list)
     everything = []
-    for aid, sid, uid, at in meta:
-        item = (gold[sid], given[aid])
+    for uid, at, gold, given in assignments:
+        item = (gold, given)
         per[uid].append(item)
         everything.append(item)
         if (day := _day(at)) is not None:
@@ -282,7 +325,13 @@ def qc_agreement(*, campaign: Campaign, annotator_id: int | None = None) -> dict
 
 
 def agreement_triples(*, campaign: Campaign) -> list[tuple[int, int, int]]:
-    """(step, annotator, rating) of every submitted rating on a step that two or more rated.
+    """(step, annotator, rating) of every submitted rating on a step that two or more rated."""
+    return [t[:3] for t in agreement_labels(campaign=campaign)]
+
+
+def agreement_labels(*, campaign: Campaign) -> list[tuple[int, int, int, int]]:
+    """(step, annotator, rating, assignment) of every submitted rating on a step that two or
+    more rated.
 
     Only solutions with two or more submitted assignments can have such steps: they are found
     first among the assignments (a small GROUP BY), so only their labels are read.
@@ -297,21 +346,21 @@ def agreement_triples(*, campaign: Campaign) -> list[tuple[int, int, int]]:
         .filter(n__gte=2)
         .values("solution_id")
     )
-    by_step: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for step, annotator, rating in (
+    # Rated labels only (``rating`` is never null here).
+    by_step: dict[int, list] = defaultdict(list)
+    for step, annotator, rating, assignment in (
         StepLabel.objects.filter(
             assignment__in=submitted.filter(solution_id__in=shared).values("pk"),
             rating__isnull=False,
         )
         .order_by()
-        .values_list("step_id", "assignment__annotator_id", "rating")
+        .values_list("step_id", "assignment__annotator_id", "rating", "assignment_id")
     ):
-        by_step[step].append((step, annotator, rating))
+        by_step[step].append((step, annotator, rating, assignment))
     return [t for ratings in by_step.values() if len(ratings) >= 2 for t in ratings]
 
 
-def _agreement(*, campaign: Campaign, submitted) -> dict:
-    triples = agreement_triples(campaign=campaign)
+def _agreement(*, triples: list[tuple[int, int, int]]) -> dict:
     pairs = agreement.pairwise_kappa(triples)
     coders = agreement.per_coder(pairs)
     by_unit: dict[int, list] = defaultdict(list)

@@ -13,7 +13,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotators import selectors, services, snapshots
-from annotators.dashboard import dashboard_context
+from annotators.dashboard import (
+    dashboard_context,
+    quality_charts,
+    quality_latest,
+    with_quality_trends,
+)
 from annotators.forms import (
     GoldForm,
     InvitationForm,
@@ -48,8 +53,13 @@ MEMBER_COLUMNS = [
     Column("median_seconds_per_step", "median s / step", numeric=True, fmt="num"),
     Column("qc_score", "QC score", numeric=True, fmt="num"),
     Column("qc_agreement", "QC steps alike", numeric=True, fmt="pct"),
+    Column("qc_score_latest", "QC score, latest block", numeric=True, fmt="num"),
+    Column("qc_score_trend", "QC trend", fmt="html"),
+    Column("consensus_latest", "consensus agreement, latest", numeric=True, fmt="pct"),
+    Column("consensus_trend", "consensus trend", fmt="html"),
     Column("kappa", "kappa", numeric=True, fmt="num"),
     Column("last", "last submitted", fmt="time"),
+    Column("paused_why", "paused"),
 ]
 # A campaign without screening has nothing pending: its members list has no screening columns.
 MEMBER_COLUMNS_UNSCREENED = [c for c in MEMBER_COLUMNS if not c.key.startswith("screening")]
@@ -88,8 +98,11 @@ def member_list(request: HttpRequest, slug: str) -> HttpResponse:
     )
     for row in rows:
         row["url"] = reverse("annotators:member", kwargs={"slug": campaign.slug, "pk": row["id"]})
+        row |= quality_latest(row["quality"])
     columns = MEMBER_COLUMNS if campaign.requires_screening else MEMBER_COLUMNS_UNSCREENED
-    context["members"] = table(rows, columns, query=request.GET, default_sort="username")
+    context["members"] = with_quality_trends(
+        table(rows, columns, query=request.GET, default_sort="username")
+    )
     return campaign_page(request, "annotators/member_list.html", campaign, membership, context)
 
 
@@ -125,7 +138,14 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         if member.role == Membership.Role.ANNOTATOR and campaign.requires_screening
         else None
     )
-    figures = selectors.annotator_figures(snapshots.snapshot_current(campaign=campaign))
+    snapshot = snapshots.snapshot_current(campaign=campaign)
+    figures = selectors.annotator_figures(snapshot).get(member.user_id)
+    # What the pause rule sees now (three small queries; the rule's own function).
+    rule_now = None
+    if campaign.qc_pause and member.role == Membership.Role.ANNOTATOR:
+        score, questions = queue.qc_window_score(campaign=campaign, membership=member)
+        rule_now = {"score": score.score, "questions": questions}
+    quality = selectors.snapshot_quality(snapshot, user_id=member.user_id) if figures else None
     return campaign_page(
         request,
         "annotators/member_detail.html",
@@ -137,7 +157,10 @@ def member_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "qc": qc,
             "screening_detail": screening,
             "qc_chart": chart,
-            "figures": figures.get(member.user_id),
+            "figures": figures,
+            "quality": quality,
+            "quality_charts": quality_charts(quality, name=member.display_name),
+            "rule_now": rule_now,
         },
         status=400 if form.errors else 200,
     )
@@ -321,6 +344,8 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
             query=request.GET,
             show_imported=context["show_imported"],
         )
+    # Live, not from the snapshot: a pause must show at once (one query).
+    context["paused"] = selectors.paused_members(campaign=campaign)
     return campaign_page(request, "annotators/dashboard.html", campaign, membership, context)
 
 

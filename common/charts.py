@@ -207,3 +207,48 @@ def line(
             x = left + plot_w * (i + 0.5) / n
             body.append(_text(x, height - bottom + 16, label, "label", "middle"))
     return _svg(width, height, title, body)
+
+
+def sparkline(
+    *,
+    title: str,
+    values: Sequence[float | None],
+    y_max: float | None = 1.0,
+    width: int = 72,
+    height: int = 18,
+) -> SafeString:
+    """A word-sized line for a table cell (the trend of one figure), its last point marked;
+    empty with no value. ``y_max`` None scales to the largest value."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return mark_safe("")
+    scale = y_max if y_max is not None else (max(known) or 1)
+    pad = 3
+    n = len(values)
+
+    def xy(i: int, v: float) -> tuple[float, float]:
+        x = pad + (width - 2 * pad) * (i / (n - 1) if n > 1 else 0.5)
+        return x, height - pad - (height - 2 * pad) * max(0.0, min(v, scale)) / scale
+
+    points = [xy(i, v) for i, v in enumerate(values) if v is not None]
+    body = [
+        format_html(
+            '<polyline points="{}" class="line"></polyline>',
+            " ".join(f"{x:.1f},{y:.1f}" for x, y in points),
+        ),
+        format_html(
+            '<circle cx="{}" cy="{}" r="2" class="dot"></circle>',
+            f"{points[-1][0]:.1f}",
+            f"{points[-1][1]:.1f}",
+        ),
+    ]
+    head = format_html(
+        '<svg class="sparkline" role="img" viewBox="0 0 {} {}" width="{}" height="{}">'
+        "<title>{}</title>",
+        width,
+        height,
+        width,
+        height,
+        title,
+    )
+    return mark_safe(head + "".join(body) + "</svg>")  # every part is escaped above

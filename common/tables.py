@@ -18,7 +18,8 @@ PER_PAGE = 25
 
 @dataclass(frozen=True)
 class Column:
-    """``fmt`` says how a cell is written: text, int, pct, num (2 decimals) or time.
+    """``fmt`` says how a cell is written: text, int, pct, num (2 decimals), time, or html
+    (markup the server built and escaped, e.g. a sparkline; plain strings stay text).
     ``link``: the cell links to the row's ``url``."""
 
     key: str

@@ -42,6 +42,9 @@ CAMPAIGN = Columns(
         "phase1_model",
         "phase1_samples",
         "reviewers_see_evidence",
+        "qc_pause",
+        "qc_pause_window",
+        "qc_pause_threshold",
         "created_by_id",
     ),
 )
@@ -49,7 +52,16 @@ CAMPAIGN = Columns(
 MEMBERSHIP = Columns(
     "annotators_membership",
     required=("user_id", "campaign_id", "role", "status", "screening", "joined_at"),
-    filled=("id", "screening_score", "invitation_id", "is_imported"),
+    filled=(
+        "id",
+        "screening_score",
+        "invitation_id",
+        "is_imported",
+        "paused_at",
+        "pause_reason",
+        "pause_figures",
+        "resumed_at",
+    ),
 )
 
 PROBLEM = Columns(

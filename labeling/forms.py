@@ -141,6 +141,9 @@ class CampaignForm(forms.ModelForm):
             "qc_rate",
             "requires_screening",
             "screening_threshold",
+            "qc_pause",
+            "qc_pause_window",
+            "qc_pause_threshold",
             "bad_problem_limit",
             "relabel_by_same_annotator",
             "reviewers_see_evidence",
@@ -159,6 +162,9 @@ class CampaignForm(forms.ModelForm):
             "phase1_endpoint": "Phase 1 mode: endpoint that samples candidates",
             "phase1_model": "Phase 1 mode: the endpoint's model",
             "phase1_samples": "Phase 1 mode: candidates sampled per step",
+            "qc_pause": "Pause annotators whose QC score falls",
+            "qc_pause_window": "Pause rule: last N quality-control questions",
+            "qc_pause_threshold": "Pause rule: QC score under which to pause",
             "al_wrong_answer_share": "Active learning: share of convincing wrong answers",
             "al_retrain_every": "Active learning: retrain every N labels",
             "al_backbone": "Active learning: PRM backbone",
@@ -207,6 +213,8 @@ class CampaignForm(forms.ModelForm):
         self.fields["phase1_model"].required = False
         self.fields["phase1_samples"].required = False
         self.fields["al_control_share"].required = False
+        self.fields["qc_pause_window"].required = False
+        self.fields["qc_pause_threshold"].required = False
 
     def clean_overlap(self) -> int:
         value = self.cleaned_data["overlap"]
@@ -231,6 +239,20 @@ class CampaignForm(forms.ModelForm):
 
     def clean_screening_threshold(self) -> float:
         return _share(self.cleaned_data["screening_threshold"], "The screening threshold")
+
+    def clean_qc_pause_window(self) -> int:
+        value = self.cleaned_data.get("qc_pause_window")
+        if value is None:  # a client that predates the setting keeps the campaign's
+            return self.instance.qc_pause_window
+        if value < 1:
+            raise forms.ValidationError("The rule scores at least one question.")
+        return value
+
+    def clean_qc_pause_threshold(self) -> float:
+        value = self.cleaned_data.get("qc_pause_threshold")
+        if value is None:
+            return self.instance.qc_pause_threshold
+        return _share(value, "The pause threshold")
 
     def clean_al_wrong_answer_share(self) -> float:
         return _share(self.cleaned_data["al_wrong_answer_share"], "The share")

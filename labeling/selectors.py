@@ -249,6 +249,27 @@ class SessionWork:
         return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+def my_pauses(*, user) -> list[Membership]:
+    """The user's paused memberships, with their campaigns, for Home: why no work is served
+    there (the QC pause rule's reason and figures, or a manager's pause). One query."""
+    return list(
+        Membership.objects.filter(user=user, status=Membership.Status.PAUSED)
+        .select_related("campaign")
+        .order_by("campaign__name")
+    )
+
+
+def paused_campaign_for(*, user, slug: str) -> Campaign | None:
+    """The campaign ``slug`` if the user's membership of it is paused (the labelling page tells
+    them why there instead of answering 404, as for a campaign they are not in)."""
+    membership = (
+        Membership.objects.filter(user=user, campaign__slug=slug, status=Membership.Status.PAUSED)
+        .select_related("campaign")
+        .first()
+    )
+    return membership.campaign if membership else None
+
+
 @dataclass(frozen=True)
 class MyFigures:
     """What Home and the labelling page say about one annotator in one campaign: ``left``

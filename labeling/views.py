@@ -61,7 +61,11 @@ def home(request: HttpRequest) -> HttpResponse:
     figures = selectors.my_figures(user=request.user, campaigns=campaigns)
     for campaign in campaigns:
         campaign.mine = figures[campaign.pk]
-    return render(request, "labeling/home.html", {"campaigns": campaigns})
+    return render(
+        request,
+        "labeling/home.html",
+        {"campaigns": campaigns, "pauses": selectors.my_pauses(user=request.user)},
+    )
 
 
 # --- What the page shows ---------------------------------------------------------------------
@@ -202,7 +206,14 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
     Never cached: Back and Forward load it again rather than show a solution already submitted
     (whose next key would be refused).
     """
-    campaign, _ = campaign_for(request.user, slug)
+    try:
+        campaign, _ = campaign_for(request.user, slug)
+    except Http404:
+        # A paused member hears why no work is served (the queue's refusal says it).
+        paused = selectors.paused_campaign_for(user=request.user, slug=slug)
+        if paused is None:
+            raise
+        campaign = paused
     return _render(request, _next_context(request, campaign=campaign))
 
 

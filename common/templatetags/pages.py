@@ -56,6 +56,10 @@ def cell(row: dict[str, Any], column: Column) -> str:
         return num(value)
     if column.fmt == "int":
         return "–" if value is None else f"{int(value):,}"
+    if column.fmt == "html":
+        # Markup the server built and escaped (a sparkline with its words); anything else is
+        # written as text.
+        return value if isinstance(value, SafeString) else ("" if value is None else str(value))
     if column.fmt == "time":
         if isinstance(value, str):
             value = parse_datetime(value)

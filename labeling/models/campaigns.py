@@ -60,6 +60,14 @@ class CampaignQuerySet(models.QuerySet):
 # percentile) on every gold set measured, raters who reproduce gold with 10% of steps changed at
 # least 0.38 (5th percentile).
 SCREENING_THRESHOLD_DEFAULT = 0.35
+# The QC pause rule's defaults, set from measurement (``bench/qc_pause.py``, 900 PRM800K phase 1
+# solutions, 100 QC questions per simulated annotator): the last 20 answers under 0.25 pause every
+# constant and random rater at their 20th answer, and 1% of raters who reproduce gold with 10% of
+# steps changed. A window of 10 at the screening pass mark (0.35) would pause 62% of those: a
+# sliding window is tested after every answer, so it needs more answers and a lower mark than a
+# gate scored once.
+QC_PAUSE_WINDOW_DEFAULT = 20
+QC_PAUSE_THRESHOLD_DEFAULT = 0.25
 # Campaigns still on the old rule's default (share of steps alike) move to this one.
 OLD_SCREENING_THRESHOLD_DEFAULT = 0.75
 
@@ -199,6 +207,26 @@ class Campaign(models.Model):
         help_text="Reviewers see the machine evidence (rollout values, a judge's verdict) on the "
         "review page. Annotators never see it on the labelling page.",
     )
+    # The pause rule (off by default): ``labeling.queue.qc_pause``, evaluated after each QC
+    # submission. Database defaults, as the columns above, for raw SQL that predates them.
+    qc_pause = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Pause an annotator whose QC score over their last N quality-control questions "
+        "falls below the pause threshold (they are told why; a manager can resume them).",
+    )
+    qc_pause_window = models.PositiveSmallIntegerField(
+        default=QC_PAUSE_WINDOW_DEFAULT,
+        db_default=QC_PAUSE_WINDOW_DEFAULT,
+        help_text="N: how many of an annotator's latest quality-control questions the pause rule "
+        "scores; nobody is paused before answering N.",
+    )
+    qc_pause_threshold = models.FloatField(
+        default=QC_PAUSE_THRESHOLD_DEFAULT,
+        db_default=QC_PAUSE_THRESHOLD_DEFAULT,
+        help_text="The QC score (as screening's) under which the rule pauses: measured to stop "
+        "careless raters and to spare careful ones (docs/campaigns.md).",
+    )
     is_paused = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -311,6 +339,14 @@ class Membership(models.Model):
         db_default=False,
         help_text="Made by an import for a labeler in its file; nobody logs in.",
     )
+    # The last pause: when, and (for the campaign's QC pause rule) why, in words the annotator
+    # and the manager read, with the figures behind it. A manager who resumes the member sets
+    # ``resumed_at``: the rule then scores only QC questions answered after it, so the same
+    # old answers do not pause them again at the next one.
+    paused_at = models.DateTimeField(null=True, blank=True)
+    pause_reason = models.TextField(blank=True, default="", db_default="")
+    pause_figures = models.JSONField(null=True, blank=True)
+    resumed_at = models.DateTimeField(null=True, blank=True)
 
     objects = MembershipQuerySet.as_manager()
 
@@ -327,6 +363,35 @@ class Membership(models.Model):
     def is_active(self) -> bool:
         """``MembershipQuerySet.active`` for this row as loaded."""
         return self.status == self.Status.ACTIVE
+
+    @property
+    def paused_by_rule(self) -> bool:
+        """Paused now by the campaign's QC pause rule (not by a manager)."""
+        return self.status == self.Status.PAUSED and self.pause_figures is not None
+
+    @property
+    def pause_summary(self) -> str:
+        """Who paused a paused member, when and why, in a few words for the manager's pages."""
+        if self.status != self.Status.PAUSED:
+            return ""
+        when = f" on {self.paused_at:%Y-%m-%d %H:%M} UTC" if self.paused_at else ""
+        figures = self.pause_figures
+        if figures is None:
+            return f"by a manager{when}"
+        return (
+            f"by the QC rule{when}: score {figures['score']:.2f} over the last "
+            f"{figures['questions']} QC questions, under {figures['threshold']:.2f}"
+        )
+
+    @property
+    def pause_notice(self) -> str:
+        """What a paused annotator is told when they ask for work."""
+        if not self.paused_by_rule:
+            return ""
+        return (
+            f"{self.pause_reason} No more work is served to you in this campaign until a "
+            "campaign manager resumes you."
+        )
 
     @property
     def screening_shown(self) -> str:

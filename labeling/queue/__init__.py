@@ -77,6 +77,7 @@ from labeling.queue.phase1 import (
     phase1_undo,
     step_write,
 )
+from labeling.queue.qc_pause import qc_window_score
 from labeling.queue.review import assignment_review_outcome
 from labeling.queue.screening import screening_score
 from labeling.queue.shared import RATINGS, _first, human_completion_load
@@ -119,6 +120,7 @@ __all__ = [
     "phase1_page",
     "phase1_undo",
     "qc_turn",
+    "qc_window_score",
     "screening_score",
     "step_label_flag",
     "step_label_human_completion",

@@ -88,7 +88,7 @@ def _assignment_lock(
     # A paused member does not take up held work (nor does a removed one): their lease runs out
     # and the queue hands the solution to someone else.
     if not membership.is_active:
-        raise MembershipInactive()
+        raise MembershipInactive(membership.pause_notice or None)
     locked = _first(
         Assignment.objects.raw(
             "SELECT a.*, s.kind AS solution_kind FROM labeling_assignment a"

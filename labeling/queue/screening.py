@@ -24,7 +24,8 @@ def _membership_lock(*, campaign_id: int, annotator) -> Membership:
 
 def _check_may_work(*, campaign: Campaign, membership: Membership) -> None:
     if not membership.is_active:
-        raise MembershipInactive()
+        # Paused by the QC pause rule: the reason and its figures, not just "ask a manager".
+        raise MembershipInactive(membership.pause_notice or None)
     if campaign.requires_screening and membership.screening == Membership.Screening.FAILED:
         raise ScreeningFailed()
 

@@ -26,6 +26,7 @@ from labeling.queue.drafts import _human_completion
 from labeling.queue.errors import AssignmentClosed, LabelsInvalid
 from labeling.queue.leases import _assignment_lock, _slot_hold
 from labeling.queue.phase1 import phase1_applies, phase1_drafts_drop, phase1_store
+from labeling.queue.qc_pause import _qc_pause_evaluate
 from labeling.queue.screening import _screening_evaluate
 from labeling.queue.shared import RATINGS, human_completion_load
 
@@ -46,6 +47,8 @@ class SubmitResult:
     screening: str | None
     # The solution's kind (``Solution.Kind``): what the page may say after it depends on it.
     solution_kind: str = Solution.Kind.REGULAR
+    # True when this (QC) submission paused the annotator under the campaign's QC pause rule.
+    paused: bool = False
     replayed: bool = field(default=False, compare=False)
 
 
@@ -187,6 +190,9 @@ def _assignment_submit(
         screening = None
         if kind == Solution.Kind.SCREENING:
             screening = _screening_evaluate(campaign=campaign, membership=membership)
+        paused = kind == Solution.Kind.QUALITY_CONTROL and _qc_pause_evaluate(
+            campaign=campaign, membership=membership
+        )
         if campaign.active_learning:
             # Active learning counts the new labels once they are committed; never fails nor
             # holds the submit.
@@ -200,6 +206,7 @@ def _assignment_submit(
         rated_steps=rated,
         screening=screening,
         solution_kind=kind,
+        paused=paused,
     )
 
 
