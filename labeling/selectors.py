@@ -43,6 +43,8 @@ from labeling.queue import (
     NotLeaseHolder,
     first_error_found,
     human_completion_load,
+    model_columns,
+    model_from_row,
 )
 
 
@@ -86,21 +88,6 @@ class NoWork:
     retry_after: int | None = None  # seconds, for "all_leased"
 
 
-def _model_from_row(model, values):
-    """A model instance from its concrete columns' values, converted as the ORM converts them
-    (SQLite's booleans and times, for instance)."""
-    fields = model._meta.concrete_fields
-    converted = []
-    for field, value in zip(fields, values, strict=True):
-        column = field.get_col(model._meta.db_table)
-        for convert in connection.ops.get_db_converters(column) + column.get_db_converters(
-            connection
-        ):
-            value = convert(value, column, connection)
-        converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
-
-
 def assignment_get(*, assignment_id: int, user) -> Assignment:
     """The assignment (with its campaign), for its holder only; else ``NotLeaseHolder``.
 
@@ -108,13 +95,7 @@ def assignment_get(*, assignment_id: int, user) -> Assignment:
     (the services check that again).
     """
     # One query, plain SQL (the hot path): the assignment, its campaign, the holder's membership.
-    assignment_fields = Assignment._meta.concrete_fields
-    campaign_fields = Campaign._meta.concrete_fields
-    columns = ", ".join(
-        [f"a.{f.column}" for f in assignment_fields]
-        + ["m.status"]
-        + [f"c.{f.column}" for f in campaign_fields]
-    )
+    columns = f"{model_columns(Assignment, 'a')}, m.status, {model_columns(Campaign, 'c')}"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {columns} FROM labeling_assignment a"
@@ -124,16 +105,16 @@ def assignment_get(*, assignment_id: int, user) -> Assignment:
             [assignment_id],
         )
         row = cursor.fetchone()
-    assignment = None
-    if row is not None:
-        n = len(assignment_fields)
-        assignment = _model_from_row(Assignment, row[:n])
-        assignment.membership_status = row[n]
-        assignment.campaign = _model_from_row(Campaign, row[n + 1 :])
-    if assignment is None or (assignment.annotator_id != user.pk and not user.is_superuser):
+    if row is None:
+        raise NotLeaseHolder("No such assignment.")
+    n = len(Assignment._meta.concrete_fields)
+    assignment = model_from_row(Assignment, row[:n])
+    membership_status = row[n]
+    assignment.campaign = model_from_row(Campaign, row[n + 1 :])
+    if assignment.annotator_id != user.pk and not user.is_superuser:
         raise NotLeaseHolder("No such assignment.")
     # A member removed from the campaign loses their assignments with it.
-    removed = assignment.membership_status in (None, Membership.Status.REMOVED)
+    removed = membership_status in (None, Membership.Status.REMOVED)
     if removed and not user.is_superuser:
         raise MembershipInactive()
     return assignment

@@ -80,7 +80,14 @@ from labeling.queue.phase1 import (
 from labeling.queue.qc_pause import qc_window_score
 from labeling.queue.review import assignment_review_outcome
 from labeling.queue.screening import screening_score
-from labeling.queue.shared import RATINGS, _first, human_completion_load
+from labeling.queue.shared import (
+    RATINGS,
+    _first,
+    human_completion_load,
+    model_columns,
+    model_fetch,
+    model_from_row,
+)
 from labeling.queue.submit import SubmitResult, assignment_skip, assignment_submit
 
 __all__ = [
@@ -115,6 +122,9 @@ __all__ = [
     "gold_set_warnings",
     "human_completion_load",
     "leases_reclaim",
+    "model_columns",
+    "model_fetch",
+    "model_from_row",
     "phase1_applies",
     "phase1_open",
     "phase1_page",

@@ -19,7 +19,7 @@ from labeling.models import Assignment, Campaign, Membership, Solution
 from labeling.queue.errors import CampaignPaused
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
 from labeling.queue.screening import _check_may_work, _membership_lock, _screening_evaluate
-from labeling.queue.shared import _first
+from labeling.queue.shared import model_columns, model_fetch
 
 # Each process probes a campaign for expired leases at most this often before a claim (the probe
 # is cheap, but it is one more query on the hottest path). Before answering "no work" it always
@@ -129,14 +129,15 @@ def _assignment_next_once(*, campaign: Campaign, annotator, wait: bool) -> Assig
 
 # The annotator's live lease in the campaign (``Assignment.live_lease_q``, in plain SQL).
 _LIVE_SQL = (
-    "SELECT * FROM labeling_assignment WHERE campaign_id = %s AND annotator_id = %s AND "
+    f"SELECT {model_columns(Assignment)} FROM labeling_assignment"
+    " WHERE campaign_id = %s AND annotator_id = %s AND "
     + Assignment.live_lease_sql()
     + " ORDER BY leased_at LIMIT 1"
 )
 
 
 def _assignment_live(*, campaign: Campaign, annotator, now: datetime) -> Assignment | None:
-    return _first(Assignment.objects.raw(_LIVE_SQL, [campaign.pk, annotator.pk, now]))
+    return model_fetch(Assignment, _LIVE_SQL, [campaign.pk, annotator.pk, now])
 
 
 def qc_turn(*, campaign: Campaign, annotator: AbstractBaseUser) -> bool:
@@ -317,13 +318,15 @@ WITH cand AS (
     FROM cand WHERE cand.expired_id IS NULL
     RETURNING *
 )
-SELECT * FROM renewed UNION ALL SELECT * FROM created
+SELECT {columns} FROM renewed UNION ALL SELECT {columns} FROM created
 """
 )
-CLAIM_SKIP_LOCKED = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s SKIP LOCKED")
-_CLAIM_WAIT = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s")
+# The claimed row in ``model_columns`` order, for ``model_fetch``.
+_COLUMNS = model_columns(Assignment)
+CLAIM_SKIP_LOCKED = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s SKIP LOCKED", columns=_COLUMNS)
+_CLAIM_WAIT = _CLAIM_SQL.format(lock="FOR NO KEY UPDATE OF s", columns=_COLUMNS)
 # Gold solutions are served to everyone: nothing to race for but the counter (the UPDATE waits).
-_CLAIM_GOLD = _CLAIM_SQL.format(lock="")
+_CLAIM_GOLD = _CLAIM_SQL.format(lock="", columns=_COLUMNS)
 
 
 def claim_params(
@@ -349,10 +352,10 @@ def _claim_postgresql(
     params = claim_params(campaign=campaign, annotator_id=annotator.pk, kind=kind, now=now)
     params["expires"] = expires
     if kind != Solution.Kind.REGULAR:
-        return next(iter(Assignment.objects.raw(_CLAIM_GOLD, params)), None)
+        return model_fetch(Assignment, _CLAIM_GOLD, params)
     if wait:
-        return next(iter(Assignment.objects.raw(_CLAIM_WAIT, params)), None)
-    claimed = next(iter(Assignment.objects.raw(CLAIM_SKIP_LOCKED, params)), None)
+        return model_fetch(Assignment, _CLAIM_WAIT, params)
+    claimed = model_fetch(Assignment, CLAIM_SKIP_LOCKED, params)
     if claimed is None:
         # Rows skipped above may be locked by claims that leave a slot free: wait for them (in a
         # fresh transaction, see ``_assignment_next_attempts``), so nobody is told "no work"

@@ -11,7 +11,7 @@ from django.utils import timezone
 from labeling.models import Assignment, Campaign, Membership, Solution
 from labeling.queue.errors import AssignmentClosed, LeaseTaken, MembershipInactive, NotLeaseHolder
 from labeling.queue.screening import _membership_lock
-from labeling.queue.shared import _first, _for_update
+from labeling.queue.shared import _for_update, model_columns, model_fetch
 
 # Expired leases reclaimed before a claim: enough to keep up with any realistic rate of
 # abandoned work, few enough that the probe stays a short index range scan.
@@ -89,13 +89,13 @@ def _assignment_lock(
     # and the queue hands the solution to someone else.
     if not membership.is_active:
         raise MembershipInactive(membership.pause_notice or None)
-    locked = _first(
-        Assignment.objects.raw(
-            "SELECT a.*, s.kind AS solution_kind FROM labeling_assignment a"
-            " JOIN labeling_solution s ON s.id = a.solution_id WHERE a.id = %s"
-            + _for_update(of="a, s" if with_solution else "a"),
-            [assignment.pk],
-        )
+    locked = model_fetch(
+        Assignment,
+        f"SELECT {model_columns(Assignment, 'a')}, s.kind FROM labeling_assignment a"
+        " JOIN labeling_solution s ON s.id = a.solution_id WHERE a.id = %s"
+        + _for_update(of="a, s" if with_solution else "a"),
+        [assignment.pk],
+        extra=("solution_kind",),
     )
     locked.campaign = assignment.campaign
     return locked, membership

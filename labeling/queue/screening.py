@@ -5,17 +5,16 @@ from __future__ import annotations
 from labeling.models import Assignment, Campaign, Membership, Solution, Step, StepLabel
 from labeling.queue.errors import MembershipInactive, NotAMember, ScreeningFailed
 from labeling.queue.gold import GoldScore, gold_score
-from labeling.queue.shared import _first, _for_update
+from labeling.queue.shared import _for_update, model_columns, model_fetch
 
 
 def _membership_lock(*, campaign_id: int, annotator) -> Membership:
     """Lock the annotator's membership row: it serialises that person's writes in the campaign."""
-    membership = _first(
-        Membership.objects.raw(
-            "SELECT * FROM annotators_membership WHERE campaign_id = %s AND user_id = %s"
-            + _for_update(),
-            [campaign_id, annotator.pk],
-        )
+    membership = model_fetch(
+        Membership,
+        f"SELECT {model_columns(Membership)} FROM annotators_membership"
+        " WHERE campaign_id = %s AND user_id = %s" + _for_update(),
+        [campaign_id, annotator.pk],
     )
     if membership is None:
         raise NotAMember()
