@@ -90,6 +90,11 @@ ROUTES: dict[str, Route] = {
     "labeling:flag": Route("holder", {"POST": 302}, ("slug", "assignment")),
     "labeling:submit": Route("holder", {"POST": 302}, ("slug", "assignment")),
     "labeling:skip": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    # Phase 1 mode's actions (labeling.queue.phase1): the holder's, like the drafts above.
+    "labeling:candidate-rate": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:candidate-choose": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:step-write": Route("holder", {"POST": 302}, ("slug", "assignment")),
+    "labeling:candidate-undo": Route("holder", {"POST": 302}, ("slug", "assignment")),
     # My work: every member's own list; one piece of work only for the annotator who did it
     # (an empty amendment: refused, past the permission check).
     "labeling:my-work": Route("label", {"GET": 200}, ("slug",)),
