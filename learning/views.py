@@ -55,6 +55,9 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             points=head.histogram,
         ),
         "strategy_reason": strategies.DEFAULT_REASON,
+        "auto_rule": strategies.AUTO_RULE,
+        # What auto ordered the queue by and why: the last run that chose.
+        "auto_choice": next((r.queue_head["auto"] for r in runs if "auto" in r.queue_head), ""),
         "efficiency_run": efficiency_run,
         "efficiency": efficiency_run.data_efficiency if efficiency_run else {},
         "served": served,

@@ -3,10 +3,11 @@
 The checks in ``prm.checks`` need, for every equation a step states, its parts as expressions
 they can evaluate at numbers. Most of what PRM800K and MATH solutions write (``2x + 3``,
 ``\\frac{7}{2}``, ``3^{4}``, ``\\sqrt{16}``) is translated here directly into a small Python
-expression, evaluated by walking its syntax tree with bounded operations (microseconds). What
-the translator does not know (``\\binom``, ``5!``, ``|x|``, ``\\sin``, ``\\lfloor``) goes
-through the LaTeX parser that math-verify brings (``latex2sympy2_extended``, i.e. sympy) and
-comes back as the same kind of expression. Every operation is bounded by size, never by time
+expression whose syntax tree is made into closures once and evaluated with bounded operations
+(microseconds). What the translator does not know (``\\binom``, ``5!``, ``|x|``, ``\\sin``,
+``\\lfloor``) goes through the LaTeX parser that math-verify brings (``latex2sympy2_extended``,
+i.e. sympy) and comes back as the same kind of expression. Every operation is bounded by size,
+never by time
 (so a step gets the same findings on an idle machine and a busy one): a part is at most
 ``MAX_PART_LENGTH`` characters, evaluation bounds exponents, factorials, binomials and
 magnitudes, and the parser gets only what it reads cheaply: at most ``MAX_FALLBACK_LENGTH``
