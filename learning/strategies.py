@@ -52,6 +52,9 @@ ENSEMBLE = Campaign.Strategy.ENSEMBLE.value
 AUTO = Campaign.Strategy.AUTO.value
 ENSEMBLE_MEMBERS = 4  # bow models on bootstrap resamples of the labels, beside the run's own
 NAMES = list(Campaign.Strategy.values)
+# The strategies that follow PRM800K's rule, so the campaign's share of wrong answers applies (auto
+# may move to one of them).
+WRONG_SHARE_STRATEGIES = (CONVINCING_WRONG, VERIFIER, MIXED, SERVED_PRM, AUTO)
 # Why the campaign's default is the default: the measured result, shown on the page.
 DEFAULT_REASON = (
     "New campaigns order uniformly because nothing measured better on real labels: in the "
