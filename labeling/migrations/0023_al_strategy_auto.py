@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0019_disputed_steps'),
+        ('labeling', '0022_quality_pause_rule'),
     ]
 
     operations = [
