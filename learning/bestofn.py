@@ -167,3 +167,32 @@ def best_of_n_curve(*, campaign: Campaign, scorer, workdir: Path) -> dict:
         result["note"] = "; ".join(notes)
     result["data"] = path.name
     return result
+
+
+def best_of_n_verdict(curve: dict, *, method: str = "PRM (product)") -> str:
+    """One plain sentence on the curve: at the largest N where the PRM, random and majority vote
+    all have a value, whether the PRM picks better or worse than each ("" without them)."""
+    accuracy = curve.get("accuracy") or {}
+    ns = curve.get("n") or []
+    columns = [accuracy.get(name) or [] for name in (method, "random", "majority")]
+    at = [k for k in range(len(ns)) if all(k < len(c) and c[k] is not None for c in columns)]
+    if not at:
+        return ""
+    k = at[-1]
+    prm, random, majority = (c[k] for c in columns)
+    problems = (curve.get("problems_at_n") or [None] * len(ns))[k]
+    where = f"At N={ns[k]}" + (f" ({problems} problems)" if problems is not None else "")
+    worse = [
+        f"{name} ({value:.0%})"
+        for name, value in (("random", random), ("majority vote", majority))
+        if prm < value
+    ]
+    if worse:
+        return (
+            f"{where} the PRM picks worse than {' and than '.join(worse)}: {prm:.0%} of its "
+            "picks have the right answer. Its scores do not yet help choose among solutions here."
+        )
+    return (
+        f"{where} the PRM picks at least as well as random ({random:.0%}) and majority vote "
+        f"({majority:.0%}): {prm:.0%} of its picks have the right answer."
+    )

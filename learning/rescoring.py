@@ -190,6 +190,10 @@ def _featurise(backbone, rows: Iterable, n: int):
     if workers == 1 or n < 2 * SCORE_BATCH:
         return Features.build(backbone, rows)  # streaming: the texts are never all in memory
     rows = list(rows)
+    if getattr(backbone, "checks", False):
+        from prm.latex import load_parser
+
+        load_parser()  # imported and warmed once here, not once in every forked process
     size = -(-len(rows) // (workers * 4))
     spans = [(i, min(i + size, len(rows))) for i in range(0, len(rows), size)]
     _FORKED = (backbone, rows)

@@ -30,9 +30,12 @@ from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary, solutions_rewrite
 from learning.rescoring import _score_open, campaign_cache_dir
 from learning.strategies import (
+    AUTO,
     CONTROL_ARM,
     ENSEMBLE,
     ENSEMBLE_MEMBERS,
+    UNIFORM,
+    auto_choice,
     strategy_order,
     with_control,
 )
@@ -139,15 +142,18 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
             curve = _best_of_n(campaign=campaign, scorer=scorer, workdir=workdir)
         stages.save(best_of_n=curve)
 
-        if campaign.al_strategy == ENSEMBLE and feature_cache.supports(scorer.backbone):
+        with stages("efficiency"):
+            efficiency = _data_efficiency(
+                campaign=campaign, strategy=_placing_strategy(campaign), seed=run.pk
+            )
+        stages.save(data_efficiency=efficiency)
+        ordered_by, auto_reason = _ordering_strategy(campaign, run)
+
+        if ordered_by == ENSEMBLE and feature_cache.supports(scorer.backbone):
             with stages("ensemble"):
                 members = _ensemble_members(
                     data["path"], workdir=workdir, spec=spec, overrides=overrides, seed=run.pk
                 )
-
-        with stages("efficiency"):
-            efficiency = _data_efficiency(campaign=campaign, seed=run.pk)
-        stages.save(data_efficiency=efficiency)
 
         with stages("register"):
             model = _model_register(
@@ -162,6 +168,7 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         # An earlier attempt trained and registered the model, then died: score with it.
         scorer = prm.load(storage_local_dir(model.path))
         stages.timings["reused_model"] = model.version
+        ordered_by, auto_reason = _ordering_strategy(campaign, run)
 
     with stages("score"):
         counts: dict = {}
@@ -187,18 +194,20 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         )
 
     with stages("order"):
-        strategy = campaign.al_strategy
+        strategy = campaign.al_strategy  # recorded on the run; auto orders by what it chose
         order = strategy_order(
-            strategy, scored, wrong_share=campaign.al_wrong_answer_share, seed=run.pk
+            ordered_by, scored, wrong_share=campaign.al_wrong_answer_share, seed=run.pk
         )
         # A share placed uniformly at random: the control arm the estimate compares with.
         order, arms = with_control(
-            order, strategy=strategy, share=campaign.al_control_share, seed=run.pk
+            order, strategy=ordered_by, share=campaign.al_control_share, seed=run.pk
         )
         head = head_summary(order) | {
-            "strategy": strategy,
+            "strategy": ordered_by,
             "control": sum(1 for a in arms[: len(order[:100])] if a == CONTROL_ARM),
         }
+        if auto_reason:
+            head["auto"] = auto_reason
 
     with stages("write"):
         _activate_and_rewrite(
@@ -264,19 +273,46 @@ UNIFORM_SENTENCE = (
 )
 
 
-def _data_efficiency(*, campaign: Campaign, seed: int) -> dict:
-    """Is active learning paying here (``learning.efficiency``), on the campaign's own labels; a
-    failure is recorded on the run, never fails it."""
+def _placing_strategy(campaign: Campaign) -> str:
+    """The strategy whose arm the labels so far measure: the campaign's, or under ``auto`` the
+    one its last run ordered by (uniform before any)."""
+    if campaign.al_strategy != AUTO:
+        return campaign.al_strategy
+    last = (
+        ActiveLearningRun.objects.filter(
+            campaign=campaign, status=ActiveLearningRun.Status.SUCCEEDED
+        )
+        .order_by("-created_at", "-pk")
+        .values_list("queue_head", flat=True)
+        .first()
+    )
+    return (last or {}).get("strategy") or UNIFORM
+
+
+def _ordering_strategy(campaign: Campaign, run: ActiveLearningRun) -> tuple[str, str]:
+    """The strategy this run orders by and, under ``auto``, why (``learning.strategies.
+    auto_choice`` over the estimates the campaign's runs stored, this run's included)."""
+    if campaign.al_strategy != AUTO:
+        return campaign.al_strategy, ""
+    from learning.selectors import strategy_estimates
+
+    choice = auto_choice(strategy_estimates(campaign=campaign, including=run.pk))
+    return choice.strategy, choice.reason
+
+
+def _data_efficiency(*, campaign: Campaign, strategy: str, seed: int) -> dict:
+    """Is active learning paying here (``learning.efficiency``), on the campaign's own labels,
+    for ``strategy``, the one that placed the strategy arm; a failure is recorded on the run,
+    never fails it."""
     from learning.efficiency import data_efficiency, error_yield
     from learning.selectors import campaign_arm_labels
-    from learning.strategies import UNIFORM
 
-    if campaign.al_strategy == UNIFORM:
+    if strategy == UNIFORM:
         return {"status": "uniform", "sentence": UNIFORM_SENTENCE}
     try:
         rows = campaign_arm_labels(campaign=campaign)
         return data_efficiency(rows, control_share=campaign.al_control_share, seed=seed) | {
-            "strategy": campaign.al_strategy,
+            "strategy": strategy,
             "error_yield": error_yield(rows, seed=seed),
         }
     except Exception as exc:  # reported on the page instead

@@ -18,6 +18,22 @@ def active_learning_runs(*, campaign: Campaign, limit: int = 50):
     )
 
 
+def strategy_estimates(
+    *, campaign: Campaign, including: int | None = None
+) -> list[tuple[int, dict]]:
+    """``(run id, data_efficiency)`` of the campaign's runs that stored one, newest first: the
+    succeeded runs and the run ``including`` (the one now choosing for ``auto``)."""
+    from django.db.models import Q
+
+    from learning.models import ActiveLearningRun
+
+    done = Q(status=ActiveLearningRun.Status.SUCCEEDED)
+    runs = ActiveLearningRun.objects.filter(
+        done | Q(pk=including) if including else done, campaign=campaign
+    ).exclude(data_efficiency={})
+    return list(runs.order_by("-created_at", "-pk").values_list("pk", "data_efficiency"))
+
+
 def scoring_job_latest(*, campaign: Campaign):
     """The campaign's latest scoring job with a served PRM, or None."""
     from learning.models import ScoringJob

@@ -26,7 +26,10 @@ with the same functions.
   trains and is evaluated beside it; solutions it has not scored come last of their kind;
 - ``ensemble``: ActPRM's ensemble uncertainty: ``ENSEMBLE_MEMBERS`` ``bow`` PRMs trained on
   bootstrap resamples of the labels (by problem), the solutions where they disagree most first
-  (the mean over steps of the members' standard deviation of P(correct)).
+  (the mean over steps of the members' standard deviation of P(correct));
+- ``auto``: not an order of its own but a choice among the others by what this campaign
+  measured (``auto_choice``, ``AUTO_RULE``): uniform until a strategy's data-efficiency interval
+  lies above 1, then that strategy, and uniform again when none does.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from labeling.models import Campaign
 from learning.ordering import Scored, queue_order
@@ -46,8 +49,12 @@ UNIFORM = Campaign.Strategy.UNIFORM.value
 MIXED = Campaign.Strategy.MIXED.value
 SERVED_PRM = Campaign.Strategy.SERVED_PRM.value
 ENSEMBLE = Campaign.Strategy.ENSEMBLE.value
+AUTO = Campaign.Strategy.AUTO.value
 ENSEMBLE_MEMBERS = 4  # bow models on bootstrap resamples of the labels, beside the run's own
 NAMES = list(Campaign.Strategy.values)
+# The strategies that follow PRM800K's rule, so the campaign's share of wrong answers applies (auto
+# may move to one of them).
+WRONG_SHARE_STRATEGIES = (CONVINCING_WRONG, VERIFIER, MIXED, SERVED_PRM, AUTO)
 # Why the campaign's default is the default: the measured result, shown on the page.
 DEFAULT_REASON = (
     "New campaigns order uniformly because nothing measured better on real labels: in the "
@@ -203,7 +210,71 @@ STRATEGIES: dict[str, Callable[..., list[Scored]]] = {
     MIXED: order_mixed,
     SERVED_PRM: order_served_prm,
     ENSEMBLE: order_ensemble,
+    # Where auto starts (a run resolves it with ``auto_choice`` before ordering).
+    AUTO: order_uniform,
 }
+
+
+# The auto strategy's rule, as the page and docs/active-learning.md state it.
+AUTO_RULE = (
+    "Auto orders uniformly until a strategy is measured to pay on this campaign: when the latest "
+    "measured data-efficiency interval of a strategy (the control arm's estimate each run stores) "
+    "lies above 1, the next run orders by it (by the one whose interval's lower end is highest, "
+    "when several do), and as soon as none does, uniformly again. It never tries a strategy by "
+    "itself: a strategy is measured while it orders the queue (choose it for a while, then auto)."
+)
+
+
+@dataclass(frozen=True)
+class AutoChoice:
+    """What ``auto`` orders by and why, in words for the page and the run."""
+
+    strategy: str
+    reason: str
+
+
+def auto_choice(estimates: Sequence[tuple[int, dict]]) -> AutoChoice:
+    """The strategy ``auto`` orders by, from the campaign's stored estimates ``(run id,
+    data_efficiency)``, newest first (``AUTO_RULE``).
+
+    Each strategy counts by its latest *measured* estimate (one with an interval; "needs more
+    labels" does not undo an earlier measurement): the strategy whose interval's lower end is
+    above 1, the highest such lower end when several (the newest on a tie), else ``uniform``.
+    """
+    latest: dict[str, tuple[int, dict]] = {}
+    for run_id, estimate in estimates:
+        strategy = estimate.get("strategy")
+        interval = estimate.get("ratio_ci95") or []
+        if strategy in (None, UNIFORM, AUTO) or strategy in latest or len(interval) != 2:
+            continue
+        if interval[0] is None or interval[1] is None:
+            continue
+        latest[strategy] = (run_id, estimate)
+    paying = [
+        (estimate["ratio_ci95"][0], run_id, strategy)
+        for strategy, (run_id, estimate) in latest.items()
+        if estimate["ratio_ci95"][0] > 1
+    ]
+
+    def shown(strategy: str) -> str:
+        run_id, estimate = latest[strategy]
+        lo, hi = estimate["ratio_ci95"]
+        return f"{strategy} {estimate['ratio']:.2f}x ({lo:.2f}-{hi:.2f}) in run {run_id}"
+
+    if paying:
+        _, _, best = max(paying)
+        return AutoChoice(
+            best, f"Auto orders by {best}: its interval lies above 1 ({shown(best)})."
+        )
+    if not latest:
+        return AutoChoice(
+            UNIFORM,
+            "Auto orders uniformly: no strategy has been measured on this campaign yet.",
+        )
+    measured = "; ".join(shown(s) for s in sorted(latest))
+    return AutoChoice(
+        UNIFORM, f"Auto orders uniformly: no strategy's interval lies above 1 ({measured})."
+    )
 
 
 def strategy_order(

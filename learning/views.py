@@ -15,6 +15,7 @@ from labeling.permissions import (
     campaign_nav,
 )
 from learning import selectors, strategies
+from learning.bestofn import best_of_n_verdict
 from learning.charts import best_of_n_chart
 from learning.served import ScoringRefused, campaign_scoring, scoring_job_start
 from learning.triggers import active_learning_trigger
@@ -55,6 +56,9 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             points=head.histogram,
         ),
         "strategy_reason": strategies.DEFAULT_REASON,
+        "auto_rule": strategies.AUTO_RULE,
+        # What auto ordered the queue by and why: the last run that chose.
+        "auto_choice": next((r.queue_head["auto"] for r in runs if "auto" in r.queue_head), ""),
         "efficiency_run": efficiency_run,
         "efficiency": efficiency_run.data_efficiency if efficiency_run else {},
         "served": served,
@@ -68,6 +72,9 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             for name, values in curve.get("accuracy", {}).items()
         ],
         "best_of_n_chart": best_of_n_chart(curve) if curve.get("accuracy") else None,
+        "best_of_n_verdict": best_of_n_verdict(curve),
+        "uses_wrong_share": campaign.al_strategy in strategies.WRONG_SHARE_STRATEGIES,
+        "first_error_f1_zero": any(m.metrics.get("first_error_f1") == 0 for m in models),
         "stages": (
             "export",
             "train",

@@ -154,9 +154,11 @@ def arithmetic_results(text: str) -> list[float]:
     return out
 
 
-def _numeric_links(text: str) -> list[tuple[str, bool]]:
+@lru_cache(maxsize=1 << 12)
+def _numeric_links(text: str) -> tuple[tuple[str, bool], ...]:
+    # Cached: the checks ask for a step's failures and results of the same text in turn.
     if "=" not in text or not _NUMERIC_EQUATION.search(text):
-        return []
+        return ()
     t = _to_python_arithmetic(text)
     out = []
     for match in _RUN.finditer(t):
@@ -192,7 +194,7 @@ def _numeric_links(text: str) -> list[tuple[str, bool]]:
                 tolerance = 0.0
             holds = abs(left - right) <= tolerance + 1e-9 * max(1.0, abs(left), abs(right))
             out.append((" ".join(run.split()), holds))
-    return out
+    return tuple(out)
 
 
 # -- structural tokens ---------------------------------------------------------------------------

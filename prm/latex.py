@@ -3,10 +3,11 @@
 The checks in ``prm.checks`` need, for every equation a step states, its parts as expressions
 they can evaluate at numbers. Most of what PRM800K and MATH solutions write (``2x + 3``,
 ``\\frac{7}{2}``, ``3^{4}``, ``\\sqrt{16}``) is translated here directly into a small Python
-expression, evaluated by walking its syntax tree with bounded operations (microseconds). What
-the translator does not know (``\\binom``, ``5!``, ``|x|``, ``\\sin``, ``\\lfloor``) goes
-through the LaTeX parser that math-verify brings (``latex2sympy2_extended``, i.e. sympy) and
-comes back as the same kind of expression. Every operation is bounded by size, never by time
+expression whose syntax tree is made into closures once and evaluated with bounded operations
+(microseconds). What the translator does not know (``\\binom``, ``5!``, ``|x|``, ``\\sin``,
+``\\lfloor``) goes through the LaTeX parser that math-verify brings (``latex2sympy2_extended``,
+i.e. sympy) and comes back as the same kind of expression. Every operation is bounded by size,
+never by time
 (so a step gets the same findings on an idle machine and a busy one): a part is at most
 ``MAX_PART_LENGTH`` characters, evaluation bounds exponents, factorials, binomials and
 magnitudes, and the parser gets only what it reads cheaply: at most ``MAX_FALLBACK_LENGTH``
@@ -22,7 +23,7 @@ import math
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -145,48 +146,104 @@ class Expr:
     numbers: tuple[str, ...]  # the literal numbers as written (for rounding tolerances)
     units: frozenset[str] = frozenset()  # words in \\text{...} (and dollars): "3 feet" is not 3
     percent: bool = False
+    # ``tree`` made into nested closures once (``_compile``): the checks evaluate one side at
+    # several points (identities, solving), and walking the tree each time was most of it.
+    evaluate: Callable[[dict[str, float]], float] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def value(self, env: dict[str, float] | None = None) -> float:
-        return _check(float(_walk(self.tree, env or {})))
+        evaluate = self.evaluate or _compile(self.tree)
+        return _check(float(evaluate(env or {})))
 
 
-def _walk(node: ast.AST, env: dict[str, float]) -> float:
+def _compile(node: ast.AST) -> Callable[[dict[str, float]], float]:
+    """The tree's value at ``env`` as nested closures, its node types decided once: constants,
+    ``+ - * /`` and bounded powers, variables from ``env``, the functions of ``_FUNCTIONS``;
+    anything else is :class:`Unevaluable` (raised when evaluated, after the operands that come
+    first, as a walk of the tree would)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-        return float(node.value)
+        constant = float(node.value)
+        return lambda env: constant
     if isinstance(node, ast.BinOp):
-        left, right = _walk(node.left, env), _walk(node.right, env)
+        left, right = _compile(node.left), _compile(node.right)
         if isinstance(node.op, ast.Pow):
-            return _power(left, right)
+            return lambda env: _power(left(env), right(env))
         op = _OPS.get(type(node.op))
         if op is None:
-            raise Unevaluable("operator")
-        if isinstance(node.op, ast.Div) and right == 0:
-            raise Unevaluable("division by zero")
-        return _check(op(left, right))
+            return _refuse(node, ("left", "right"), "operator")
+        if isinstance(node.op, ast.Div):
+
+            def divide(env: dict[str, float]) -> float:
+                a, b = left(env), right(env)
+                if b == 0:
+                    raise Unevaluable("division by zero")
+                return _check(op(a, b))
+
+            return divide
+        return lambda env: _check(op(left(env), right(env)))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_walk(node.operand, env))
+        unary, operand = _OPS[type(node.op)], _compile(node.operand)
+        return lambda env: unary(operand(env))
     if isinstance(node, ast.Name):
-        if node.id in env:
-            return env[node.id]
-        if node.id in _CONSTANTS:
-            return _CONSTANTS[node.id]
-        raise Unevaluable(f"unknown {node.id}")
+        name = node.id
+
+        def lookup(env: dict[str, float]) -> float:
+            if name in env:
+                return env[name]
+            if name in _CONSTANTS:
+                return _CONSTANTS[name]
+            raise Unevaluable(f"unknown {name}")
+
+        return lookup
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         function = _FUNCTIONS.get(node.func.id)
         if function is None:
-            raise Unevaluable(f"function {node.func.id}")
-        try:
-            return _check(float(function(*(_walk(a, env) for a in node.args))))
-        except (ValueError, OverflowError, TypeError, ZeroDivisionError) as error:
-            raise Unevaluable(str(error)) from None
-    raise Unevaluable("not arithmetic")
+            return _refuse(node, (), f"function {node.func.id}")
+        arguments = [_compile(a) for a in node.args]
+
+        def call(env: dict[str, float]) -> float:
+            try:
+                return _check(float(function(*(a(env) for a in arguments))))
+            except (ValueError, OverflowError, TypeError, ZeroDivisionError) as error:
+                raise Unevaluable(str(error)) from None
+
+        return call
+    return _refuse(node, (), "not arithmetic")
+
+
+def _refuse(
+    node: ast.AST, first: tuple[str, ...], reason: str
+) -> Callable[[dict[str, float]], float]:
+    """A node that cannot be evaluated: its ``first`` operands are, then it refuses."""
+    operands = [_compile(getattr(node, name)) for name in first]
+
+    def refuse(env: dict[str, float]) -> float:
+        for operand in operands:
+            operand(env)
+        raise Unevaluable(reason)
+
+    return refuse
 
 
 def _free(node: ast.AST) -> frozenset[str]:
+    """The tree's variables (names that are neither constants nor functions): ``ast.walk``'s
+    Name nodes, with the node types every expression is made of followed without its
+    generic field iteration."""
     names = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and sub.id not in _CONSTANTS and sub.id not in _FUNCTIONS:
-            names.add(sub.id)
+    stack = [node]
+    while stack:
+        sub = stack.pop()
+        kind = type(sub)
+        if kind is ast.Name:
+            if sub.id not in _CONSTANTS and sub.id not in _FUNCTIONS:  # type: ignore[attr-defined]
+                names.add(sub.id)  # type: ignore[attr-defined]
+        elif kind is ast.BinOp:
+            stack += (sub.left, sub.right)  # type: ignore[attr-defined]
+        elif kind is ast.UnaryOp:
+            stack.append(sub.operand)  # type: ignore[attr-defined]
+        elif kind is not ast.Constant:
+            stack += ast.iter_child_nodes(sub)
     return frozenset(names)
 
 
@@ -205,6 +262,10 @@ def strip_math(text: str) -> str:
 
 
 def _top_level_split(text: str, separators: str) -> list[str]:
+    if not any(ch in text for ch in separators):
+        return [text]
+    if len(separators) == 1 and not any(ch in text for ch in "({[)}]"):
+        return text.split(separators)  # every separator at depth 0
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch in "({[":
@@ -227,16 +288,18 @@ ALTERNATIVES = re.compile(r"\\pm|\\mp|\bor\b|\\text\s*\{\s*or\s*\}|\\vee|\bcases
 
 def clauses(span: str) -> list[str]:
     """Pieces of a math span that state one thing each (``a = b \\quad c = d``, ``x=1, y=2``)."""
-    span = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), span)
+    if "," in span:
+        span = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), span)
     out = []
-    for piece in _CLAUSE.split(span):
+    pieces = _CLAUSE.split(span) if "\\" in span or ";" in span or "&" in span else [span]
+    for piece in pieces:
         out += [p for p in _top_level_split(piece, ",") if p.strip()]
     return out
 
 
 def chain(clause: str) -> list[str] | None:
     """The parts of ``a = b = c``; None when the clause is no equation or mixes in relations."""
-    if "=" not in clause or re.search(r"\\(?:le|ge|leq|geq|ne|neq|approx)\b|[<>]|:=|==", clause):
+    if "=" not in clause or _RELATION.search(clause):
         return None
     parts = [p.strip() for p in _top_level_split(clause, "=")]
     if len(parts) < 2 or any(not p for p in parts):
@@ -325,6 +388,11 @@ _TOKEN = re.compile(
     r"(?P<name>[A-Za-z](?:_[A-Za-z0-9]+)?)|(?P<op>\*\*|[-+*/^(),]))"
 )
 _SUBSCRIPT = re.compile(r"([A-Za-z])_\{?([A-Za-z0-9]+)\}?")
+_FACTORIAL = re.compile(r"(?<![\w)}])(\d+)!")
+_ABSOLUTE = re.compile(r"\|([^|]+)\|")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_WORD = re.compile(r"[A-Za-z]+")
+_RELATION = re.compile(r"\\(?:le|ge|leq|geq|ne|neq|approx)\b|[<>]|:=|==")
 
 
 # Words that change a number (2 dozen), name an operation (3 Y 2, cis) or a remainder: the
@@ -345,15 +413,21 @@ def _text_or_refuse(m: re.Match[str]) -> str:
 
 def _to_python(text: str) -> str:
     """LaTeX arithmetic and algebra as a Python expression, with implicit products made explicit."""
-    text = _MIXED.sub(r"(\1+\2)", text)
-    text = _TEXT.sub(_text_or_refuse, text)
+    # Each substitution only where its pattern's own characters are (most parts have none).
+    if "frac" in text:
+        text = _MIXED.sub(r"(\1+\2)", text)
+    if "\\" in text:
+        text = _TEXT.sub(_text_or_refuse, text)
     for old, new in _SIMPLE:
         text = text.replace(old, new)
-    text = _SUBSCRIPT.sub(r"\1_\2", text)
-    text = re.sub(r"(?<![\w)}])(\d+)!", r"factorial(\1)", text)
+    if "_" in text:
+        text = _SUBSCRIPT.sub(r"\1_\2", text)
+    if "!" in text:
+        text = _FACTORIAL.sub(r"factorial(\1)", text)
     text = text.replace("\\lfloor", "floor(").replace("\\rfloor", ")")
     text = text.replace("\\lceil", "ceiling(").replace("\\rceil", ")")
-    text = re.sub(r"\|([^|]+)\|", r"Abs(\1)", text)
+    if "|" in text:
+        text = _ABSOLUTE.sub(r"Abs(\1)", text)
     text = _expand_commands(text).replace("{", "(").replace("}", ")").replace("[", "(")
     text = text.replace("]", ")")
     if "\\" in text or "\x00" in text:
@@ -366,16 +440,13 @@ def _to_python(text: str) -> str:
                 break
             raise Unevaluable(f"unexpected {text[i]!r}")
         i = m.end()
-        if m.group("fn"):
+        kind = m.lastgroup  # each alternative of _TOKEN is one named group
+        if kind == "fn":
             tokens.append(("fn", m.group("fn") + "("))
-        elif m.group("const"):
+        elif kind == "const":
             tokens.append(("name", "pi"))
-        elif m.group("num"):
-            tokens.append(("num", m.group("num")))
-        elif m.group("name"):
-            tokens.append(("name", m.group("name")))
         else:
-            tokens.append(("op", m.group("op")))
+            tokens.append((kind, m.group(kind)))  # type: ignore[arg-type]
     out: list[str] = []
     previous: tuple[str, str] | None = None
     for kind, value in tokens:
@@ -498,14 +569,15 @@ def parse(part: str) -> Expr:
         tree = ast.parse(python, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise Unevaluable("syntax") from None
-    if "i" in _free(tree):
+    symbols = _free(tree)
+    if "i" in symbols:
         raise Unevaluable("i is the imaginary unit here as often as a variable")
-    numbers = tuple(re.findall(r"\d+(?:\.\d+)?", part))
-    words = (w for t in _TEXT.findall(part) for w in re.findall(r"[A-Za-z]+", t))
+    numbers = tuple(_NUMBER.findall(part))
+    words = (w for t in _TEXT.findall(part) for w in _WORD.findall(t))
     units = {w.lower().rstrip("s") for w in words}
     if DOLLAR in part or "\\$" in part:
         units.add("dollar")
-    return Expr(part, tree, _free(tree), numbers, frozenset(units), "%" in part)
+    return Expr(part, tree, symbols, numbers, frozenset(units), "%" in part, _compile(tree))
 
 
 def try_parse(part: str) -> Expr | None:

@@ -45,6 +45,9 @@ _ROUNDING = re.compile(
 )
 
 
+_DECIMAL = re.compile(r"-?\d+\.(\d+)")
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One check that fired on a step, and why."""
@@ -56,7 +59,7 @@ class Finding:
 def close(a: float, b: float, written: str = "", rounding: bool = False) -> bool:
     """Equal up to float error, or up to the rounding a written decimal result implies."""
     tolerance = 1e-9 * max(1.0, abs(a), abs(b))
-    decimals = re.fullmatch(r"-?\d+\.(\d+)", written.strip())
+    decimals = _DECIMAL.fullmatch(written.strip()) if "." in written else None
     if decimals:
         tolerance = max(tolerance, 0.5 * 10 ** -len(decimals.group(1)) + 1e-12)
     elif rounding and b == int(b) and a != int(a):

@@ -8,7 +8,7 @@ import math
 import re
 from contextlib import suppress
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from prm.checks.base import _POINTS, Finding, _fmt, close
 from prm.latex import (
@@ -30,7 +30,7 @@ class Statement:
     exprs: list[Expr | None]
     alternatives: bool
 
-    @property
+    @cached_property  # asked for on every link of the chain; the parts never change
     def symbols(self) -> frozenset[str]:
         return frozenset().union(*(e.symbols for e in self.exprs if e is not None))
 
@@ -59,6 +59,7 @@ _POSITIVE_AFTER = re.compile(
     r"(?:a\s+)?(positive|nonnegative|non-negative)"
 )
 _ANSWER = re.compile(r"#\s*Answer\s*\n+\s*(.+?)\s*$", re.S)
+_DISJUNCTION = re.compile(r"\bor\b|\\pm")
 
 
 def _boxed(text: str) -> str | None:
@@ -93,18 +94,19 @@ def read_step(text: str) -> StepMath:
             exprs = [try_parse(p) for p in parts]
             if sum(e is not None for e in exprs) >= 2 or (len(parts) == 2 and exprs[0]):
                 out.statements.append(Statement(parts, exprs, bool(ALTERNATIVES.search(span))))
-    for m in _POSITIVE.finditer(text):
-        op = ">" if m.group(1) == "positive" else ">="
-        for v in re.findall(r"(?<![\\\w])([a-z])(?!\w)", m.group(2)):
-            out.inequalities.append((v, op, 0.0))
-    for m in _POSITIVE_AFTER.finditer(text):
-        op = ">" if m.group(2) == "positive" else ">="
-        for v in re.findall(r"\$\s*([a-z])\s*\$", m.group(1)):
-            out.inequalities.append((v, op, 0.0))
-    out.disjunction = bool(re.search(r"\bor\b|\\pm", text))
+    if "positive" in text or "negative" in text:  # the words both patterns need
+        for m in _POSITIVE.finditer(text):
+            op = ">" if m.group(1) == "positive" else ">="
+            for v in re.findall(r"(?<![\\\w])([a-z])(?!\w)", m.group(2)):
+                out.inequalities.append((v, op, 0.0))
+        for m in _POSITIVE_AFTER.finditer(text):
+            op = ">" if m.group(2) == "positive" else ">="
+            for v in re.findall(r"\$\s*([a-z])\s*\$", m.group(1)):
+                out.inequalities.append((v, op, 0.0))
+    out.disjunction = bool(_DISJUNCTION.search(text))
     answer = _boxed(text)
     if answer is None:
-        m = _ANSWER.search(text)
+        m = _ANSWER.search(text) if "Answer" in text else None
         answer = m.group(1).strip().strip("$") if m else None
     if answer is not None:
         expr = try_parse(answer.split("=")[-1])

@@ -64,6 +64,8 @@ _UNIT_WORD = re.compile(
     r"(?<![\w.])(\d+(?:\.\d+)?)\s+([a-z]{3,})\s*([-+*/])\s*(\d+(?:\.\d+)?)\s+([a-z]{3,})"
     r"\s*=\s*(\d+(?:\.\d+)?)(?![\d.]\d)"
 )
+_WORDS_IN_MATH = re.compile(r"\\(?:text|mbox|mathrm)\s*\{([^{}]*)\}")
+_MATH_MARKS = re.compile(r"[$]|\\[,;!]|\\\(|\\\)|\\\[|\\\]")
 _TIMES = re.compile(r"(?<=[\d\w])\s*[x×]\s*(?=[\d.])")
 
 
@@ -94,21 +96,24 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
+@lru_cache(maxsize=1 << 10)  # a step's words are read by its own check and by word_findings
 def _plain(text: str) -> str:
-    text = re.sub(r"\\(?:text|mbox|mathrm)\s*\{([^{}]*)\}", r" \1 ", text)
-    return re.sub(r"[$]|\\[,;!]|\\\(|\\\)|\\\[|\\\]", " ", text).replace("\\%", "%")
+    if "\\" in text:
+        text = _WORDS_IN_MATH.sub(r" \1 ", text)
+    return _MATH_MARKS.sub(" ", text).replace("\\%", "%")
 
 
 @lru_cache(maxsize=1 << 15)
 def word_findings(text: str) -> list[Finding]:
     """``percent`` and ``units``: what the words and numbers of one step get wrong by themselves."""
     plain, found = _plain(text), []
-    for m in _PERCENT.finditer(plain):
+    percent = "%" in plain or "percent" in plain  # what both percentage patterns need
+    for m in _PERCENT.finditer(plain) if percent else ():
         p, whole, result = (_number(g) for g in m.groups())
         if not close(p * whole / 100, result, m.group(3), bool(_ROUNDING.search(plain))):
             reason = f"{m.group(1)}% of {m.group(2)} is {_fmt(p * whole / 100)}, not {m.group(3)}"
             found.append(Finding("percent", reason))
-    if not found:  # "25% of 80 ... 2000": the product, never divided by 100
+    if percent and not found:  # "25% of 80 ... 2000": the product, never divided by 100
         for m in _PERCENT_MENTION.finditer(plain):
             p, w = _number(m.group(1)), _number(m.group(2))
             later = [_number(n) for n in _ANY_NUMBER.findall(m.group(3))]
@@ -117,6 +122,8 @@ def word_findings(text: str) -> list[Finding]:
             if any(close(r, p * w) and not close(r, p * w / 100) for r in later):
                 reason = f"{_fmt(p * w)} is {_fmt(p)} times {_fmt(w)}, not {_fmt(p)}% of it"
                 found.append(Finding("percent", reason))
+    if not any(unit in plain for unit in _UNITS):  # both unit patterns need a unit's name
+        return found
     for m in _CONVERSION.finditer(plain):
         a, unit_a, b, unit_b = _number(m[1]), m[2], _number(m[3]), m[4]
         (kind_a, fa), (kind_b, fb) = _UNITS[unit_a], _UNITS[unit_b]
