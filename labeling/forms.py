@@ -91,6 +91,12 @@ class CandidateForm(forms.Form):
     candidate = forms.IntegerField(min_value=1, required=False)
 
 
+class CandidateChooseForm(CandidateForm):
+    """Phase 1 mode: the candidate to continue with (a choice names one)."""
+
+    candidate = forms.IntegerField(min_value=1)
+
+
 class StepWriteForm(forms.Form):
     """Phase 1 mode: the annotator's own next step, at the position the page showed."""
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import wraps
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
@@ -34,6 +35,7 @@ from labeling import queue, selectors
 from labeling.forms import (
     STEP_TIME_MAX_MS,
     TOTAL_TIME_MAX_MS,
+    CandidateChooseForm,
     CandidateForm,
     CandidateRateForm,
     FlagForm,
@@ -217,20 +219,39 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
     return _render(request, _next_context(request, campaign=campaign))
 
 
+def _draft_action(
+    request: HttpRequest,
+    *,
+    slug: str,
+    pk: int,
+    form_class: type[forms.Form],
+    unreadable: str,
+    act: Callable[[Assignment, dict], object],
+) -> HttpResponse:
+    """What every draft action does: the holder's assignment, the form read (``unreadable``
+    said when it cannot be), ``act(assignment, cleaned_data)`` (a queue service), then the
+    steps again, or the refusal next to them."""
+    assignment = _assignment(request, slug=slug, pk=pk)
+    form = form_class(request.POST)
+    if not form.is_valid():
+        return _refused(request, assignment, unreadable)
+    try:
+        act(assignment, form.cleaned_data)
+    except queue.LabelingError as error:
+        return _refused(request, assignment, error)
+    return _drafted(request, assignment)
+
+
 @_login_returns_to_label
 @require_POST
 def step_rate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Rate one step. Setting a rating is idempotent: a retried request rates it again, the same."""
-    assignment = _assignment(request, slug=slug, pk=pk)
-    form = RateForm(request.POST)
-    if not form.is_valid():
-        return _refused(request, assignment, "That rating could not be read.")
-    data = form.cleaned_data
-    time_ms = data["time_ms"]
-    if time_ms is None:
-        # No JavaScript: the time since the previous draft action (each renews the lease).
-        time_ms = _since_last_action_ms(assignment, maximum=STEP_TIME_MAX_MS)
-    try:
+
+    def act(assignment: Assignment, data: dict) -> None:
+        time_ms = data["time_ms"]
+        if time_ms is None:
+            # No JavaScript: the time since the previous draft action (each renews the lease).
+            time_ms = _since_last_action_ms(assignment, maximum=STEP_TIME_MAX_MS)
         queue.step_label_set(
             assignment=assignment,
             annotator=request.user,
@@ -239,48 +260,50 @@ def step_rate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             flagged=data["flagged"],
             time_spent_ms=time_ms,
         )
-    except queue.LabelingError as error:
-        return _refused(request, assignment, error)
-    return _drafted(request, assignment)
+
+    return _draft_action(
+        request,
+        slug=slug,
+        pk=pk,
+        form_class=RateForm,
+        unreadable="That rating could not be read.",
+        act=act,
+    )
 
 
 @_login_returns_to_label
 @require_POST
 def step_undo(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Remove the last rating (only the one the page showed as last: retries are harmless)."""
-    assignment = _assignment(request, slug=slug, pk=pk)
-    form = UndoForm(request.POST)
-    if not form.is_valid():
-        return _refused(request, assignment, "That undo could not be read.")
-    try:
-        queue.step_label_undo(
-            assignment=assignment,
-            annotator=request.user,
-            step_index=form.cleaned_data["step_index"],
-        )
-    except queue.LabelingError as error:
-        return _refused(request, assignment, error)
-    return _drafted(request, assignment)
+    return _draft_action(
+        request,
+        slug=slug,
+        pk=pk,
+        form_class=UndoForm,
+        unreadable="That undo could not be read.",
+        act=lambda assignment, data: queue.step_label_undo(
+            assignment=assignment, annotator=request.user, step_index=data["step_index"]
+        ),
+    )
 
 
 @_login_returns_to_label
 @require_POST
 def step_flag(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Flag a rated step as unsure, or clear the flag (a set, so retries are harmless)."""
-    assignment = _assignment(request, slug=slug, pk=pk)
-    form = FlagForm(request.POST)
-    if not form.is_valid():
-        return _refused(request, assignment, "That flag could not be read.")
-    try:
-        queue.step_label_flag(
+    return _draft_action(
+        request,
+        slug=slug,
+        pk=pk,
+        form_class=FlagForm,
+        unreadable="That flag could not be read.",
+        act=lambda assignment, data: queue.step_label_flag(
             assignment=assignment,
             annotator=request.user,
-            step_index=form.cleaned_data["step_index"],
-            flagged=form.cleaned_data["flagged"],
-        )
-    except queue.LabelingError as error:
-        return _refused(request, assignment, error)
-    return _drafted(request, assignment)
+            step_index=data["step_index"],
+            flagged=data["flagged"],
+        ),
+    )
 
 
 # --- Phase 1 mode: candidates rated, chosen, written, taken back (labeling.queue.phase1) ------
@@ -290,81 +313,72 @@ def step_flag(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 @require_POST
 def candidate_rate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Rate one candidate next step (setting a rating: a retried request rates it the same)."""
-    assignment = _assignment(request, slug=slug, pk=pk)
-    form = CandidateRateForm(request.POST)
-    if not form.is_valid():
-        return _refused(request, assignment, "That rating could not be read.")
-    data = form.cleaned_data
-    try:
-        queue.candidate_rate(
+    return _draft_action(
+        request,
+        slug=slug,
+        pk=pk,
+        form_class=CandidateRateForm,
+        unreadable="That rating could not be read.",
+        act=lambda assignment, data: queue.candidate_rate(
             assignment=assignment,
             annotator=request.user,
             candidate_id=data["candidate"],
             rating=data["rating"],
             flagged=data["flagged"],
             time_spent_ms=data["time_ms"],
-        )
-    except queue.LabelingError as error:
-        return _refused(request, assignment, error)
-    return _drafted(request, assignment)
+        ),
+    )
 
 
 @_login_returns_to_label
 @require_POST
 def candidate_choose(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Continue the solution with a candidate (choosing it again changes nothing)."""
-    assignment = _assignment(request, slug=slug, pk=pk)
-    form = CandidateForm(request.POST)
-    if not form.is_valid() or form.cleaned_data["candidate"] is None:
-        return _refused(request, assignment, "That choice could not be read.")
-    try:
-        queue.candidate_choose(
-            assignment=assignment,
-            annotator=request.user,
-            candidate_id=form.cleaned_data["candidate"],
-        )
-    except queue.LabelingError as error:
-        return _refused(request, assignment, error)
-    return _drafted(request, assignment)
+    return _draft_action(
+        request,
+        slug=slug,
+        pk=pk,
+        form_class=CandidateChooseForm,
+        unreadable="That choice could not be read.",
+        act=lambda assignment, data: queue.candidate_choose(
+            assignment=assignment, annotator=request.user, candidate_id=data["candidate"]
+        ),
+    )
 
 
 @_login_returns_to_label
 @require_POST
 def step_write(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Continue the solution with a step the annotator wrote."""
-    assignment = _assignment(request, slug=slug, pk=pk)
-    form = StepWriteForm(request.POST)
-    if not form.is_valid():
-        return _refused(request, assignment, "Write the step first (at most 5,000 characters).")
-    try:
-        queue.step_write(
+    return _draft_action(
+        request,
+        slug=slug,
+        pk=pk,
+        form_class=StepWriteForm,
+        unreadable="Write the step first (at most 5,000 characters).",
+        act=lambda assignment, data: queue.step_write(
             assignment=assignment,
             annotator=request.user,
-            position=form.cleaned_data["position"],
-            text=form.cleaned_data["text"],
-        )
-    except queue.LabelingError as error:
-        return _refused(request, assignment, error)
-    return _drafted(request, assignment)
+            position=data["position"],
+            text=data["text"],
+        ),
+    )
 
 
 @_login_returns_to_label
 @require_POST
 def phase1_undo(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Take back the last rating or choice (only the one the page named: retries are harmless)."""
-    assignment = _assignment(request, slug=slug, pk=pk)
-    form = CandidateForm(request.POST)
-    if not form.is_valid():
-        return _refused(request, assignment, "That undo could not be read.")
-    try:
-        queue.phase1_undo(
-            assignment=assignment,
-            annotator=request.user,
-            candidate_id=form.cleaned_data["candidate"],
-        )
-    except queue.LabelingError as error:
-        return _refused(request, assignment, error)
-    return _drafted(request, assignment)
+    return _draft_action(
+        request,
+        slug=slug,
+        pk=pk,
+        form_class=CandidateForm,
+        unreadable="That undo could not be read.",
+        act=lambda assignment, data: queue.phase1_undo(
+            assignment=assignment, annotator=request.user, candidate_id=data["candidate"]
+        ),
+    )
 
 
 @_login_returns_to_label
