@@ -11,7 +11,8 @@ from django.db import transaction
 
 from labeling.models import Assignment, FinishReason, Membership, Solution
 from labeling.queue.errors import AssignmentClosed
-from labeling.queue.shared import _first, _for_update
+from labeling.queue.screening import membership_lock_sql
+from labeling.queue.shared import _for_update, model_columns, model_fetch
 
 REVIEWABLE = (Assignment.Status.SUBMITTED, Assignment.Status.REJECTED)
 
@@ -31,18 +32,14 @@ def assignment_review_outcome(*, assignment: Assignment, rejected: bool) -> Assi
     with transaction.atomic():
         # The membership serialises this with the annotator's own writes (an amendment racing
         # the review); imported work may belong to someone who is no member any more.
-        _first(
-            Membership.objects.raw(
-                "SELECT * FROM annotators_membership WHERE campaign_id = %s AND user_id = %s"
-                + _for_update(),
-                [assignment.campaign_id, assignment.annotator_id],
-            )
+        model_fetch(
+            Membership, membership_lock_sql(), [assignment.campaign_id, assignment.annotator_id]
         )
-        locked = _first(
-            Assignment.objects.raw(
-                "SELECT * FROM labeling_assignment WHERE id = %s" + _for_update(),
-                [assignment.pk],
-            )
+        locked = model_fetch(
+            Assignment,
+            f"SELECT {model_columns(Assignment)} FROM labeling_assignment WHERE id = %s"
+            + _for_update(),
+            [assignment.pk],
         )
         if locked is None or locked.status not in REVIEWABLE:
             raise AssignmentClosed("Only submitted work can be reviewed.")

@@ -8,14 +8,17 @@ from labeling.queue.gold import GoldScore, gold_score
 from labeling.queue.shared import _for_update, model_columns, model_fetch
 
 
+def membership_lock_sql() -> str:
+    """The lock on one membership row (``campaign_id``, ``user_id``), read by ``model_fetch``."""
+    return (
+        f"SELECT {model_columns(Membership)} FROM annotators_membership"
+        " WHERE campaign_id = %s AND user_id = %s" + _for_update()
+    )
+
+
 def _membership_lock(*, campaign_id: int, annotator) -> Membership:
     """Lock the annotator's membership row: it serialises that person's writes in the campaign."""
-    membership = model_fetch(
-        Membership,
-        f"SELECT {model_columns(Membership)} FROM annotators_membership"
-        " WHERE campaign_id = %s AND user_id = %s" + _for_update(),
-        [campaign_id, annotator.pk],
-    )
+    membership = model_fetch(Membership, membership_lock_sql(), [campaign_id, annotator.pk])
     if membership is None:
         raise NotAMember()
     return membership
