@@ -15,6 +15,13 @@ the same functions order the queue), reading ``../shared/data/`` directly:
   rest of the pool by the PRM trained on what it selected so far and takes the head (``verifier``
   orders by the imported reward score, which only the Qwen solutions have: not run on phase 1);
   uniform takes a random prefix of the same shuffled pool; budgets go up to the pool's size;
+- ``machines-disagree`` orders by how much the machines disagree on a solution's steps (the PRM
+  being trained, rollouts from each step, a judge's first error: ``machine_conflict``); no
+  endpoint answers here, so the machines' words are simulated from the solution's own labels at
+  stated qualities (``simulate_evidence``: ``--rollouts`` completions per step, each reaching the
+  answer with a chance drawn per solution in ``--rollout-sound`` while the prefix is sound and
+  ``--rollout-broken`` after its first wrong step; a judge naming the true first error with
+  probability ``--judge-hit``, else any step or none), drawn once per seed;
 - at each budget a fresh ``bow`` PRM is trained on the selection (train/validation split by
   problem as ``prm train``) and measured three ways: held-out step AUROC (each distinct step once);
   first-error F1 (ProcessBench's, at the threshold fitted on the selection's validation problems)
@@ -72,6 +79,9 @@ class Pool:
         self.unique: dict = {}
         self.items: list = []
         self.refs: list[np.ndarray] = []  # per solution: indexes of its steps' unique items
+        self.verifier: list = []  # per solution: its imported verifier score (or None)
+        # by seed, per solution: the machines' words on each step (``simulate_evidence``)
+        self.evidence: dict[int, list[dict[int, list[float]]]] = {}
         for s in solutions:
             prepared = cache.get((s.problem, tuple(s.steps)))
             if prepared is None:
@@ -157,9 +167,40 @@ def run_uniform(pool, test, bon, bon_groups, budgets, *, seed, train) -> dict:
     return out
 
 
+def simulate_evidence(
+    solutions, *, seed: int, k: int, sound: tuple[float, float], broken: float, judge_hit: float
+) -> list[dict[int, list[float]]]:
+    """Machine evidence on every step of every solution, simulated from its labels (there is no
+    endpoint to ask here): a rollout value per step, the share of ``k`` completions reaching the
+    answer, each with probability ``q`` (drawn per solution from ``sound``: problems differ in
+    difficulty) while the prefix up to the step is sound and ``broken`` from the first wrong
+    step on; and a judge's verdict, 1 on the steps before the step it names and 0 on that one,
+    which is the true first error with probability ``judge_hit``, else a step drawn uniformly
+    (or none). As ``StepEvidence`` stores them, so ``machine_conflict`` reads them as the app."""
+    rng = random.Random(seed * 104729 + 17)
+    out = []
+    for s in solutions:
+        n, first = len(s.steps), s.first_error
+        q = rng.uniform(*sound)
+        words: dict[int, list[float]] = {}
+        for i in range(n):
+            p = q if first == -1 or i < first else broken
+            words[i] = [sum(rng.random() < p for _ in range(k)) / k]
+        named = first if rng.random() < judge_hit else rng.randrange(-1, n)
+        for i in range(n if named == -1 else named + 1):
+            words[i].append(0.0 if i == named else 1.0)
+        out.append(words)
+    return out
+
+
 def run_strategy(name, pool, test, bon, bon_groups, budgets, *, seed, share, train) -> dict:
     from learning.ordering import Scored
-    from learning.strategies import step_entropy, strategy_order
+    from learning.strategies import (
+        MACHINES_DISAGREE,
+        machine_conflict,
+        step_entropy,
+        strategy_order,
+    )
 
     order = list(range(len(pool.solutions)))
     random.Random(seed).shuffle(order)
@@ -176,6 +217,11 @@ def run_strategy(name, pool, test, bon, bon_groups, budgets, *, seed, share, tra
                 pool.solutions[i].answer_correct,
                 uncertainty=step_entropy(probs[i]),
                 verifier_score=pool.verifier[i],
+                machine_conflict=(
+                    machine_conflict(probs[i], pool.evidence[seed][i])
+                    if name == MACHINES_DISAGREE
+                    else None
+                ),
             )
             for i in range(len(pool.solutions))
             if i not in taken
@@ -300,6 +346,17 @@ def experiment(rows, what: str, args, *, verifier: dict, bon_rows, source: str) 
     backbone = build_backbone("bow")
     pool = Pool(pool_rows, backbone=backbone, cache=cache)
     pool.verifier = [verifier.get(id(s)) for s in pool_rows]
+    pool.evidence = {
+        seed: simulate_evidence(
+            pool_rows,
+            seed=seed,
+            k=args.rollouts,
+            sound=tuple(args.rollout_sound),
+            broken=args.rollout_broken,
+            judge_hit=args.judge_hit,
+        )
+        for seed in args.seeds
+    }
     test = Pool(test_rows, backbone=backbone, cache=cache)
     held = [r for r in bon_rows if prm.split_of(r[0]) == "test"]
     by_problem: dict[str, list] = {}
@@ -527,6 +584,20 @@ def main(argv: list[str] | None = None) -> None:
         help="who labels: the real phase 1 ratings, a reference PRM on model solutions, or both",
     )
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument("--rollouts", type=int, default=8, help="simulated rollouts per step (8)")
+    parser.add_argument(
+        "--rollout-sound",
+        type=float,
+        nargs=2,
+        default=[0.3, 0.9],
+        help="the range of a sound prefix's chance to reach the answer, drawn per solution",
+    )
+    parser.add_argument(
+        "--rollout-broken", type=float, default=0.1, help="the chance after a wrong step (0.1)"
+    )
+    parser.add_argument(
+        "--judge-hit", type=float, default=0.6, help="the judge names the first error (0.6)"
+    )
     parser.add_argument(
         "--merge",
         type=Path,

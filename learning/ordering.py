@@ -26,6 +26,8 @@ class Scored:
     verifier_score: float | None = None  # imported with the solution
     served_score: float | None = None  # a served PRM's (``learning.served``), where it scored it
     disagreement: float | None = None  # of an ensemble on bootstrap resamples (``ensemble``)
+    # of the PRM and the machine evidence on its steps (``machines-disagree``)
+    machine_conflict: float | None = None
 
     @property
     def wrong(self) -> bool:

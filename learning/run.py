@@ -15,6 +15,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from django.conf import settings
@@ -34,6 +35,7 @@ from learning.strategies import (
     CONTROL_ARM,
     ENSEMBLE,
     ENSEMBLE_MEMBERS,
+    MACHINES_DISAGREE,
     UNIFORM,
     auto_choice,
     strategy_order,
@@ -183,8 +185,6 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         )
     stages.timings.update({f"solutions_{k}": v for k, v in counts.items()})
     if campaign.al_scoring_endpoint:  # the served PRM's scores, for the strategy that uses them
-        from dataclasses import replace
-
         from learning.served import served_scores
 
         served = served_scores(campaign=campaign)
@@ -192,6 +192,14 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         stages.timings["solutions_served_scores"] = sum(
             1 for s in scored if s.served_score is not None
         )
+
+    if ordered_by == MACHINES_DISAGREE:  # what the machines say of the steps, beside the PRM
+        with stages("evidence"):
+            from learning.machine_evidence import machine_conflicts
+
+            conflicts = machine_conflicts(campaign=campaign, scorer=scorer)
+            scored = [replace(s, machine_conflict=conflicts.get(s.solution_id)) for s in scored]
+        stages.timings["solutions_with_machine_evidence"] = len(conflicts)
 
     with stages("order"):
         strategy = campaign.al_strategy  # recorded on the run; auto orders by what it chose

@@ -27,6 +27,11 @@ with the same functions.
 - ``ensemble``: ActPRM's ensemble uncertainty: ``ENSEMBLE_MEMBERS`` ``bow`` PRMs trained on
   bootstrap resamples of the labels (by problem), the solutions where they disagree most first
   (the mean over steps of the members' standard deviation of P(correct));
+- ``machines-disagree``: human labels where the machines disagree (issue 29): on each step, the
+  spread (highest minus lowest P(correct)) of what the campaign's PRM, the served PRM, the
+  rollouts from the step and the judge say of it (``machine_conflict``); the solutions with the
+  largest spread on any step first, those no machine but the PRM spoke of after them, by the
+  PRM's own entropy (``learning.evidence`` gathers the evidence for a run);
 - ``auto``: not an order of its own but a choice among the others by what this campaign
   measured (``auto_choice``, ``AUTO_RULE``): uniform until a strategy's data-efficiency interval
   lies above 1, then that strategy, and uniform again when none does.
@@ -36,7 +41,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from labeling.models import Campaign
@@ -50,6 +55,7 @@ MIXED = Campaign.Strategy.MIXED.value
 SERVED_PRM = Campaign.Strategy.SERVED_PRM.value
 ENSEMBLE = Campaign.Strategy.ENSEMBLE.value
 AUTO = Campaign.Strategy.AUTO.value
+MACHINES_DISAGREE = Campaign.Strategy.MACHINES_DISAGREE.value
 ENSEMBLE_MEMBERS = 4  # bow models on bootstrap resamples of the labels, beside the run's own
 NAMES = list(Campaign.Strategy.values)
 # The strategies that follow PRM800K's rule, so the campaign's share of wrong answers applies (auto
@@ -114,6 +120,42 @@ def order_ensemble(items: Sequence[Scored], *, wrong_share: float, seed: int = 0
         key=lambda s: (
             s.disagreement is None,
             *_key(s.disagreement if s.disagreement is not None else s.uncertainty, s.solution_id),
+        ),
+    )
+
+
+def machine_conflict(prm: Sequence[float], others: Mapping[int, Sequence[float]]) -> float | None:
+    """How much the machines disagree on a solution: the largest, over its steps, of the spread
+    (highest minus lowest) of the P(correct) each machine gives the step: ``prm[i]``, the PRM's,
+    and ``others[i]``, every other machine's word on step ``i`` (a rollout value: the share of
+    completions from the step reaching the answer; a judge's verdict: 1 sound so far, 0 the
+    first error; a served PRM's score). None when no other machine spoke of any of its steps:
+    the PRM alone is no disagreement."""
+    worst: float | None = None
+    for index, words in others.items():
+        values = [float(v) for v in words if v is not None and math.isfinite(v)]
+        if not values:
+            continue
+        if 0 <= index < len(prm):
+            values.append(float(prm[index]))
+        spread = max(values) - min(values)
+        worst = spread if worst is None else max(worst, spread)
+    return worst
+
+
+def order_machines_disagree(
+    items: Sequence[Scored], *, wrong_share: float, seed: int = 0
+) -> list[Scored]:
+    """Where the machines disagree most first; a solution no other machine than the PRM spoke
+    of by the PRM's own entropy, after those with evidence."""
+    return sorted(
+        items,
+        key=lambda s: (
+            s.machine_conflict is None,
+            *_key(
+                s.machine_conflict if s.machine_conflict is not None else s.uncertainty,
+                s.solution_id,
+            ),
         ),
     )
 
@@ -210,6 +252,7 @@ STRATEGIES: dict[str, Callable[..., list[Scored]]] = {
     MIXED: order_mixed,
     SERVED_PRM: order_served_prm,
     ENSEMBLE: order_ensemble,
+    MACHINES_DISAGREE: order_machines_disagree,
     # Where auto starts (a run resolves it with ``auto_choice`` before ordering).
     AUTO: order_uniform,
 }

@@ -131,6 +131,10 @@ class Campaign(models.Model):
         MIXED = "mixed", "half uncertainty, half convincing wrong answers"
         SERVED_PRM = "served-prm", "convincing wrong answers by the served PRM"
         ENSEMBLE = "ensemble", "ensemble disagreement (PRMs on resamples of the labels)"
+        MACHINES_DISAGREE = (
+            "machines-disagree",
+            "where the machines disagree (PRM, rollouts, judge)",
+        )
         AUTO = "auto", "auto (uniform until a strategy is measured to pay here)"
 
     al_strategy = models.CharField(

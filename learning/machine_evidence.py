@@ -1,0 +1,56 @@
+"""What the ``machines-disagree`` strategy orders by: how much the machines disagree on each open
+solution's steps.
+
+The machines are the campaign's own PRM (the run's model), the served PRM when the campaign has
+one (``learning.served``), and the machine evidence (``labeling.models.StepEvidence``: rollout
+values and a judge's verdicts, asked for by ``imports.evidence``). ``machine_conflicts`` gathers
+their words on the open solutions that have any besides the PRM's and measures each with
+``learning.strategies.machine_conflict``; the run attaches the result to its ``Scored`` items.
+Only those solutions are scored again for their steps' P(correct) (the run's scoring keeps
+solution-level figures), so the cost grows with the evidence, not with the queue.
+"""
+
+from __future__ import annotations
+
+from labeling.models import Campaign, Solution, StepEvidence
+from learning.rescoring import _solution_texts
+from learning.strategies import machine_conflict
+
+
+def machine_words(*, campaign: Campaign) -> dict[int, dict[int, list[float]]]:
+    """Every other machine's P(correct) of each step, by open solution id and step index: the
+    rollout values and judge verdicts stored for the campaign's open regular solutions, and the
+    served PRM's step scores where it scored them."""
+    open_ids = Solution.objects.filter(
+        campaign=campaign, kind=Solution.Kind.REGULAR, is_open=True
+    ).values("pk")
+    words: dict[int, dict[int, list[float]]] = {}
+    for solution_id, index, value in StepEvidence.objects.filter(
+        solution_id__in=open_ids
+    ).values_list("solution_id", "step__index", "value"):
+        words.setdefault(solution_id, {}).setdefault(index, []).append(value)
+    if campaign.al_scoring_endpoint:
+        from learning.served import served_step_scores_of
+
+        still_open = set(open_ids.values_list("pk", flat=True))
+        for solution_id, steps in served_step_scores_of(campaign=campaign).items():
+            if solution_id in still_open:
+                for index, value in enumerate(steps or []):
+                    words.setdefault(solution_id, {}).setdefault(index, []).append(float(value))
+    return words
+
+
+def machine_conflicts(*, campaign: Campaign, scorer) -> dict[int, float]:
+    """``machine_conflict`` of every open solution some machine besides the PRM spoke of, with
+    ``scorer`` (the run's PRM) for the PRM's word on each step."""
+    words = machine_words(campaign=campaign)
+    if not words:
+        return {}
+    texts = list(_solution_texts(campaign=campaign, ids=set(words)))
+    probs = scorer.score([(problem, steps) for _, problem, steps in texts])
+    out: dict[int, float] = {}
+    for (solution_id, _, _), prm in zip(texts, probs, strict=True):
+        conflict = machine_conflict(prm, words[solution_id])
+        if conflict is not None:
+            out[solution_id] = conflict
+    return out
