@@ -155,3 +155,34 @@ def test_the_control_arm_keeps_its_share_under_this_strategy():
     )
     assert sorted(s.solution_id for s in order) == list(range(10))
     assert arms.count("control") == 2
+
+
+@pytest.mark.django_db
+def test_the_served_prms_step_scores_are_one_more_machine(settings, monkeypatch):
+    monkeypatch.setenv("SERVED_PRM_KEY", "k")
+    settings.STEPWISE_ENDPOINTS = [
+        {
+            "name": "prm",
+            "kind": "pooling",
+            "base_url": "http://127.0.0.1:9/v1",
+            "models": ["Qwen/Qwen2.5-Math-PRM-7B"],
+            "key_env": "SERVED_PRM_KEY",
+        }
+    ]
+    from learning.models import ServedScore
+
+    campaign = make_campaign(al_scoring_endpoint="prm")
+    scored, gone = (make_solution(campaign=campaign, steps=STEPS) for _ in range(2))
+    for solution in (scored, gone):
+        ServedScore.objects.create(
+            campaign=campaign,
+            solution=solution,
+            endpoint="prm",
+            model="Qwen/Qwen2.5-Math-PRM-7B",
+            step_scores=[0.9, 0.2, 0.1],
+            score=0.018,
+        )
+    _evidence(scored, 1, "judge", 0.0)
+    Solution.objects.filter(pk=gone.pk).update(is_open=False)  # labelled since: not in the queue
+
+    assert machine_words(campaign=campaign) == {scored.pk: {0: [0.9], 1: [0.0, 0.2], 2: [0.1]}}
