@@ -76,6 +76,10 @@ def test_the_page_fits_the_screen_with_one_version_and_a_run(
     box = wrapper.bounding_box()
     assert box and box["x"] + box["width"] <= width
     page.screenshot(path=f"/tmp/alpage-{width}.png", full_page=True)
+    for part in ("al-bestofn", "al-models", "al-runs"):
+        page.locator(f"section[aria-labelledby={part}]").screenshot(
+            path=f"/tmp/alpage-{width}-{part}.png"
+        )
 
 
 def test_the_settings_form_follows_the_strategy_select(live_server, page, campaign_page):
