@@ -15,6 +15,7 @@ from labeling.permissions import (
     campaign_nav,
 )
 from learning import selectors, strategies
+from learning.applies import setting_applies
 from learning.bestofn import best_of_n_verdict
 from learning.charts import best_of_n_chart
 from learning.served import ScoringRefused, campaign_scoring, scoring_job_start
@@ -73,23 +74,36 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
         ],
         "best_of_n_chart": best_of_n_chart(curve) if curve.get("accuracy") else None,
         "best_of_n_verdict": best_of_n_verdict(curve),
-        "uses_wrong_share": campaign.al_strategy in strategies.WRONG_SHARE_STRATEGIES,
-        "first_error_f1_zero": any(m.metrics.get("first_error_f1") == 0 for m in models),
-        "stages": (
-            "export",
-            "train",
-            "evaluate",
-            "bestofn",
-            "ensemble",
-            "efficiency",
-            "register",
-            "score",
-            "order",
-            "write",
-            "total",
+        "uses_wrong_share": setting_applies("al_wrong_answer_share", strategy=campaign.al_strategy),
+        "shows_served": served_error
+        or setting_applies(
+            "al_scoring_endpoint",
+            strategy=campaign.al_strategy,
+            value=campaign.al_scoring_endpoint,
         ),
+        "ensemble_members": strategies.ENSEMBLE_MEMBERS
+        if campaign.al_strategy == strategies.ENSEMBLE
+        else None,
+        "first_error_f1_zero": any(m.metrics.get("first_error_f1") == 0 for m in models),
+        # Only the stages some run timed (the ensemble's only where a run ordered by it).
+        "stages": [s for s in STAGES if any(s in run.timings for run in runs)],
     }
     return render(request, "learning/active_learning.html", context)
+
+
+STAGES = (
+    "export",
+    "train",
+    "evaluate",
+    "bestofn",
+    "ensemble",
+    "efficiency",
+    "register",
+    "score",
+    "order",
+    "write",
+    "total",
+)
 
 
 @login_required
