@@ -11,8 +11,9 @@ SETTING_STRATEGIES: dict[str, tuple[str, ...]] = {
     "al_wrong_answer_share": strategies.WRONG_SHARE_STRATEGIES,
     # Uniform is the control itself: the whole queue is its arm.
     "al_control_share": tuple(s for s in strategies.NAMES if s != strategies.UNIFORM),
-    "al_scoring_endpoint": (strategies.SERVED_PRM,),
-    "al_scoring_model": (strategies.SERVED_PRM,),
+    # served-prm orders by it; machines-disagree counts its step scores as one more machine
+    "al_scoring_endpoint": (strategies.SERVED_PRM, strategies.MACHINES_DISAGREE),
+    "al_scoring_model": (strategies.SERVED_PRM, strategies.MACHINES_DISAGREE),
 }
 # Shown whatever the strategy once chosen: a served PRM still scores, joins the best-of-N curve
 # and shows on the item page, and the manager must be able to see and clear it.

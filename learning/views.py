@@ -100,6 +100,7 @@ STAGES = (
     "efficiency",
     "register",
     "score",
+    "evidence",
     "order",
     "write",
     "total",

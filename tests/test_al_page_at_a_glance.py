@@ -199,6 +199,7 @@ def settings_rows(body: str) -> dict[str, str]:
         ("ensemble", {"al_wrong_answer_share", "al_scoring_endpoint"}),
         ("convincing-wrong", {"al_scoring_endpoint"}),
         ("served-prm", set()),
+        ("machines-disagree", {"al_wrong_answer_share"}),  # a served PRM is one more machine
     ],
 )
 def test_the_settings_form_hides_the_settings_the_strategy_does_not_use(client, strategy, hidden):
@@ -213,7 +214,7 @@ def test_the_settings_form_hides_the_settings_the_strategy_does_not_use(client, 
         'data-al-strategies="convincing-wrong verifier mixed served-prm auto"'
         in (rows["al_wrong_answer_share"])
     )
-    assert 'data-al-strategies="served-prm"' in rows["al_scoring_endpoint"]
+    assert 'data-al-strategies="served-prm machines-disagree"' in rows["al_scoring_endpoint"]
     assert '<script src="/static/js/settings.js"></script>' in body
     # A hidden setting is still in the form, so saving keeps its value.
     assert 'name="al_wrong_answer_share"' in body
