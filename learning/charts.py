@@ -86,7 +86,7 @@ def best_of_n_chart(curve: dict, *, width: int = 600, height: int = 280) -> Safe
     if not ns or not series:
         return _svg(width, 40, title, [_text(8, 20, "no data yet", "label")])
     support = curve.get("problems_at_n") or []
-    left, right, top, bottom = 58, 24, 12, 46
+    left, right, top, bottom = 58, 44, 12, 46  # right: half of "147 problems" under the last N
     plot_w, plot_h = width - left - right, height - top - bottom
     span = math.log2(ns[-1]) if ns[-1] > 1 else 1.0
 
