@@ -178,3 +178,21 @@ def export_name(campaign: Campaign, user) -> str:
     from exports.pseudonyms import annotator_pseudonym
 
     return annotator_pseudonym(campaign_id=campaign.pk, user_id=user.pk)
+
+
+def make_evidence(
+    solution: Solution, step: int, kind: str, value: float, *, samples: int = 4
+) -> None:
+    """A machine's word on step ``step`` of ``solution`` (a rollout value or a judge's verdict),
+    with ``correct`` as the value implies."""
+    from labeling.models import StepEvidence
+
+    StepEvidence.objects.create(
+        solution=solution,
+        step=solution.steps.get(index=step),
+        kind=kind,
+        model="stub",
+        value=value,
+        samples=samples,
+        correct=round(value * samples),
+    )

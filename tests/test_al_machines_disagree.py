@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import prm
-from labeling.models import Solution, StepEvidence
+from labeling.models import Solution
 from learning.machine_evidence import machine_conflicts, machine_words
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored
@@ -25,7 +25,7 @@ from learning.strategies import (
     strategy_order,
     with_control,
 )
-from tests.factories import make_campaign, make_solution
+from tests.factories import make_campaign, make_evidence, make_solution
 
 SMALL = Path(__file__).parent / "fixtures" / "prm" / "phase1_trl_small.jsonl"
 
@@ -69,18 +69,6 @@ def media(settings, tmp_path):
     return tmp_path
 
 
-def _evidence(solution, index: int, kind: str, value: float, samples: int = 1) -> None:
-    StepEvidence.objects.create(
-        solution=solution,
-        step=solution.steps.get(index=index),
-        kind=kind,
-        model="m",
-        value=value,
-        samples=samples,
-        correct=round(value * samples),
-    )
-
-
 STEPS = ["We add 2 and 3 to get 5.", "Then 5 times 4 is 20.", "# Answer\n\n20"]
 
 
@@ -94,12 +82,12 @@ def test_machine_conflicts_read_the_evidence_of_open_solutions_with_the_prms_ste
     silent = make_solution(campaign=campaign, steps=STEPS)
     closed = make_solution(campaign=campaign, steps=STEPS, is_open=False)
     other = make_solution(campaign=make_campaign(), steps=STEPS)
-    _evidence(judged, 0, "judge", 1.0)
-    _evidence(judged, 1, "judge", 0.0)
-    _evidence(rolled, 1, "rollout", 0.25, samples=8)
-    _evidence(rolled, 2, "rollout", 0.0, samples=8)
-    _evidence(closed, 0, "judge", 0.0)
-    _evidence(other, 0, "judge", 0.0)
+    make_evidence(judged, 0, "judge", 1.0, samples=1)
+    make_evidence(judged, 1, "judge", 0.0, samples=1)
+    make_evidence(rolled, 1, "rollout", 0.25, samples=8)
+    make_evidence(rolled, 2, "rollout", 0.0, samples=8)
+    make_evidence(closed, 0, "judge", 0.0, samples=1)
+    make_evidence(other, 0, "judge", 0.0, samples=1)
 
     words = machine_words(campaign=campaign)
     assert words == {judged.pk: {0: [1.0], 1: [0.0]}, rolled.pk: {1: [0.25], 2: [0.0]}}
@@ -120,9 +108,9 @@ def test_a_run_puts_where_the_machines_disagree_first(media):
     prm.train(SMALL, media / "prm" / "x" / "v1", backbone="bow", epochs=1, progress=False)
     campaign = make_campaign(al_strategy=MACHINES_DISAGREE, al_control_share=0.0)
     solutions = [make_solution(campaign=campaign, steps=STEPS) for _ in range(6)]
-    # the same steps, so the same PRM word: the evidence alone orders them
-    _evidence(solutions[4], 1, "judge", 0.0)  # the judge names step 1: a wide disagreement
-    _evidence(solutions[2], 0, "rollout", 1.0, samples=8)  # every rollout reaches the answer
+    # two solutions with evidence, four without (those follow, by the PRM's entropy)
+    make_evidence(solutions[4], 1, "judge", 0.0, samples=1)  # the judge names step 1
+    make_evidence(solutions[2], 0, "rollout", 1.0, samples=8)  # every rollout reaches the answer
     model = PRMModel.objects.create(campaign=campaign, version=1, path="prm/x/v1")
     run = active_learning_run(run=ActiveLearningRun.objects.create(campaign=campaign, model=model))
 
@@ -182,7 +170,7 @@ def test_the_served_prms_step_scores_are_one_more_machine(settings, monkeypatch)
             step_scores=[0.9, 0.2, 0.1],
             score=0.018,
         )
-    _evidence(scored, 1, "judge", 0.0)
+    make_evidence(scored, 1, "judge", 0.0, samples=1)
     Solution.objects.filter(pk=gone.pk).update(is_open=False)  # labelled since: not in the queue
 
     assert machine_words(campaign=campaign) == {scored.pk: {0: [0.9], 1: [0.0, 0.2], 2: [0.1]}}

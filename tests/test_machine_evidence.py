@@ -18,7 +18,14 @@ from imports.evidence import (
 from imports.models import EvidenceJob
 from labeling.curation.filters import SolutionFilter
 from labeling.models import Membership, Solution, StepEvidence
-from tests.factories import make_campaign, make_labelled, make_member, make_problem, make_solution
+from tests.factories import (
+    make_campaign,
+    make_evidence,
+    make_labelled,
+    make_member,
+    make_problem,
+    make_solution,
+)
 from tests.generation_servers import Script, StubServer
 
 STEPS = [
@@ -207,41 +214,29 @@ def test_requests_that_cannot_be_jobs_are_refused_naming_the_field(settings):
     assert not EvidenceJob.objects.exists()
 
 
-def _evidence_on(solution, step: int, kind: str, value: float, samples: int = 4) -> None:
-    StepEvidence.objects.create(
-        solution=solution,
-        step=solution.steps.get(index=step),
-        kind=kind,
-        model="stub",
-        value=value,
-        samples=samples,
-        correct=round(value * samples),
-    )
-
-
 @pytest.mark.django_db
 def test_the_conflict_filter_finds_labels_the_machines_contradict():
     campaign = make_campaign()
     rated_positive_rollouts_fail = _solution(campaign)
     make_labelled(solution=rated_positive_rollouts_fail, ratings=[1, 1, -1])
-    _evidence_on(rated_positive_rollouts_fail, 1, "rollout", 0.0)
+    make_evidence(rated_positive_rollouts_fail, 1, "rollout", 0.0)
 
     judge_error_nobody_marked = _solution(campaign)
     make_labelled(solution=judge_error_nobody_marked, ratings=[1, 0, 0, 1])
-    _evidence_on(judge_error_nobody_marked, 1, "judge", 0.0, samples=1)
+    make_evidence(judge_error_nobody_marked, 1, "judge", 0.0, samples=1)
 
     rated_negative_all_reach = _solution(campaign)
     make_labelled(solution=rated_negative_all_reach, ratings=[-1])
-    _evidence_on(rated_negative_all_reach, 0, "rollout", 1.0)
+    make_evidence(rated_negative_all_reach, 0, "rollout", 1.0)
 
     agreeing = _solution(campaign)  # the humans found the error the machines found
     make_labelled(solution=agreeing, ratings=[1, -1])
-    _evidence_on(agreeing, 0, "rollout", 1.0)
-    _evidence_on(agreeing, 1, "rollout", 0.0)
-    _evidence_on(agreeing, 1, "judge", 0.0, samples=1)
+    make_evidence(agreeing, 0, "rollout", 1.0)
+    make_evidence(agreeing, 1, "rollout", 0.0)
+    make_evidence(agreeing, 1, "judge", 0.0, samples=1)
 
     unlabelled_with_evidence = _solution(campaign)  # machines alone conflict with nobody
-    _evidence_on(unlabelled_with_evidence, 1, "judge", 0.0, samples=1)
+    make_evidence(unlabelled_with_evidence, 1, "judge", 0.0, samples=1)
     without = _solution(campaign)
 
     def matching(value: str) -> set[int]:
@@ -296,7 +291,7 @@ def test_managers_ask_from_the_item_page_see_the_evidence_and_annotators_never_d
         {"id": [str(solution.pk)]},
         8,
     )
-    _evidence_on(solution, 1, "rollout", 0.0)
+    make_evidence(solution, 1, "rollout", 0.0)
     page = client.get(item).content.decode()
     assert "rollouts: 0 of 4 reach the answer" in page
     jobs = client.get(ask + f"?id={solution.pk}").content.decode()
