@@ -6,6 +6,10 @@ asking twice, shown on the item page, filtered as conflicts, never shown to anno
 
 from __future__ import annotations
 
+import math
+import random
+import threading
+
 import pytest
 from django.urls import reverse
 
@@ -303,3 +307,46 @@ def test_managers_ask_from_the_item_page_see_the_evidence_and_annotators_never_d
     assert label.status_code == 200
     text = label.content.decode()
     assert "rollouts:" not in text and "judge:" not in text and "Continue from here" not in text
+
+
+# The scripted chance that a completion from each step's prefix reaches the answer (4).
+REACH = {0: 0.8, 1: 0.25, 2: 0.05}
+
+
+def _binomial_tail_p(k: int, n: int, p: float) -> float:
+    """The smaller tail probability of ``k`` successes in ``n`` at ``p`` (tails inclusive)."""
+    pmf = [math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(n + 1)]
+    return min(sum(pmf[: k + 1]), sum(pmf[k:]))
+
+
+@pytest.mark.django_db
+def test_rollout_values_match_the_scripted_chances_within_their_binomial_intervals(settings):
+    rng, lock = random.Random(29), threading.Lock()
+
+    def chancy(body: dict) -> str:
+        prefix = body["messages"][-1]["content"]
+        step = 2 if "So the answer is" in prefix else 1 if "= 5" in prefix else 0
+        with lock:
+            reached = rng.random() < REACH[step]
+        return "Then 4.\n\n# Answer\n\n4" if reached else "So 5.\n\n# Answer\n\n5"
+
+    solution, n = _solution(), 64
+    with StubServer(Script(reply=chancy)) as server:
+        job = evidence_job_create(
+            campaign=solution.campaign,
+            created_by=None,
+            kind="rollouts",
+            endpoint=declare(settings, server.base_url),
+            selection={"id": [solution.pk]},
+            samples_per_step=n,
+            concurrency=4,
+            enqueue=False,
+        )
+        job = evidence_job_run(job=job)
+    assert job.status == "done", job.errors
+    got = _evidence(solution)
+    for step, p in REACH.items():
+        e = got[step, "rollout"]
+        assert (e.samples, e.value) == (n, e.correct / n)
+        # inside the scripted chance's two-sided 99.9% binomial interval
+        assert _binomial_tail_p(e.correct, n, p) > 0.0005, (step, e.correct, p)
