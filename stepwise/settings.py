@@ -81,7 +81,8 @@ MIDDLEWARE = [
     "common.logs.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "stepwise.security.ContentSecurityPolicyMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # WhiteNoise, scanning the static files once a process (stepwise/static.py).
+    "stepwise.static.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
