@@ -68,8 +68,16 @@ class Features:
         """Featurise ``(id, content_hash, problem, steps)`` solutions with the backbone.
 
         Ids go into int32 arrays every ``FLUSH_ITEMS`` steps: as Python lists of ints a million
-        steps would take over a gigabyte.
+        steps would take over a gigabyte. Garbage is collected less often meanwhile
+        (``prm.runtime.featurising_gc``).
         """
+        from prm.runtime import featurising_gc  # here: importing it imports torch
+
+        with featurising_gc():
+            return cls._build(backbone, solutions)
+
+    @classmethod
+    def _build(cls, backbone, solutions: Iterable[tuple[int, str, str, Sequence[str]]]) -> Features:
         ids, hashes, starts = [], [], [0]
         flat: dict[str, list[int]] = {}
         lengths: dict[str, list[int]] = {}

@@ -31,7 +31,7 @@ from safetensors.torch import load_file, save_file
 from prm.backbones import Backbone, Item, load_backbone
 from prm.data import Solution, sha256_file
 from prm.metrics import aggregate as aggregate_probs
-from prm.runtime import configure_threads, pick_device
+from prm.runtime import configure_threads, featurising_gc, pick_device
 
 FORMAT = "stepwise-prm"
 FORMAT_VERSION = 1
@@ -104,15 +104,16 @@ def solution_logits(
         refs: list[tuple[int, tuple[int, ...], int]] = []  # (solution's offset, steps, item)
         lengths = []
         offset = 0
-        for problem, steps in chunk:
-            for it in backbone.prepare(problem, steps):
-                idx = unique.get(it.key)
-                if idx is None:
-                    idx = unique[it.key] = len(items)
-                    items.append(it)
-                refs.append((offset, it.steps, idx))
-            lengths.append(len(steps))
-            offset += len(steps)
+        with featurising_gc():
+            for problem, steps in chunk:
+                for it in backbone.prepare(problem, steps):
+                    idx = unique.get(it.key)
+                    if idx is None:
+                        idx = unique[it.key] = len(items)
+                        items.append(it)
+                    refs.append((offset, it.steps, idx))
+                lengths.append(len(steps))
+                offset += len(steps)
         flat, starts = item_logits(backbone, items, device=device, batch_size=batch_size)
         where = np.zeros(offset, dtype=np.int64)
         for base, positions, idx in refs:

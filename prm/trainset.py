@@ -27,6 +27,7 @@ import torch
 from prm.backbones import Backbone, Item
 from prm.data import Solution, unique_steps
 from prm.items import PackedItems, RowIndex, copy_items, featurise, gather
+from prm.runtime import featurising_gc
 from prm.scoring import batch_size_for, item_logits, solution_logits
 
 
@@ -115,13 +116,15 @@ def listed_sets(backbone: Backbone, parts: Sequence[Sequence[Solution]]) -> list
     for rows in parts:
         seen: set = set()
         items = []
-        for s in rows:
-            for it in backbone.prepare(s.problem, s.steps):
-                if it.key in seen:
-                    continue
-                seen.add(it.key)
-                # a copy: a memoised ``prepare`` (``prepare_cache``) hands out shared items
-                items.append(dataclasses.replace(it, labels=tuple(s.labels[i] for i in it.steps)))
+        with featurising_gc():
+            for s in rows:
+                for it in backbone.prepare(s.problem, s.steps):
+                    if it.key in seen:
+                        continue
+                    seen.add(it.key)
+                    # a copy: a memoised ``prepare`` (``prepare_cache``) hands out shared items
+                    labels = tuple(s.labels[i] for i in it.steps)
+                    items.append(dataclasses.replace(it, labels=labels))
         out.append(ListedSet(backbone, items, rows))
     return out
 
@@ -155,7 +158,8 @@ def packed_sets(
     stats["keys_seconds"] = round(time.perf_counter() - started, 2)
 
     t = time.perf_counter()
-    fresh_items, fresh_bags = _featurise(backbone, rows, index, ~found_mask, workers, prepare)
+    with featurising_gc():
+        fresh_items, fresh_bags = _featurise(backbone, rows, index, ~found_mask, workers, prepare)
     stats["featurised"] = len(fresh_items)
     stats["from_cache"] = int(found_mask.sum())
     stats["featurise_seconds"] = round(time.perf_counter() - t, 2)
@@ -181,7 +185,8 @@ def packed_sets(
         copied = cache.fill(bags, found)
         lost = found_mask & ~copied  # a shard compacted away since lookup: featurise those
         if lost.any():
-            again, again_bags = _featurise(backbone, rows, index, lost, workers, prepare)
+            with featurising_gc():
+                again, again_bags = _featurise(backbone, rows, index, lost, workers, prepare)
             for name, bag in bags.items():
                 src = again_bags[name]
                 copy_items(bag, again, src, np.arange(len(again), dtype=np.int64))
