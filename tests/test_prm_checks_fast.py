@@ -136,3 +136,21 @@ def test_compiled_evaluation_gives_the_tree_walks_values_and_errors():
     for expr in exprs:
         for env in envs:
             assert _outcome(expr.value, env) == _outcome(_walked, expr, env), (expr.text, env)
+
+
+def test_any_word_finds_what_the_plain_alternation_finds():
+    import re
+
+    from prm.checks.base import _HYPOTHESIS, _NEGATION, _SELECTION, any_word
+
+    texts = [text for problem, steps in real_solutions() for text in [problem, *steps]]
+    texts += ["NOT so", "Isn't it", "There  are", "there are", "IFFY", "x-if-y", "Works!", "(case)"]
+    for pattern in (_NEGATION, _HYPOTHESIS, _SELECTION):
+        guard = re.fullmatch(r"\\b\(\?=\[([A-Za-z]+)\]\)\(\?:(.*)\)\\b", pattern.pattern, re.S)
+        assert guard is not None, pattern.pattern
+        plain = re.compile(rf"\b(?:{guard.group(2)})\b", re.I)  # the word list without the guard
+        for text in texts:
+            found = [m.span() for m in pattern.finditer(text)]
+            assert found == [m.span() for m in plain.finditer(text)], (pattern.pattern, text)
+    with pytest.raises(ValueError, match="starts with a letter"):
+        any_word("yes|(?:no)")
