@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from prm.latex import PLAIN_NUMBER
+
 # Bump when tokens or structural tokens change: a checkpoint's weights only mean something with
 # the features it was trained on, and loading refuses a mismatch rather than scoring garbage.
 # 3: the exact checks of prm.checks (``bow`` option ``checks``; a version 2 model is one without).
@@ -103,6 +105,8 @@ def _evaluate_node(node: ast.AST) -> float:
 
 def _evaluate(expression: str) -> float | None:
     expression = expression.strip().rstrip(".")
+    if PLAIN_NUMBER.fullmatch(expression):  # most parts: what ast.parse would read, directly
+        return float(expression)
     if not _DIGIT.search(expression):
         return None
     try:
@@ -115,10 +119,12 @@ def _evaluate(expression: str) -> float | None:
 def _to_python_arithmetic(text: str) -> str:
     for old, new in _REPLACE:
         text = text.replace(old, new)
-    text = _THOUSANDS.sub(r"\1\2", text)
-    for _ in range(3):  # nested \frac / \sqrt, innermost first
-        text = _FRAC.sub(r"((\1)/(\2))", text)
-        text = _SQRT.sub(r"((\1)**0.5)", text)
+    if "," in text:
+        text = _THOUSANDS.sub(r"\1\2", text)
+    if "frac" in text or "sqrt" in text:  # each pattern's own letters (most steps have neither)
+        for _ in range(3):  # nested \frac / \sqrt, innermost first
+            text = _FRAC.sub(r"((\1)/(\2))", text)
+            text = _SQRT.sub(r"((\1)**0.5)", text)
     return text.replace("{", "(").replace("}", ")")
 
 

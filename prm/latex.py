@@ -391,6 +391,8 @@ _SUBSCRIPT = re.compile(r"([A-Za-z])_\{?([A-Za-z0-9]+)\}?")
 _FACTORIAL = re.compile(r"(?<![\w)}])(\d+)!")
 _ABSOLUTE = re.compile(r"\|([^|]+)\|")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# A number as Python reads it, written alone (no sign; no leading zeros: ``007`` is a syntax error).
+PLAIN_NUMBER = re.compile(r"(?:0|[1-9]\d*)(?:\.\d+)?")
 _WORD = re.compile(r"[A-Za-z]+")
 _RELATION = re.compile(r"\\(?:le|ge|leq|geq|ne|neq|approx)\b|[<>]|:=|==")
 
@@ -556,6 +558,9 @@ def parse(part: str) -> Expr:
     part = part.strip().rstrip(".").strip()
     if not part or len(part) > MAX_PART_LENGTH:
         raise Unevaluable("empty or too long")
+    if PLAIN_NUMBER.fullmatch(part):  # most parts: the tree the translation below would make
+        tree: ast.expr = ast.Constant(float(part) if "." in part else int(part))
+        return Expr(part, tree, frozenset(), (part,), frozenset(), False, _compile(tree))
     if _UNSUPPORTED.search(_OWN.sub(" ", part)):
         if not _FALLBACK_ONLY.search(part) or _NOT_FOR_FALLBACK.search(part):
             raise Unevaluable("unsupported notation")
