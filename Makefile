@@ -27,7 +27,7 @@ test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The inner loop: lint, layers, and every test that needs no browser, no Celery worker, no
-# PostgreSQL and is not marked slow, on two processes (aimed at a minute on an idle 2-core machine, 2.5 minutes measured;
+# PostgreSQL and is not marked slow, on two processes (aimed at a minute on an idle 2-core machine, 50 s measured;
 # docs/contributing.md says how to keep it there).
 # Run `make test` before you push.
 test-fast: lint
