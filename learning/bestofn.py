@@ -169,19 +169,30 @@ def best_of_n_curve(*, campaign: Campaign, scorer, workdir: Path) -> dict:
     return result
 
 
+# The sentence speaks of the largest N that at least this many problems support (a campaign's
+# few problems with 8 solutions would otherwise decide it: "At N=8 (1 problem)").
+VERDICT_MIN_PROBLEMS = 10
+
+
 def best_of_n_verdict(curve: dict, *, method: str = "PRM (product)") -> str:
     """One plain sentence on the curve: at the largest N where the PRM, random and majority vote
-    all have a value, whether the PRM picks better or worse than each ("" without them)."""
+    all have a value and ``VERDICT_MIN_PROBLEMS`` problems support it (else the best supported
+    such N), whether the PRM picks better or worse than each ("" without them)."""
     accuracy = curve.get("accuracy") or {}
     ns = curve.get("n") or []
     columns = [accuracy.get(name) or [] for name in (method, "random", "majority")]
     at = [k for k in range(len(ns)) if all(k < len(c) and c[k] is not None for c in columns)]
     if not at:
         return ""
-    k = at[-1]
+    support = list(curve.get("problems_at_n") or [])
+    support += [None] * (len(ns) - len(support))
+    enough = [k for k in at if support[k] is None or support[k] >= VERDICT_MIN_PROBLEMS]
+    k = enough[-1] if enough else max(at, key=lambda j: (support[j], -j))
     prm, random, majority = (c[k] for c in columns)
-    problems = (curve.get("problems_at_n") or [None] * len(ns))[k]
-    where = f"At N={ns[k]}" + (f" ({problems} problems)" if problems is not None else "")
+    problems = support[k]
+    where = f"At N={ns[k]}" + (
+        f" ({problems} problem{'' if problems == 1 else 's'})" if problems is not None else ""
+    )
     worse = [
         f"{name} ({value:.0%})"
         for name, value in (("random", random), ("majority vote", majority))

@@ -148,7 +148,8 @@ def best_of_n_chart(curve: dict, *, width: int = 600, height: int = 280) -> Safe
             )
     note = (
         '<p class="chart-note"><small>Under each N: the held-out problems with at least N '
-        "graded solutions, the problems that point averages over.</small></p>"
+        "graded solutions to choose among; every point averages over all the problems, one with "
+        "fewer than N choosing among all of its own.</small></p>"
     )
     return mark_safe(  # every part is escaped above
         '<figure class="best-of-n">'

@@ -5,8 +5,8 @@ Qwen2.5-Math, PRM800K and ProcessBench extracts from ``demo/``), starts ``runser
 port, logs in through the login form as ``demo-annotator`` and labels a little with the keyboard,
 then saves desktop (1280x800) and phone (390x844) screenshots, light and dark, into
 ``docs/screenshots/``, and its My work page with one item. Then, as ``demo-manager``: the login
-page, the dashboard, members, imports (with a failed import), exports, active learning, campaign
-settings, reviews, adjudication and a 404 page, desktop and phone:
+page, the dashboard, members, imports (with a failed import), exports, active learning (after one
+real run), campaign settings, reviews, adjudication and a 404 page, desktop and phone:
 
     .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
 
@@ -71,6 +71,14 @@ from annotators.models import CampaignSnapshot
 from annotators.snapshots import snapshot_run
 from labeling.models import Campaign
 snapshot_run(snapshot=CampaignSnapshot.objects.create(campaign=Campaign.objects.get(slug="demo")))
+
+# The run the demo's import queued (no worker runs here), run in this process on the labels the
+# demo imported and those just given: the active-learning page shows its model, charts and runs.
+from learning.models import ActiveLearningRun
+from learning.run import active_learning_run
+demo = Campaign.objects.get(slug="demo")
+run = ActiveLearningRun.objects.filter(campaign=demo, status="queued").first()
+active_learning_run(run=run or ActiveLearningRun.objects.create(campaign=demo))
 """
 
 # The manager's pages: (name, path under the campaign or an absolute path, what to scroll to).
@@ -80,6 +88,7 @@ MANAGER_PAGES = [
     ("imports", "imports/", ".import-errors"),
     ("exports", "exports/", None),
     ("active-learning", "active-learning/", None),
+    ("active-learning-charts", "active-learning/", "#best-of-n-legend"),
     ("settings", "settings/", None),
     ("browse", "browse/?answer=wrong&negative=true", None),
     ("reviews", "reviews/", None),

@@ -44,6 +44,17 @@ def test_the_sentence_says_when_it_picks_at_least_as_well():
     assert best_of_n_verdict({}) == ""
 
 
+def test_the_sentence_speaks_of_the_largest_n_enough_problems_support():
+    # A demo-sized campaign: 14 problems with 1 solution or more, one with 8.
+    few = CURVE | {"problems_at_n": [14, 12, 6, 1]}
+    assert best_of_n_verdict(few).startswith("At N=2 (12 problems) the PRM picks worse than")
+    # None with enough: the best supported N, said in the singular where it is one problem.
+    one = CURVE | {"problems_at_n": [1, 1, 1, 1]}
+    assert best_of_n_verdict(one).startswith("At N=1 (1 problem) the PRM picks at least as well")
+    # Curves stored before the support was counted: the largest N, as before.
+    assert best_of_n_verdict(CURVE | {"problems_at_n": []}).startswith("At N=8 the PRM")
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("strategy", "shown"), [("uniform", False), ("uncertainty", False), ("convincing-wrong", True)]
