@@ -27,6 +27,7 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("PRM_NUM_THREADS", "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -117,10 +118,11 @@ def django_db_modify_db_settings(
             shutil.copyfile(template, path)
 
 
-def _sqlite_template() -> Path:
+def _sqlite_template(root: Path = ROOT) -> Path:
     """Where the migrated SQLite test database is kept between runs, named by everything its
-    contents depend on: every migration file of the project, the pinned packages (their apps'
-    migrations), Django's, SQLite's and Python's versions. Migrating a fresh database takes
+    contents depend on: every migration file of the project and ``common/migration_ops.py``,
+    which they import, the pinned packages (their apps' migrations), Django's, SQLite's and
+    Python's versions. Migrating a fresh database takes
     about 2.5 s a test process; copying the template, a few milliseconds. A changed migration
     makes another name, so a stale template is never used (``--create-db`` ignores it)."""
     import hashlib
@@ -129,9 +131,8 @@ def _sqlite_template() -> Path:
 
     import django
 
-    root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for path in sorted(root.glob("*/migrations/*.py")):
+    for path in [*sorted(root.glob("*/migrations/*.py")), root / "common" / "migration_ops.py"]:
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     digest.update((root / "requirements.lock").read_bytes())
     digest.update(f"{django.__version__} {sqlite3.sqlite_version} {sys.version}".encode())
@@ -233,7 +234,7 @@ def web_processes(transactional_db, settings, tmp_path):
                 "--workers=1",
                 "--threads=2",
             ],
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=ROOT,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -314,7 +315,7 @@ def celery_workers(transactional_db, settings, tmp_path):
                         else []
                     ),
                 ],
-                cwd=Path(__file__).resolve().parents[1],
+                cwd=ROOT,
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
