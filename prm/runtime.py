@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -64,6 +65,11 @@ def seed_everything(seed: int) -> None:
 FEATURISING_GC_THRESHOLD = 10_000
 
 
+_gc_lock = threading.Lock()
+_gc_users = 0  # featurisers running now in this process (threads of a web process, say)
+_gc_before: tuple[int, int, int] = (700, 10, 10)
+
+
 @contextmanager
 def featurising_gc() -> Iterator[None]:
     """Python's cyclic garbage collector, run less often while steps are featurised.
@@ -72,12 +78,22 @@ def featurising_gc() -> Iterator[None]:
     closures) and no cycles worth collecting, but every 700 allocations start a collection and
     every hundredth of those walks the whole heap (the solutions being featurised, the parse
     caches). Those collections were 28% of featurising's CPU (4,000 synthetic solutions: 136 ->
-    105 us a step, peak memory the same, 474 MB). They still run here, less often; the thresholds
-    are put back afterwards. Nothing about the features changes.
+    105 us a step, peak memory the same, 474 MB). They still run here, less often. The thresholds
+    are the process's: the first featuriser in raises them and the last one out puts them back,
+    so featurisers in several threads (the item page's step scores in a threaded web process)
+    never leave them raised. Nothing about the features changes.
     """
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], FEATURISING_GC_THRESHOLD), *before[1:])
+    global _gc_users, _gc_before
+    with _gc_lock:
+        if _gc_users == 0:
+            _gc_before = gc.get_threshold()
+            young, *older = _gc_before
+            gc.set_threshold(max(young, FEATURISING_GC_THRESHOLD), *older)
+        _gc_users += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _gc_lock:
+            _gc_users -= 1
+            if _gc_users == 0:
+                gc.set_threshold(*_gc_before)
