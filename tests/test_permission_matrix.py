@@ -355,21 +355,21 @@ def expected(route: Route, method: str, visitor: str, campaign: str) -> int:
     return ok if visitor in ROLE_LEVELS[level] else 403
 
 
-def _sessions(users) -> dict[str, SimpleCookie]:
+def _sessions(users) -> dict[str, dict[str, str]]:
     """Each visitor's cookies right after logging in (none for the anonymous visitor): every
     request starts from exactly these, as after a fresh login, without logging in again for each
     (a login for every request was a third of this module's time). Each request runs in a
     transaction rolled back, so the sessions stay as they were made."""
-    cookies = {"anonymous": SimpleCookie()}
+    cookies: dict[str, dict[str, str]] = {"anonymous": {}}
     for visitor, user in users.items():
         login = Client()
         login.force_login(user)
-        cookies[visitor] = SimpleCookie({name: m.value for name, m in login.cookies.items()})
+        cookies[visitor] = {name: morsel.value for name, morsel in login.cookies.items()}
     return cookies
 
 
-def _as(client, sessions: dict[str, SimpleCookie], visitor: str) -> None:
-    client.cookies = SimpleCookie({name: m.value for name, m in sessions[visitor].items()})
+def _as(client, sessions: dict[str, dict[str, str]], visitor: str) -> None:
+    client.cookies = SimpleCookie(sessions[visitor])
 
 
 @pytest.mark.parametrize("name", sorted(ROUTES))
