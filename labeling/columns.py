@@ -104,6 +104,7 @@ SOLUTION = Columns(
         "verifier_score",
         "prm_score",
         "al_arm",
+        "al_placed_by",
         "archived",
         "extra_labels",
         "import_job_id",

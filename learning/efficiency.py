@@ -2,7 +2,8 @@
 control arm's, measured on the campaign's own labels.
 
 A run places ``al_control_share`` of the queue uniformly at random (the control arm,
-``learning.strategies.with_control``) and records on each solution the arm that placed it. The
+``learning.strategies.place``) and records on each solution the arm that placed it and, on the
+strategy arm, the strategy (``strategy_rows`` keeps a strategy's own labels and the control's). The
 estimate (``data_efficiency``):
 
 - **held out**: the control arm's labels of the validation and test problems (``prm.data.split_of``,
@@ -61,6 +62,16 @@ class ArmLabels:
     steps: tuple[str, ...]
     labels: tuple[bool, ...]
     arm: str  # "strategy" or "control"
+    placed_by: str = (
+        ""  # the strategy that placed it on the strategy arm (``Solution.al_placed_by``)
+    )
+
+
+def strategy_rows(rows: Sequence[ArmLabels], strategy: str) -> list[ArmLabels]:
+    """The labels that measure ``strategy``: the control arm's and those of the strategy arm that
+    ``strategy`` placed (under ``auto`` several strategies share the arm, each measured on its
+    own labels against the same control)."""
+    return [r for r in rows if r.arm == "control" or r.placed_by == strategy]
 
 
 class _Steps:

@@ -85,9 +85,10 @@ def solutions_rewrite(
     ids: Sequence[int],
     scores: Sequence[float],
     priorities: Sequence[float],
-    arms: Sequence[str] | None = None,
+    arms: Sequence[tuple[str, str]] | None = None,
 ) -> None:
-    """Set ``prm_score``, ``priority`` and (given ``arms``) ``al_arm`` of many solutions in bulk.
+    """Set ``prm_score``, ``priority`` and (given ``arms``: ``(arm, strategy that placed it)``
+    per solution) ``al_arm`` and ``al_placed_by`` of many solutions in bulk.
 
     PostgreSQL: one ``UPDATE ... FROM unnest(arrays)`` per batch (a join, no per-row statement);
     SQLite: ``executemany`` of a prepared UPDATE, which SQLite runs in C. Both inside the caller's
@@ -112,13 +113,16 @@ def solutions_rewrite(
                 )
 
 
-def _arms_rewrite(*, ids: Sequence[int], arms: Sequence[str]) -> None:
-    """``al_arm`` of many solutions: one UPDATE per arm and batch (there are two arms)."""
+def _arms_rewrite(*, ids: Sequence[int], arms: Sequence[tuple[str, str]]) -> None:
+    """``al_arm`` and ``al_placed_by`` of many solutions: one UPDATE per pair and batch (the
+    control arm and a few strategies)."""
     from labeling.models import Solution
 
-    by_arm: dict[str, list[int]] = {}
-    for sid, arm in zip(ids, arms, strict=True):
-        by_arm.setdefault(arm, []).append(sid)
-    for arm, members in by_arm.items():
+    by_arm: dict[tuple[str, str], list[int]] = {}
+    for sid, pair in zip(ids, arms, strict=True):
+        by_arm.setdefault(pair, []).append(sid)
+    for (arm, placed_by), members in by_arm.items():
         for start in range(0, len(members), WRITE_BATCH):
-            Solution.objects.filter(pk__in=members[start : start + WRITE_BATCH]).update(al_arm=arm)
+            Solution.objects.filter(pk__in=members[start : start + WRITE_BATCH]).update(
+                al_arm=arm, al_placed_by=placed_by
+            )

@@ -32,14 +32,19 @@ from learning.ordering import Scored, head_summary, solutions_rewrite
 from learning.rescoring import _score_open, campaign_cache_dir
 from learning.strategies import (
     AUTO,
+    AUTO_CANDIDATES,
     CONTROL_ARM,
     ENSEMBLE,
     ENSEMBLE_MEMBERS,
     MACHINES_DISAGREE,
+    SERVED_PRM,
     UNIFORM,
+    AutoChoice,
+    arm_of,
     auto_choice,
+    auto_shares,
+    place,
     strategy_order,
-    with_control,
 )
 from learning.triggers import AL_RUNS, submitted_labels
 
@@ -149,9 +154,11 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
                 campaign=campaign, strategy=_placing_strategy(campaign), seed=run.pk
             )
         stages.save(data_efficiency=efficiency)
-        ordered_by, auto_reason = _ordering_strategy(campaign, run)
+        choice = _ordering_strategy(campaign, run, ensemble=feature_cache.supports(scorer.backbone))
+        shares = auto_shares(choice, control_share=campaign.al_control_share)
+        placing = {name for name, _ in shares}
 
-        if ordered_by == ENSEMBLE and feature_cache.supports(scorer.backbone):
+        if ENSEMBLE in placing and feature_cache.supports(scorer.backbone):
             with stages("ensemble"):
                 members = _ensemble_members(
                     data["path"], workdir=workdir, spec=spec, overrides=overrides, seed=run.pk
@@ -170,7 +177,10 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         # An earlier attempt trained and registered the model, then died: score with it.
         scorer = prm.load(storage_local_dir(model.path))
         stages.timings["reused_model"] = model.version
-        ordered_by, auto_reason = _ordering_strategy(campaign, run)
+        # The ensemble's members are not kept between attempts: auto does not try it here.
+        choice = _ordering_strategy(campaign, run, ensemble=False)
+        shares = auto_shares(choice, control_share=campaign.al_control_share)
+        placing = {name for name, _ in shares}
 
     with stages("score"):
         counts: dict = {}
@@ -193,7 +203,7 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
             1 for s in scored if s.served_score is not None
         )
 
-    if ordered_by == MACHINES_DISAGREE:  # what the machines say of the steps, beside the PRM
+    if MACHINES_DISAGREE in placing:  # what the machines say of the steps, beside the PRM
         with stages("evidence"):
             from learning.machine_evidence import machine_conflicts
 
@@ -203,19 +213,30 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
 
     with stages("order"):
         strategy = campaign.al_strategy  # recorded on the run; auto orders by what it chose
-        order = strategy_order(
-            ordered_by, scored, wrong_share=campaign.al_wrong_answer_share, seed=run.pk
-        )
-        # A share placed uniformly at random: the control arm the estimate compares with.
-        order, arms = with_control(
-            order, strategy=ordered_by, share=campaign.al_control_share, seed=run.pk
+        orders = [
+            (
+                name,
+                strategy_order(
+                    name, scored, wrong_share=campaign.al_wrong_answer_share, seed=run.pk
+                ),
+            )
+            for name, _ in shares
+        ]
+        # A share placed uniformly at random: the control arm each estimate compares with.
+        order, placed_by = place(
+            orders,
+            [share for _, share in shares],
+            control_share=campaign.al_control_share,
+            seed=run.pk,
         )
         head = head_summary(order) | {
-            "strategy": ordered_by,
-            "control": sum(1 for a in arms[: len(order[:100])] if a == CONTROL_ARM),
+            "strategy": choice.strategy,
+            "control": placed_by[:100].count(CONTROL_ARM),
         }
-        if auto_reason:
-            head["auto"] = auto_reason
+        if choice.reason:
+            head["auto"] = choice.reason
+        if choice.trials:
+            head["trials"] = {t: placed_by[:100].count(t) for t in choice.trials}
 
     with stages("write"):
         _activate_and_rewrite(
@@ -223,7 +244,7 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
             attempt=attempt,
             model=model,
             order=order,
-            arms=arms,
+            placed_by=placed_by,
             head=head,
             strategy=strategy,
         )
@@ -297,32 +318,51 @@ def _placing_strategy(campaign: Campaign) -> str:
     return (last or {}).get("strategy") or UNIFORM
 
 
-def _ordering_strategy(campaign: Campaign, run: ActiveLearningRun) -> tuple[str, str]:
-    """The strategy this run orders by and, under ``auto``, why (``learning.strategies.
-    auto_choice`` over the estimates the campaign's runs stored, this run's included)."""
+def _ordering_strategy(campaign: Campaign, run: ActiveLearningRun, *, ensemble: bool) -> AutoChoice:
+    """The strategy this run orders by and, under ``auto``, what it tries beside it and why
+    (``learning.strategies.auto_choice`` over the estimates the campaign's runs stored, this
+    run's included, and the candidates that apply: ``ensemble`` when its members can be
+    trained, ``served-prm`` with a scoring endpoint)."""
     if campaign.al_strategy != AUTO:
-        return campaign.al_strategy, ""
+        return AutoChoice(campaign.al_strategy, "")
     from learning.selectors import strategy_estimates
 
-    choice = auto_choice(strategy_estimates(campaign=campaign, including=run.pk))
-    return choice.strategy, choice.reason
+    candidates = [
+        c
+        for c in AUTO_CANDIDATES
+        if (c != ENSEMBLE or ensemble) and (c != SERVED_PRM or campaign.al_scoring_endpoint)
+    ]
+    return auto_choice(strategy_estimates(campaign=campaign, including=run.pk), candidates)
 
 
 def _data_efficiency(*, campaign: Campaign, strategy: str, seed: int) -> dict:
     """Is active learning paying here (``learning.efficiency``), on the campaign's own labels,
-    for ``strategy``, the one that placed the strategy arm; a failure is recorded on the run,
-    never fails it."""
-    from learning.efficiency import data_efficiency, error_yield
+    for ``strategy``, the one that placed the strategy arm, and under ``auto`` (``"trials"``)
+    for each strategy it tried that placed labels, each on its own labels against the control
+    arm's; a failure is recorded on the run, never fails it."""
+    from learning.efficiency import data_efficiency, error_yield, strategy_rows
     from learning.selectors import campaign_arm_labels
 
-    if strategy == UNIFORM:
-        return {"status": "uniform", "sentence": UNIFORM_SENTENCE}
+    def measured(rows: list, name: str) -> dict:
+        mine = strategy_rows(rows, name)
+        return data_efficiency(mine, control_share=campaign.al_control_share, seed=seed) | {
+            "strategy": name,
+            "error_yield": error_yield(mine, seed=seed),
+        }
+
     try:
         rows = campaign_arm_labels(campaign=campaign)
-        return data_efficiency(rows, control_share=campaign.al_control_share, seed=seed) | {
-            "strategy": strategy,
-            "error_yield": error_yield(rows, seed=seed),
-        }
+        out = (
+            {"status": "uniform", "sentence": UNIFORM_SENTENCE}
+            if strategy == UNIFORM
+            else measured(rows, strategy)
+        )
+        if campaign.al_strategy == AUTO:
+            tried = {r.placed_by for r in rows if r.arm != CONTROL_ARM}
+            trials = {c: measured(rows, c) for c in AUTO_CANDIDATES if c in tried and c != strategy}
+            if trials:
+                out["trials"] = trials
+        return out
     except Exception as exc:  # reported on the page instead
         log.exception("data efficiency of campaign %s failed", campaign.pk)
         return {"status": "error", "sentence": f"Not measured: {type(exc).__name__}: {exc}"[:500]}
@@ -418,7 +458,7 @@ def _activate_and_rewrite(
     attempt: JobAttempt,
     model: PRMModel,
     order: Sequence[Scored],
-    arms: Sequence[str],
+    placed_by: Sequence[str],
     head: dict,
     strategy: str,
 ) -> None:
@@ -432,6 +472,7 @@ def _activate_and_rewrite(
     ids = [s.solution_id for s in order]
     scores = [s.score for s in order]
     priorities = [float(n - k) for k in range(n)]
+    arms = [(arm_of(p), "" if p == CONTROL_ARM else p) for p in placed_by]
     for try_no in range(3):
         try:
             with transaction.atomic():

@@ -21,8 +21,10 @@ def active_learning_runs(*, campaign: Campaign, limit: int = 50):
 def strategy_estimates(
     *, campaign: Campaign, including: int | None = None
 ) -> list[tuple[int, dict]]:
-    """``(run id, data_efficiency)`` of the campaign's runs that stored one, newest first: the
-    succeeded runs and the run ``including`` (the one now choosing for ``auto``)."""
+    """``(run id, estimate)`` of the campaign's runs that stored one, newest first: the
+    succeeded runs and the run ``including`` (the one now choosing for ``auto``). A run under
+    ``auto`` stores, beside the estimate of the strategy it ordered by, one for each strategy it
+    tried (``data_efficiency["trials"]``): each is listed, under the run's id."""
     from django.db.models import Q
 
     from learning.models import ActiveLearningRun
@@ -31,7 +33,11 @@ def strategy_estimates(
     runs = ActiveLearningRun.objects.filter(
         done | Q(pk=including) if including else done, campaign=campaign
     ).exclude(data_efficiency={})
-    return list(runs.order_by("-created_at", "-pk").values_list("pk", "data_efficiency"))
+    return [
+        (pk, estimate)
+        for pk, stored in runs.order_by("-created_at", "-pk").values_list("pk", "data_efficiency")
+        for estimate in (stored, *stored.get("trials", {}).values())
+    ]
 
 
 def scoring_job_latest(*, campaign: Campaign):
@@ -102,7 +108,8 @@ def queue_head(*, campaign: Campaign, size: int = 100, bins: int = 10) -> QueueH
 def campaign_arm_labels(*, campaign: Campaign) -> list:
     """Each submitted labelling of a regular solution that a run placed, as ``ArmLabels``: the
     steps rated, as the default export policy reads them (``exports.policy.LabelPolicy``:
-    neutral positive, the path cut after its first negative step), and the solution's arm."""
+    neutral positive, the path cut after its first negative step), the solution's arm and the
+    strategy that placed it (``learning.efficiency.strategy_rows`` picks one strategy's)."""
     from exports.policy import LabelPolicy
     from labeling.models import Assignment, StepLabel
     from learning.efficiency import ArmLabels
@@ -121,6 +128,7 @@ def campaign_arm_labels(*, campaign: Campaign) -> list:
             "assignment_id",
             "assignment__solution__problem__text",
             "assignment__solution__al_arm",
+            "assignment__solution__al_placed_by",
             "step__text",
             "rating",
         )
@@ -128,16 +136,16 @@ def campaign_arm_labels(*, campaign: Campaign) -> list:
     out: list = []
     steps: list[str] = []
     labels: list[bool] = []
-    current, problem, arm, cut = None, "", "", False
+    current, problem, arm, placed_by, cut = None, "", "", "", False
 
     def flush() -> None:
         if steps:
-            out.append(ArmLabels(problem, tuple(steps), tuple(labels), arm))
+            out.append(ArmLabels(problem, tuple(steps), tuple(labels), arm, placed_by))
 
-    for assignment_id, text, solution_arm, step, rating in rows.iterator(chunk_size=5000):
+    for assignment_id, text, solution_arm, by, step, rating in rows.iterator(chunk_size=5000):
         if assignment_id != current:
             flush()
-            current, problem, arm, cut = assignment_id, text, solution_arm, False
+            current, problem, arm, placed_by, cut = assignment_id, text, solution_arm, by, False
             steps, labels = [], []
         if cut:
             continue

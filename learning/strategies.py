@@ -185,30 +185,56 @@ def interleave(orders: Sequence[Sequence[Scored]], shares: Sequence[float]) -> l
 STRATEGY_ARM, CONTROL_ARM = "strategy", "control"
 
 
+def place(
+    orders: Sequence[tuple[str, Sequence[Scored]]],
+    shares: Sequence[float],
+    *,
+    control_share: float,
+    seed: int,
+) -> tuple[list[Scored], list[str]]:
+    """The queue order from one or more strategies and a control arm, and who placed each
+    position: the strategy's name, or ``CONTROL_ARM``.
+
+    ``orders`` are ``(strategy, its order of the same open solutions)``, ``shares`` their shares
+    of the strategy arm (normalised; ``auto``'s trials and the strategy it orders by). The
+    control arm is a uniform random subset of the open solutions (``round(control_share * n)``
+    of them, drawn by ``order_uniform`` with its own seed) in a uniform order, and each order
+    places the rest by its own ranking, skipping what another placed: ``control_share`` of
+    every prefix (to within one, until an arm runs out) comes from the control, each strategy's
+    share of the rest from it. The subset is drawn before any strategy chooses, so the
+    control's labels are a uniform sample of the pool whatever the strategies take first (a
+    control that skipped what a strategy had placed would be drawn from a pool emptied of what
+    it looks for, and flatter the strategy), which is what the data-efficiency estimate compares
+    each strategy's labels with. A uniform strategy alone is all control."""
+    if not orders:
+        return [], []
+    if len(orders) == 1 and orders[0][0] == UNIFORM:
+        return list(orders[0][1]), [CONTROL_ARM] * len(orders[0][1])
+    share = min(1.0, max(0.0, control_share))
+    total = sum(shares) or 1.0
+    weights = [(1 - share) * w / total for w in shares]
+    pool = orders[0][1]
+    drawn = order_uniform(pool, wrong_share=0.0, seed=seed * 7919 + 1) if share else []
+    control = drawn[: round(share * len(drawn))]
+    in_control = {s.solution_id for s in control}
+    rests = [[s for s in order if s.solution_id not in in_control] for _, order in orders]
+    placed = _interleave([*rests, control], [*weights, share])
+    names = [name for name, _ in orders] + [CONTROL_ARM]
+    return [s for s, _ in placed], [names[k] for _, k in placed]
+
+
+def arm_of(placed_by: str) -> str:
+    """The arm of a position that ``placed_by`` placed (``place``)."""
+    return CONTROL_ARM if placed_by == CONTROL_ARM else STRATEGY_ARM
+
+
 def with_control(
     order: Sequence[Scored], *, strategy: str, share: float, seed: int
 ) -> tuple[list[Scored], list[str]]:
-    """The queue order with a control arm, and the arm of each position.
-
-    The control arm is a uniform random subset of the open solutions (``round(share * n)`` of
-    them, drawn by ``order_uniform`` with its own seed) in a uniform order; the strategy orders
-    the others. ``share`` of every prefix (to within one, until an arm runs out) comes from the
-    control. The subset is drawn before the strategy chooses, so the control's labels are a
-    uniform sample of the pool whatever the strategy takes first (a control that skipped what
-    the strategy had placed would be drawn from a pool the strategy had emptied of what it
-    looks for, and flatter the strategy), which is what the data-efficiency estimate compares
-    the strategy's labels with. A uniform strategy is all control."""
-    if strategy == UNIFORM:
-        return list(order), [CONTROL_ARM] * len(order)
-    share = min(1.0, max(0.0, share))
-    if share == 0:
-        return list(order), [STRATEGY_ARM] * len(order)
-    drawn = order_uniform(order, wrong_share=0.0, seed=seed * 7919 + 1)
-    control = drawn[: round(share * len(drawn))]
-    in_control = {s.solution_id for s in control}
-    rest = [s for s in order if s.solution_id not in in_control]
-    placed = _interleave([rest, control], [1 - share, share])
-    return [s for s, _ in placed], [STRATEGY_ARM if k == 0 else CONTROL_ARM for _, k in placed]
+    """The queue order of one strategy with a control arm (``place``), and the arm of each
+    position (``STRATEGY_ARM`` or ``CONTROL_ARM``)."""
+    queue, placed_by = place([(strategy, order)], [1.0], control_share=share, seed=seed)
+    return queue, [arm_of(p) for p in placed_by]
 
 
 def _interleave(
@@ -258,32 +284,39 @@ STRATEGIES: dict[str, Callable[..., list[Scored]]] = {
 }
 
 
+# What auto tries while no strategy pays (those that apply to the campaign: ``served-prm`` needs
+# a scoring endpoint, ``ensemble`` the ``bow`` backbone), and the share of the queue its trials
+# take between them; the strategy auto orders by (uniform until one pays) places the rest.
+AUTO_CANDIDATES = (CONVINCING_WRONG, UNCERTAINTY, ENSEMBLE, SERVED_PRM)
+AUTO_TRIAL_SHARE = 0.3
+
 # The auto strategy's rule, as the page and docs/active-learning.md state it.
 AUTO_RULE = (
     "Auto orders uniformly until a strategy is measured to pay on this campaign: when the latest "
     "measured data-efficiency interval of a strategy (the control arm's estimate each run stores) "
     "lies above 1, the next run orders by it (by the one whose interval's lower end is highest, "
-    "when several do), and as soon as none does, uniformly again. It never tries a strategy by "
-    "itself: a strategy is measured while it orders the queue (choose it for a while, then auto)."
+    "when several do), and as soon as none does, uniformly again. While it orders uniformly it "
+    f"tries the others: {AUTO_TRIAL_SHARE:.0%} of the queue goes, in equal parts, to the "
+    "strategies not yet measured below 1 (convincing wrong answers, uncertainty, the ensemble "
+    "with the bow backbone, the served PRM with a scoring endpoint), each measured on the labels "
+    "it placed against the control arm's; a strategy whose interval lies wholly below 1 is "
+    "tried no more (choose it by hand to measure it again)."
 )
 
 
 @dataclass(frozen=True)
 class AutoChoice:
-    """What ``auto`` orders by and why, in words for the page and the run."""
+    """What ``auto`` orders by, what it tries beside it, and why, in words for the page and the
+    run."""
 
     strategy: str
     reason: str
+    trials: tuple[str, ...] = ()
 
 
-def auto_choice(estimates: Sequence[tuple[int, dict]]) -> AutoChoice:
-    """The strategy ``auto`` orders by, from the campaign's stored estimates ``(run id,
-    data_efficiency)``, newest first (``AUTO_RULE``).
-
-    Each strategy counts by its latest *measured* estimate (one with an interval; "needs more
-    labels" does not undo an earlier measurement): the strategy whose interval's lower end is
-    above 1, the highest such lower end when several (the newest on a tie), else ``uniform``.
-    """
+def _latest_measured(estimates: Sequence[tuple[int, dict]]) -> dict[str, tuple[int, dict]]:
+    """Each strategy's latest *measured* estimate (one with an interval; "needs more labels"
+    does not undo an earlier measurement), from ``(run id, data_efficiency)`` newest first."""
     latest: dict[str, tuple[int, dict]] = {}
     for run_id, estimate in estimates:
         strategy = estimate.get("strategy")
@@ -293,6 +326,22 @@ def auto_choice(estimates: Sequence[tuple[int, dict]]) -> AutoChoice:
         if interval[0] is None or interval[1] is None:
             continue
         latest[strategy] = (run_id, estimate)
+    return latest
+
+
+def auto_choice(
+    estimates: Sequence[tuple[int, dict]], candidates: Sequence[str] = ()
+) -> AutoChoice:
+    """The strategy ``auto`` orders by, from the campaign's stored estimates ``(run id,
+    data_efficiency)``, newest first, and the ``candidates`` (of ``AUTO_CANDIDATES``, those
+    that apply to the campaign) it tries beside it (``AUTO_RULE``).
+
+    Each strategy counts by its latest measured estimate: the strategy whose interval's lower
+    end is above 1, the highest such lower end when several (the newest on a tie), with no
+    trials; else ``uniform``, with trials of the candidates whose interval does not lie wholly
+    below 1.
+    """
+    latest = _latest_measured(estimates)
     paying = [
         (estimate["ratio_ci95"][0], run_id, strategy)
         for strategy, (run_id, estimate) in latest.items()
@@ -309,15 +358,34 @@ def auto_choice(estimates: Sequence[tuple[int, dict]]) -> AutoChoice:
         return AutoChoice(
             best, f"Auto orders by {best}: its interval lies above 1 ({shown(best)})."
         )
+    trials = tuple(c for c in candidates if c not in latest or latest[c][1]["ratio_ci95"][1] >= 1)
+    tried = (
+        f" It tries {', '.join(trials)} on {AUTO_TRIAL_SHARE:.0%} of the queue." if trials else ""
+    )
     if not latest:
         return AutoChoice(
             UNIFORM,
-            "Auto orders uniformly: no strategy has been measured on this campaign yet.",
+            "Auto orders uniformly: no strategy has been measured on this campaign yet." + tried,
+            trials,
         )
     measured = "; ".join(shown(s) for s in sorted(latest))
     return AutoChoice(
-        UNIFORM, f"Auto orders uniformly: no strategy's interval lies above 1 ({measured})."
+        UNIFORM,
+        f"Auto orders uniformly: no strategy's interval lies above 1 ({measured})." + tried,
+        trials,
     )
+
+
+def auto_shares(choice: AutoChoice, *, control_share: float) -> list[tuple[str, float]]:
+    """The strategies that place the strategy arm under ``choice`` and their shares of the
+    queue (for ``place``): each trial an equal part of ``AUTO_TRIAL_SHARE``, the chosen strategy
+    what the trials and the control arm leave (nothing, when they take it all)."""
+    if not choice.trials:
+        return [(choice.strategy, 1.0)]
+    trial_share = min(AUTO_TRIAL_SHARE, 1 - min(1.0, max(0.0, control_share)))
+    rest = max(0.0, 1 - control_share - trial_share)
+    each = trial_share / len(choice.trials)
+    return [(t, each) for t in choice.trials] + [(choice.strategy, rest)]
 
 
 def strategy_order(

@@ -87,6 +87,49 @@ def test_a_random_selector_yields_an_interval_that_contains_one(seed):
     assert "contains 1" in result["sentence"]
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_under_auto_each_tried_strategy_is_measured_on_the_labels_it_placed(seed):
+    """Auto's trials on the fixture's real paths: ``uncertainty`` by a planted strong selector,
+    ``convincing-wrong`` by a random one (ungraded answers, random scores); the queue placed as a
+    run under auto places it, simulated annotators label its first 200 by replaying the real
+    ratings. Each strategy's own labels against the control's: the strong one's error yield
+    lies above 1, the random one's interval contains 1, and lumping the arm would hide it."""
+    from learning.efficiency import strategy_rows
+    from learning.ordering import Scored
+    from learning.strategies import auto_choice, auto_shares, place, strategy_order
+
+    rng = random.Random(seed)
+    paths = _paths()
+    has_error = [not all(labels) for _, _, labels in paths]
+    pool = [
+        Scored(k, rng.random(), None, uncertainty=float(e) + rng.gauss(0, 0.5))
+        for k, e in enumerate(has_error)
+    ]
+    shares = auto_shares(auto_choice([], ["convincing-wrong", "uncertainty"]), control_share=0.2)
+    queue, placed_by = place(
+        [(name, strategy_order(name, pool, seed=seed)) for name, _ in shares],
+        [share for _, share in shares],
+        control_share=0.2,
+        seed=seed,
+    )
+    rows = [
+        ArmLabels(
+            *paths[s.solution_id],
+            arm="control" if by == "control" else "strategy",
+            placed_by="" if by == "control" else by,
+        )
+        for s, by in zip(queue[:200], placed_by[:200], strict=True)
+    ]
+    strong = error_yield(strategy_rows(rows, "uncertainty"), resamples=1000, seed=seed)
+    weak = error_yield(strategy_rows(rows, "convincing-wrong"), resamples=1000, seed=seed)
+    assert strong["status"] == "paying" and strong["ratio_ci95"][0] > 1, strong
+    assert weak["ratio_ci95"][0] <= 1 <= weak["ratio_ci95"][1], weak
+    assert strong["strategy_solutions"] == weak["strategy_solutions"] == 30
+    assert strong["control_solutions"] == weak["control_solutions"] == 40
+    lumped = error_yield(rows, resamples=1000, seed=seed)  # the trials and uniform as one arm
+    assert lumped["strategy_rate"] < strong["strategy_rate"]
+
+
 def test_the_error_yield_waits_for_enough_control_solutions():
     rows = [ArmLabels(*p, arm="strategy") for p in _paths()]
     rows += [ArmLabels(*p, arm="control") for p in _paths()[:5]]

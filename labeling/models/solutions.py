@@ -226,11 +226,15 @@ class Solution(models.Model):
     verifier_score = models.FloatField(null=True, blank=True)
     prm_score = models.FloatField(null=True, blank=True)
     priority = models.FloatField(default=0.0)
-    # Which arm of active learning placed it in the queue (``learning.strategies.with_control``):
+    # Which arm of active learning placed it in the queue (``learning.strategies.place``):
     # ``strategy``, ``control`` (uniformly at random, the share ``al_control_share``), or blank
     # (never placed by a run). A run rewrites it on open solutions only, so a served solution
     # keeps the arm that placed it (with overlap above 1: the last run's before it closed).
     al_arm = models.CharField(max_length=10, blank=True, default="", db_default="")
+    # The strategy that placed it on the strategy arm (``learning.strategies.place``): the
+    # campaign's, or under ``auto`` the one it ordered by or one of its trials; blank on the
+    # control arm and for solutions no run placed. Each strategy is measured on its own labels.
+    al_placed_by = models.CharField(max_length=20, blank=True, default="", db_default="")
     is_open = models.BooleanField(default=True)
     archived = models.BooleanField(
         default=False,
