@@ -300,6 +300,11 @@ UNIFORM_SENTENCE = (
     "The queue is ordered uniformly (the control itself): there is no strategy to measure. "
     "Choose a strategy and the control arm keeps its share of the queue, to tell."
 )
+AUTO_UNIFORM_SENTENCE = (
+    "Auto orders uniformly: no strategy is measured to pay here yet. What it tries beside the "
+    "uniform order is measured strategy by strategy, each on the labels it placed against the "
+    "control arm's."
+)
 
 
 def _placing_strategy(campaign: Campaign) -> str:
@@ -353,7 +358,12 @@ def _data_efficiency(*, campaign: Campaign, strategy: str, seed: int) -> dict:
     try:
         rows = campaign_arm_labels(campaign=campaign)
         out = (
-            {"status": "uniform", "sentence": UNIFORM_SENTENCE}
+            {
+                "status": "uniform",
+                "sentence": AUTO_UNIFORM_SENTENCE
+                if campaign.al_strategy == AUTO
+                else UNIFORM_SENTENCE,
+            }
             if strategy == UNIFORM
             else measured(rows, strategy)
         )

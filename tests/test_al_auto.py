@@ -320,10 +320,10 @@ def test_the_page_shows_what_each_trial_measured(client):
     )
     body = client.get(reverse("learning:page", kwargs={"slug": campaign.slug})).content.decode()
     assert "What auto tried" in body
-    assert "<td><code>uncertainty</code></td>" in body
+    assert "<li><code>uncertainty</code>: " in body
     assert "Unclear &lt;yet&gt;: 1.20x (0.80-1.60) contains 1." in body  # escaped
     assert "Error yield: 2.10x (1.30-3.40)." in body
-    assert "auto: uniform, trying uncertainty" in body
+    assert 'auto: uniform <span title="trying uncertainty">+&nbsp;1&nbsp;trial</span>' in body
 
 
 # slow: a whole active-learning run on the demo's labels, training the ensemble's members (~8 s)

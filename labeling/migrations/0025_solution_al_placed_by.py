@@ -43,4 +43,26 @@ class Migration(migrations.Migration):
             field=models.CharField(blank=True, db_default="", default="", max_length=20),
         ),
         migrations.RunPython(placed_by_backfill, migrations.RunPython.noop),
+        # auto's label says it tries the others (choices only: no change to the column)
+        migrations.AlterField(
+            model_name="campaign",
+            name="al_strategy",
+            field=models.CharField(
+                choices=[
+                    ("convincing-wrong", "convincing wrong answers (PRM800K)"),
+                    ("uncertainty", "uncertainty (where the PRM is least sure)"),
+                    ("verifier", "imported verifier score"),
+                    ("uniform", "uniform (random order, the control)"),
+                    ("mixed", "half uncertainty, half convincing wrong answers"),
+                    ("served-prm", "convincing wrong answers by the served PRM"),
+                    ("ensemble", "ensemble disagreement (PRMs on resamples of the labels)"),
+                    ("machines-disagree", "where the machines disagree (PRM, rollouts, judge)"),
+                    ("auto", "auto (tries the others, moves to one measured to pay here)"),
+                ],
+                db_default="uniform",
+                default="uniform",
+                help_text="How active learning orders the queue.",
+                max_length=20,
+            ),
+        ),
     ]

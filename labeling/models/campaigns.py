@@ -135,7 +135,7 @@ class Campaign(models.Model):
             "machines-disagree",
             "where the machines disagree (PRM, rollouts, judge)",
         )
-        AUTO = "auto", "auto (uniform until a strategy is measured to pay here)"
+        AUTO = "auto", "auto (tries the others, moves to one measured to pay here)"
 
     al_strategy = models.CharField(
         max_length=20,
