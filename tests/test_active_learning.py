@@ -492,7 +492,7 @@ def test_a_run_orders_by_the_campaigns_strategy_and_stores_the_best_of_n_curve(m
 def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch):
     """The run hands the scored solutions to the campaign's strategy (scoring stubbed)."""
     from learning import run as run_module
-    from learning.strategies import NAMES, strategy_order
+    from learning.strategies import AUTO, NAMES, auto_choice, auto_shares, place, strategy_order
 
     campaign = make_campaign(al_control_share=0.0)  # the control arm: test_al_strategies
     solutions = [
@@ -513,4 +513,14 @@ def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch):
         run = active_learning_run(run=_new_run(campaign, model=model))
         assert run.status == "succeeded" and run.strategy == name
         expected = strategy_order(name, scored, wrong_share=0.8, seed=run.pk)
+        if name == AUTO:  # nothing measured: uniform, and the others tried on 30% of the queue
+            shares = auto_shares(
+                auto_choice([], ["convincing-wrong", "uncertainty"]), control_share=0.0
+            )
+            expected, _ = place(
+                [(n, strategy_order(n, scored, wrong_share=0.8, seed=run.pk)) for n, _ in shares],
+                [share for _, share in shares],
+                control_share=0.0,
+                seed=run.pk,
+            )
         assert [pk for pk, *_ in _open_order(campaign)] == [s.solution_id for s in expected]
