@@ -355,19 +355,16 @@ def _data_efficiency(*, campaign: Campaign, strategy: str, seed: int) -> dict:
             "error_yield": error_yield(mine, seed=seed),
         }
 
+    auto = campaign.al_strategy == AUTO
+    if strategy == UNIFORM and not auto:
+        return {"status": "uniform", "sentence": UNIFORM_SENTENCE}
     try:
         rows = campaign_arm_labels(campaign=campaign)
-        out = (
-            {
-                "status": "uniform",
-                "sentence": AUTO_UNIFORM_SENTENCE
-                if campaign.al_strategy == AUTO
-                else UNIFORM_SENTENCE,
-            }
-            if strategy == UNIFORM
-            else measured(rows, strategy)
-        )
-        if campaign.al_strategy == AUTO:
+        if strategy == UNIFORM:
+            out = {"status": "uniform", "sentence": AUTO_UNIFORM_SENTENCE}
+        else:
+            out = measured(rows, strategy)
+        if auto:
             tried = {r.placed_by for r in rows if r.arm != CONTROL_ARM}
             trials = {c: measured(rows, c) for c in AUTO_CANDIDATES if c in tried and c != strategy}
             if trials:

@@ -397,3 +397,35 @@ def test_solutions_placed_before_the_field_get_the_strategy_their_runs_measured_
     expected = {"fixed": "uncertainty", "auto": "ensemble", "auto-new": "uniform"}
     for pk, (slug, arm) in arms.items():
         assert placed[pk] == (expected[slug] if arm == "strategy" else ""), (slug, arm)
+
+
+@pytest.mark.django_db
+def test_each_strategy_is_measured_on_the_labels_it_placed_and_the_control_arms():
+    from learning.run import _data_efficiency
+    from tests.factories import make_labelled
+
+    campaign = make_campaign(al_strategy="auto", al_control_share=0.2)
+    placed = {"control": 25, "convincing-wrong": 21, "uncertainty": 22, "uniform": 30}
+    for by, n in placed.items():
+        for k in range(n):
+            solution = make_solution(
+                campaign=campaign,
+                al_arm="control" if by == "control" else "strategy",
+                al_placed_by="" if by == "control" else by,
+            )
+            make_labelled(solution=solution, ratings=[1, -1] if k % 2 else [1, 1, 1])
+    estimate = _data_efficiency(campaign=campaign, strategy="uniform", seed=1)
+    assert estimate["status"] == "uniform" and "Auto orders uniformly" in estimate["sentence"]
+    # one estimate per strategy tried (not uniform, the order auto fell back on)
+    assert set(estimate["trials"]) == {"convincing-wrong", "uncertainty"}
+    for name in ("convincing-wrong", "uncertainty"):
+        trial = estimate["trials"][name]
+        assert trial["strategy"] == name
+        assert trial["error_yield"]["strategy_solutions"] == placed[name]
+        assert trial["error_yield"]["control_solutions"] == placed["control"]
+    # a campaign with one strategy: that strategy's own labels, never another's
+    campaign.al_strategy = "uncertainty"
+    campaign.save()
+    fixed = _data_efficiency(campaign=campaign, strategy="uncertainty", seed=1)
+    assert "trials" not in fixed
+    assert fixed["error_yield"]["strategy_solutions"] == placed["uncertainty"]
