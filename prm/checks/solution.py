@@ -60,7 +60,7 @@ class SolutionChecks:
         self.known: dict[str, tuple[list[float], int]] = {}  # symbol -> (values, step index)
         self.conditions: dict[str, list[tuple[str, float]]] = {}
         self.results: list[float] = []  # values computed or solved for, in order
-        self.previous_numbers: list[float] = []
+        self.previous_text = ""  # its numbers count for a bare final answer (_final_answer)
         self.results_before_previous = 0
         # single-variable equations not solved here (degree > 2): a value found later must fit
         self.pending: dict[str, list[tuple[Expr, Expr, str, int]]] = {}
@@ -86,38 +86,52 @@ class SolutionChecks:
         return [unique[name] for name in CHECKS if name in unique]
 
     def _check(self, text: str) -> list[Finding]:
-        plain = _plain(text)
-        negated = bool(_NEGATION.search(plain)) or "?" in text
-        hypothesis = negated or bool(_HYPOTHESIS.search(plain))
         found = []
-        outside = _plain_arithmetic(text)
-        if not negated:
+        failures: list[str] = []
+        if "=" in text:  # every equation the plain-text arithmetic checks read has one
+            outside = _plain_arithmetic(text)
             failures = arithmetic_failures(outside) + _worded_failures(outside)
-            found += [Finding("arithmetic", f"{run} does not hold") for run in failures]
-        self.results += arithmetic_results(outside)
-        found += word_findings(text)
+            self.results += arithmetic_results(outside)
         facts = read_step(text)
-        rounding = bool(_ROUNDING.search(text))
+        # Whether the step's claims are meant (a negation, a hypothesis) and how exact they are:
+        # asked only of a step that makes some (most steps state no equation nor answer).
+        negated = hypothesis = rounding = False
+        if failures or facts.statements or facts.answer is not None:
+            plain = _plain(text)
+            negated = bool(_NEGATION.search(plain)) or "?" in text
+            hypothesis = negated or bool(_HYPOTHESIS.search(plain))
+            rounding = bool(_ROUNDING.search(text))
+        if not negated:
+            found += [Finding("arithmetic", f"{run} does not hold") for run in failures]
+        found += word_findings(text)
         earlier = list(self.results)
         found += self._learn(facts, quiet=negated, hypothesis=hypothesis, rounding=rounding)
-        numbers = [_number(n) for n in _STEP_NUMBER.findall(_without_answer(text))]
-        selects = bool(_SELECTION.search(plain))
-        if facts.answer is not None and earlier and facts.bare_answer and not (negated or selects):
-            answer = facts.answer
-            # numbers of the step before count when it computed nothing we could read
-            values = self.results + numbers
-            if len(earlier) == self.results_before_previous:
-                values += self.previous_numbers
-            if not any(
-                close(v, answer, rounding=rounding)
-                or (facts.answer_percent and close(v, answer * 100, rounding=rounding))
-                for v in values
-            ):
-                reason = f"the answer {facts.answer_text} is not {_fmt(earlier[-1])}, found last"
-                found.append(Finding("final_answer", reason))
-        self.previous_numbers = numbers
+        if facts.answer is not None and earlier and facts.bare_answer and not negated:
+            found += self._final_answer(text, facts, earlier, rounding)
+        self.previous_text = text
         self.results_before_previous = len(earlier)
         return found
+
+    def _final_answer(
+        self, text: str, facts: StepMath, earlier: list[float], rounding: bool
+    ) -> list[Finding]:
+        """A bare final answer that is none of the values computed or stated before it."""
+        assert facts.answer is not None
+        if _SELECTION.search(_plain(text)):
+            return []
+        answer = facts.answer
+        # numbers of the step before count when it computed nothing we could read
+        values = self.results + _step_numbers(text)
+        if len(earlier) == self.results_before_previous:
+            values += _step_numbers(self.previous_text)
+        if any(
+            close(v, answer, rounding=rounding)
+            or (facts.answer_percent and close(v, answer * 100, rounding=rounding))
+            for v in values
+        ):
+            return []
+        reason = f"the answer {facts.answer_text} is not {_fmt(earlier[-1])}, found last"
+        return [Finding("final_answer", reason)]
 
     def _env(self) -> dict[str, float]:
         """Variables with one known value, stated in the problem or the last few steps: long
@@ -313,8 +327,9 @@ _STEP_NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?")
 _ANSWER_PART = re.compile(r"\\boxed\s*\{.*|#\s*Answer.*", re.S)
 
 
-def _without_answer(text: str) -> str:
-    return _ANSWER_PART.sub(" ", text)
+def _step_numbers(text: str) -> list[float]:
+    """The numbers a step writes, outside its final answer."""
+    return [_number(n) for n in _STEP_NUMBER.findall(_ANSWER_PART.sub(" ", text))]
 
 
 def check_solution(problem: str, steps: Sequence[str]) -> list[list[Finding]]:
