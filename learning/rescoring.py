@@ -168,19 +168,32 @@ def score_workers() -> int:
     return max(1, settings.STEPWISE_AL_SCORE_WORKERS)
 
 
-_FORKED: tuple | None = None  # (backbone, rows) for forked featurising processes
+_FORKED = None  # the backbone, for forked featurising processes
 
 
-def _featurise_chunk(span: tuple[int, int]):
+def _featurise_chunk(rows: list):
     from prm.feature_cache import Features
 
-    backbone, rows = _FORKED
-    return Features.build(backbone, rows[span[0] : span[1]])
+    return Features.build(_FORKED, rows)
+
+
+def _chunks(rows: Iterable, size: int) -> Iterator[list]:
+    chunk: list = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _featurise(backbone, rows: Iterable, n: int):
     """Features of many solutions; pure Python, so ``STEPWISE_AL_SCORE_WORKERS`` forked processes
-    share the work when there is enough of it (they inherit the rows; only arrays come back)."""
+    share the work when there is enough of it. The processes start before the texts are read:
+    each chunk goes to them as soon as this thread has read it (the database is read here, where
+    the connection is), so reading overlaps featurising instead of coming before it; only arrays
+    come back, in the chunks' order."""
     import multiprocessing
 
     from prm.feature_cache import Features
@@ -189,17 +202,16 @@ def _featurise(backbone, rows: Iterable, n: int):
     workers = score_workers()
     if workers == 1 or n < 2 * SCORE_BATCH:
         return Features.build(backbone, rows)  # streaming: the texts are never all in memory
-    rows = list(rows)
     if getattr(backbone, "checks", False):
         from prm.latex import load_parser
 
         load_parser()  # imported and warmed once here, not once in every forked process
-    size = -(-len(rows) // (workers * 4))
-    spans = [(i, min(i + size, len(rows))) for i in range(0, len(rows), size)]
-    _FORKED = (backbone, rows)
+    size = -(-n // (workers * 4))
+    _FORKED = backbone
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_featurise_chunk, spans, chunksize=1)
+            pending = [pool.apply_async(_featurise_chunk, (c,)) for c in _chunks(rows, size)]
+            parts = [result.get() for result in pending]
     finally:
         _FORKED = None
     return Features.concat(parts)
