@@ -360,10 +360,11 @@ def _data_efficiency(*, campaign: Campaign, strategy: str, seed: int) -> dict:
         return {"status": "uniform", "sentence": UNIFORM_SENTENCE}
     try:
         rows = campaign_arm_labels(campaign=campaign)
-        if strategy == UNIFORM:
-            out = {"status": "uniform", "sentence": AUTO_UNIFORM_SENTENCE}
-        else:
-            out = measured(rows, strategy)
+        out: dict = (
+            {"status": "uniform", "sentence": AUTO_UNIFORM_SENTENCE}
+            if strategy == UNIFORM
+            else measured(rows, strategy)
+        )
         if auto:
             tried = {r.placed_by for r in rows if r.arm != CONTROL_ARM}
             trials = {c: measured(rows, c) for c in AUTO_CANDIDATES if c in tried and c != strategy}
