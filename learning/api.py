@@ -42,7 +42,8 @@ class ActiveLearningRunSerializer(serializers.ModelSerializer):
     ``strategy`` is the selection strategy that ordered the queue; ``best_of_n`` the best-of-N
     accuracy against N on held-out problems (PRM, ORM, majority vote, random, oracle);
     ``data_efficiency`` whether the strategy's labels pay against the control arm's
-    (``learning.efficiency``)."""
+    (``learning.efficiency``); under ``auto``, ``data_efficiency.trials`` holds the same estimate
+    for each strategy it tried, and ``queue_head.trials`` how many of the first 100 each placed."""
 
     requested_by = serializers.CharField(
         source="requested_by.username", allow_null=True, default=None
