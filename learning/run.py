@@ -284,10 +284,15 @@ def _ensemble_members(
         if line.strip():
             rows.setdefault(json.loads(line)["prompt"], []).append(line)
     problems = sorted(rows)
+    training = [p for p in problems if prm.split_of(p) == "train"]
     members = []
     for k in range(size):
         rng = random.Random(seed * 1000 + k)
         drawn = [rng.choice(problems) for _ in problems]
+        if training and not any(prm.split_of(p) == "train" for p in drawn):
+            # Held-out problems alone leave a member nothing to train on (a small campaign's
+            # resample can draw only those): a training problem takes the first draw's place.
+            drawn[0] = rng.choice(training)
         resample = workdir / f"resample-{k}.jsonl"
         resample.write_text("".join(line + "\n" for p in drawn for line in rows[p]), "utf-8")
         out = workdir / f"member-{k}"

@@ -429,3 +429,44 @@ def test_each_strategy_is_measured_on_the_labels_it_placed_and_the_control_arms(
     fixed = _data_efficiency(campaign=campaign, strategy="uncertainty", seed=1)
     assert "trials" not in fixed
     assert fixed["error_yield"]["strategy_solutions"] == placed["uncertainty"]
+
+
+# slow: trains the ensemble's four members twice on a handful of real paths (about 3 s)
+@pytest.mark.slow
+def test_every_ensemble_member_trains_when_a_resample_draws_only_held_out_problems(tmp_path):
+    """A small campaign (auto tries the ensemble on any) whose labels cover one training problem
+    and five held-out ones: a bootstrap resample often draws none of the training problem, which
+    left a member nothing to train on and failed the run."""
+    import json
+    import random
+    from pathlib import Path
+
+    from labeling.backbones import backbone_spec
+    from learning.run import _ensemble_members
+    from prm import split_of
+
+    fixture = Path(__file__).parent / "fixtures" / "prm" / "phase1_trl_small.jsonl"
+    by_problem: dict[str, list[str]] = {}
+    for line in fixture.read_text().splitlines():
+        by_problem.setdefault(json.loads(line)["prompt"], []).append(line)
+    train = [p for p in sorted(by_problem) if split_of(p) == "train"][:1]
+    held = [p for p in sorted(by_problem) if split_of(p) != "train"][:5]
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(line + "\n" for p in train + held for line in by_problem[p]))
+    problems = sorted(train + held)
+
+    def misses(seed: int) -> bool:  # would a member's plain resample hold no training problem?
+        for k in range(4):
+            rng = random.Random(seed * 1000 + k)
+            if train[0] not in [rng.choice(problems) for _ in problems]:
+                return True
+        return False
+
+    seed = next(s for s in range(100) if misses(s))
+    members = _ensemble_members(
+        path, workdir=tmp_path, spec=backbone_spec("bow"), overrides={}, seed=seed
+    )
+    assert len(members) == 4
+    for k in range(4):
+        drawn = {json.loads(line)["prompt"] for line in (tmp_path / f"resample-{k}.jsonl").open()}
+        assert train[0] in drawn
