@@ -332,7 +332,7 @@ def _ordering_strategy(campaign: Campaign, run: ActiveLearningRun, *, ensemble: 
     """The strategy this run orders by and, under ``auto``, what it tries beside it and why
     (``learning.strategies.auto_choice`` over the estimates the campaign's runs stored, this
     run's included, and the candidates that apply: ``ensemble`` when its members can be
-    trained, ``served-prm`` with a scoring endpoint)."""
+    trained, ``served-prm`` once the campaign's served PRM has scored its solutions)."""
     if campaign.al_strategy != AUTO:
         return AutoChoice(campaign.al_strategy, "")
     from learning.selectors import strategy_estimates
@@ -340,9 +340,23 @@ def _ordering_strategy(campaign: Campaign, run: ActiveLearningRun, *, ensemble: 
     candidates = [
         c
         for c in AUTO_CANDIDATES
-        if (c != ENSEMBLE or ensemble) and (c != SERVED_PRM or campaign.al_scoring_endpoint)
+        if (c != ENSEMBLE or ensemble) and (c != SERVED_PRM or _served_scored(campaign))
     ]
     return auto_choice(strategy_estimates(campaign=campaign, including=run.pk), candidates)
+
+
+def _served_scored(campaign: Campaign) -> bool:
+    """Whether the campaign's served PRM has scored any of its solutions: without its scores an
+    order "by the served PRM" would not be its order, and auto would measure something else."""
+    from learning.selectors import served_count
+    from learning.served import ScoringRefused, campaign_scoring
+
+    if not campaign.al_scoring_endpoint:
+        return False
+    try:
+        return served_count(campaign=campaign, served=campaign_scoring(campaign)) > 0
+    except ScoringRefused:
+        return False
 
 
 def _data_efficiency(*, campaign: Campaign, strategy: str, seed: int) -> dict:

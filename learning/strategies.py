@@ -285,7 +285,7 @@ STRATEGIES: dict[str, Callable[..., list[Scored]]] = {
 
 
 # What auto tries while no strategy pays (those that apply to the campaign: ``served-prm`` needs
-# a scoring endpoint, ``ensemble`` the ``bow`` backbone), and the share of the queue its trials
+# the served PRM's scores, ``ensemble`` the ``bow`` backbone), and the share of the queue its trials
 # take between them; the strategy auto orders by (uniform until one pays) places the rest.
 AUTO_CANDIDATES = (CONVINCING_WRONG, UNCERTAINTY, ENSEMBLE, SERVED_PRM)
 AUTO_TRIAL_SHARE = 0.3
@@ -298,7 +298,7 @@ AUTO_RULE = (
     "when several do), and as soon as none does, uniformly again. While it orders uniformly it "
     f"tries the others: {AUTO_TRIAL_SHARE:.0%} of the queue goes, in equal parts, to the "
     "strategies not yet measured below 1 (convincing wrong answers, uncertainty, the ensemble "
-    "with the bow backbone, the served PRM with a scoring endpoint), each measured on the labels "
+    "with the bow backbone, the served PRM once it has scored), each measured on the labels "
     "it placed against the control arm's; a strategy whose interval lies wholly below 1 is "
     "tried no more (choose it by hand to measure it again)."
 )

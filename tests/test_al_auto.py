@@ -470,3 +470,29 @@ def test_every_ensemble_member_trains_when_a_resample_draws_only_held_out_proble
     for k in range(4):
         drawn = {json.loads(line)["prompt"] for line in (tmp_path / f"resample-{k}.jsonl").open()}
         assert train[0] in drawn
+
+
+@pytest.mark.django_db(transaction=True)
+def test_auto_tries_the_served_prm_once_it_has_scored_the_campaigns_solutions(
+    media, monkeypatch, settings
+):
+    from learning.models import ServedScore
+
+    settings.STEPWISE_ENDPOINTS = [
+        {"name": "prm", "kind": "pooling", "base_url": "http://127.0.0.1:9", "models": ["m"]}
+    ]
+    campaign = make_campaign(al_strategy="auto", al_scoring_endpoint="prm")
+    run, scored = _run_under_auto(campaign, monkeypatch)
+    # declared but nothing scored yet: its order would not be the served PRM's
+    assert set(run.queue_head["trials"]) == {"convincing-wrong", "uncertainty"}
+
+    for k, s in enumerate(scored):
+        ServedScore.objects.create(
+            campaign=campaign, solution_id=s.solution_id, endpoint="prm", model="m", score=k / 12
+        )
+    again = active_learning_run(
+        run=ActiveLearningRun.objects.create(campaign=campaign, model=run.model)
+    )
+    assert set(again.queue_head["trials"]) == {"convincing-wrong", "uncertainty", "served-prm"}
+    placed = set(Solution.objects.filter(campaign=campaign).values_list("al_placed_by", flat=True))
+    assert "served-prm" in placed
