@@ -62,9 +62,8 @@ class ArmLabels:
     steps: tuple[str, ...]
     labels: tuple[bool, ...]
     arm: str  # "strategy" or "control"
-    placed_by: str = (
-        ""  # the strategy that placed it on the strategy arm (``Solution.al_placed_by``)
-    )
+    # The strategy that placed it on the strategy arm (``Solution.al_placed_by``).
+    placed_by: str = ""
 
 
 def strategy_rows(rows: Sequence[ArmLabels], strategy: str) -> list[ArmLabels]:

@@ -154,11 +154,11 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
                 campaign=campaign, strategy=_placing_strategy(campaign), seed=run.pk
             )
         stages.save(data_efficiency=efficiency)
-        choice = _ordering_strategy(campaign, run, ensemble=feature_cache.supports(scorer.backbone))
-        shares = auto_shares(choice, control_share=campaign.al_control_share)
-        placing = {name for name, _ in shares}
+        choice, shares = _placing_plan(
+            campaign, run, ensemble=feature_cache.supports(scorer.backbone)
+        )
 
-        if ENSEMBLE in placing and feature_cache.supports(scorer.backbone):
+        if ENSEMBLE in dict(shares) and feature_cache.supports(scorer.backbone):
             with stages("ensemble"):
                 members = _ensemble_members(
                     data["path"], workdir=workdir, spec=spec, overrides=overrides, seed=run.pk
@@ -178,9 +178,7 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         scorer = prm.load(storage_local_dir(model.path))
         stages.timings["reused_model"] = model.version
         # The ensemble's members are not kept between attempts: auto does not try it here.
-        choice = _ordering_strategy(campaign, run, ensemble=False)
-        shares = auto_shares(choice, control_share=campaign.al_control_share)
-        placing = {name for name, _ in shares}
+        choice, shares = _placing_plan(campaign, run, ensemble=False)
 
     with stages("score"):
         counts: dict = {}
@@ -203,7 +201,7 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
             1 for s in scored if s.served_score is not None
         )
 
-    if MACHINES_DISAGREE in placing:  # what the machines say of the steps, beside the PRM
+    if MACHINES_DISAGREE in dict(shares):  # what the machines say of the steps, beside the PRM
         with stages("evidence"):
             from learning.machine_evidence import machine_conflicts
 
@@ -328,21 +326,26 @@ def _placing_strategy(campaign: Campaign) -> str:
     return (last or {}).get("strategy") or UNIFORM
 
 
-def _ordering_strategy(campaign: Campaign, run: ActiveLearningRun, *, ensemble: bool) -> AutoChoice:
-    """The strategy this run orders by and, under ``auto``, what it tries beside it and why
-    (``learning.strategies.auto_choice`` over the estimates the campaign's runs stored, this
+def _placing_plan(
+    campaign: Campaign, run: ActiveLearningRun, *, ensemble: bool
+) -> tuple[AutoChoice, list[tuple[str, float]]]:
+    """The strategy this run orders by (under ``auto``, what it tries beside it and why:
+    ``learning.strategies.auto_choice`` over the estimates the campaign's runs stored, this
     run's included, and the candidates that apply: ``ensemble`` when its members can be
-    trained, ``served-prm`` once the campaign's served PRM has scored its solutions)."""
+    trained, ``served-prm`` once the campaign's served PRM has scored its solutions), and the
+    strategies that place the strategy arm with their shares (``auto_shares``)."""
     if campaign.al_strategy != AUTO:
-        return AutoChoice(campaign.al_strategy, "")
-    from learning.selectors import strategy_estimates
+        choice = AutoChoice(campaign.al_strategy, "")
+    else:
+        from learning.selectors import strategy_estimates
 
-    candidates = [
-        c
-        for c in AUTO_CANDIDATES
-        if (c != ENSEMBLE or ensemble) and (c != SERVED_PRM or _served_scored(campaign))
-    ]
-    return auto_choice(strategy_estimates(campaign=campaign, including=run.pk), candidates)
+        candidates = [
+            c
+            for c in AUTO_CANDIDATES
+            if (c != ENSEMBLE or ensemble) and (c != SERVED_PRM or _served_scored(campaign))
+        ]
+        choice = auto_choice(strategy_estimates(campaign=campaign, including=run.pk), candidates)
+    return choice, auto_shares(choice, control_share=campaign.al_control_share)
 
 
 def _served_scored(campaign: Campaign) -> bool:
