@@ -1,4 +1,4 @@
-"""Where the PRM runs: how many CPU threads, which device, seeds, how often Python collects garbage
+"""Where the PRM runs: how many CPU threads, which device, seeds, Python's garbage collector
 while featurising.
 
 A Celery worker may run this beside other work, so the thread count is explicit: ``PRM_NUM_THREADS``
@@ -61,39 +61,40 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-# Allocations between two young-generation collections while featurising (CPython's default: 700).
-FEATURISING_GC_THRESHOLD = 10_000
-
-
 _gc_lock = threading.Lock()
 _gc_users = 0  # featurisers running now in this process (threads of a web process, say)
-_gc_before: tuple[int, int, int] = (700, 10, 10)
+_gc_was_enabled = True
 
 
 @contextmanager
 def featurising_gc() -> Iterator[None]:
-    """Python's cyclic garbage collector, run less often while steps are featurised.
+    """Python's cyclic garbage collector, off while steps are featurised.
 
     Featurising makes and drops millions of small objects (tokens, parsed expressions and their
-    closures) and no cycles worth collecting, but every 700 allocations start a collection and
-    every hundredth of those walks the whole heap (the solutions being featurised, the parse
-    caches). Those collections were 28% of featurising's CPU (4,000 synthetic solutions: 136 ->
-    105 us a step, peak memory the same, 474 MB). They still run here, less often. The thresholds
-    are the process's: the first featuriser in raises them and the last one out puts them back,
-    so featurisers in several threads (the item page's step scores in a threaded web process)
-    never leave them raised. Nothing about the features changes.
+    closures) and no cycles worth collecting (``tests/test_prm_featurising_gc.py`` holds it to
+    that: under one cyclic object in 100 steps of real solutions), but every few thousand
+    allocations start a collection that walks the young objects, and some of those walk the
+    whole heap (the solutions being featurised, the parse caches). At CPython's default
+    threshold they were 28% of featurising's CPU (4,000 synthetic solutions in one process: 136
+    -> 105 us a step with the threshold at 10,000); in the forked featurising processes of a
+    cold rescoring, still 15% with it (40,000 synthetic solutions in 8 chunks: 8.3 of 55.6 CPU
+    s), and with the collector off the chunks took 47.5 CPU s instead of 58.9, peak memory the
+    same (0.48-0.56 GB a process). The switch is the process's: the first featuriser in turns
+    automatic collection off and the last one out turns it back on (if it was on), so
+    featurisers in several threads (the item page's step scores in a threaded web process) never
+    leave it off, and whatever cycles other threads make meanwhile are collected afterwards.
+    Nothing about the features changes.
     """
-    global _gc_users, _gc_before
+    global _gc_users, _gc_was_enabled
     with _gc_lock:
         if _gc_users == 0:
-            _gc_before = gc.get_threshold()
-            young, *older = _gc_before
-            gc.set_threshold(max(young, FEATURISING_GC_THRESHOLD), *older)
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
         _gc_users += 1
     try:
         yield
     finally:
         with _gc_lock:
             _gc_users -= 1
-            if _gc_users == 0:
-                gc.set_threshold(*_gc_before)
+            if _gc_users == 0 and _gc_was_enabled:
+                gc.enable()
