@@ -92,15 +92,21 @@ class Features:
                 flat[name], lengths[name] = [], []
 
         for sid, digest, problem, steps in solutions:
-            items = backbone.prepare(problem, steps)
-            for item in items:
-                for name, values in item.features.items():
-                    flat.setdefault(name, []).extend(values)
-                    lengths.setdefault(name, []).append(len(values))
+            # the walker's features of each step in turn: what ``prepare`` would put in its
+            # items, without the items (the cache needs neither their keys nor their indices)
+            walker = backbone.walker(problem)
+            for step in steps:
+                for name, values in walker.step(step).items():
+                    bag = flat.get(name)
+                    if bag is None:
+                        bag = flat[name] = []
+                        lengths[name] = []
+                    bag.extend(values)
+                    lengths[name].append(len(values))
             ids.append(sid)
             hashes.append(digest)
-            starts.append(starts[-1] + len(items))
-            pending += len(items)
+            starts.append(starts[-1] + len(steps))
+            pending += len(steps)
             if pending >= FLUSH_ITEMS:
                 flush()
                 pending = 0

@@ -264,38 +264,72 @@ class SolutionContext:
 
     def structural(self, facts: StepFacts) -> list[str]:
         """Coarse tokens for one step given what came before it (never what comes after)."""
+        return structural_tokens(self.structural_key(facts))
+
+    def structural_key(self, facts: StepFacts) -> tuple:
+        """What the structural tokens of one step say, as a tuple (``structural_tokens`` writes
+        them out): steps with the same key have the same tokens, so a featuriser can keep their
+        ids by key instead of writing and hashing the tokens of every step."""
         good, bad = facts.arithmetic
         words = facts.token_set
-        new = sum(1 for n in facts.numbers if n not in self.numbers)
         numbers = facts.numbers
-        out = [
-            f"pos:{_bucket(self.position, _POSITIONS)}",
-            f"len:{int(math.log2(len(facts.tokens) + 1))}",
-            f"first:{facts.tokens[0] if facts.tokens else ''}",
-            f"end:{facts.end}",
-            f"eqs:{min(facts.equals, 4)}",
-            f"math:{min(facts.dollars // 2, 4)}",
-            f"plen:{self.problem_length}",
-            f"pmath:{self.problem_math}",
-            "arith:bad" if bad else "arith:ok" if good else "arith:none",
-            f"nums:{min(len(facts.numbers), 5)}",
-            f"newnums:{min(new, 5)}",
-            f"inproblem:{int(len(words & self.problem_words) / max(1, len(words)) * 5)}",
-        ]
-        if facts.answer:
-            out.append("answer")
+        from_previous = given = overlap = None
         if numbers:
-            from_previous = sum(1 for n in numbers if n in self.previous_numbers)
-            given = sum(1 for n in numbers if n in self.problem_numbers) / len(numbers)
-            out.append(f"fromprev:{min(from_previous, 3)}")
-            out.append(f"given:{0 if given == 0 else 2 if given == 1 else 1}")
+            from_previous = min(sum(1 for n in numbers if n in self.previous_numbers), 3)
+            share = sum(1 for n in numbers if n in self.problem_numbers) / len(numbers)
+            given = 0 if share == 0 else 2 if share == 1 else 1
         if self.position:
             union = len(words | self.previous_words)
-            out.append(f"prevoverlap:{int(len(words & self.previous_words) / max(1, union) * 5)}")
-        return out
+            overlap = int(len(words & self.previous_words) / max(1, union) * 5)
+        return (
+            _bucket(self.position, _POSITIONS),
+            int(math.log2(len(facts.tokens) + 1)),
+            facts.tokens[0] if facts.tokens else "",
+            facts.end,
+            min(facts.equals, 4),
+            min(facts.dollars // 2, 4),
+            self.problem_length,
+            self.problem_math,
+            "bad" if bad else "ok" if good else "none",
+            min(len(numbers), 5),
+            min(sum(1 for n in numbers if n not in self.numbers), 5),
+            int(len(words & self.problem_words) / max(1, len(words)) * 5),
+            facts.answer,
+            from_previous,
+            given,
+            overlap,
+        )
 
     def advance(self, facts: StepFacts) -> None:
         self.numbers.update(facts.numbers)
         self.previous_words = facts.token_set
         self.previous_numbers = frozenset(facts.numbers)
         self.position += 1
+
+
+def structural_tokens(key: tuple) -> list[str]:
+    """The structural tokens of a step from its ``SolutionContext.structural_key``."""
+    pos, length, first, end, eqs, dollars, plen, pmath, arith, nums, new, inproblem = key[:12]
+    answer, from_previous, given, overlap = key[12:]
+    out = [
+        f"pos:{pos}",
+        f"len:{length}",
+        f"first:{first}",
+        f"end:{end}",
+        f"eqs:{eqs}",
+        f"math:{dollars}",
+        f"plen:{plen}",
+        f"pmath:{pmath}",
+        f"arith:{arith}",
+        f"nums:{nums}",
+        f"newnums:{new}",
+        f"inproblem:{inproblem}",
+    ]
+    if answer:
+        out.append("answer")
+    if from_previous is not None:
+        out.append(f"fromprev:{from_previous}")
+        out.append(f"given:{given}")
+    if overlap is not None:
+        out.append(f"prevoverlap:{overlap}")
+    return out

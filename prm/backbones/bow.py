@@ -23,7 +23,7 @@ from prm.backbones.base import (
     fork_state,
 )
 from prm.checks import CHECKS, SolutionChecks
-from prm.features import FEATURES_VERSION, SolutionContext, step_facts
+from prm.features import FEATURES_VERSION, SolutionContext, step_facts, structural_tokens
 
 if TYPE_CHECKING:
     from prm.items import PackedItems
@@ -85,6 +85,7 @@ class BowBackbone(Backbone):
             self.check_bias = nn.EmbeddingBag(len(CHECKS), 1, mode="sum")
             nn.init.zeros_(self.check_bias.weight)
         self._hashes = _HashCache()
+        self._structure: dict[tuple, list[int]] = {}  # structural key -> ids (BowWalker.step)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -106,10 +107,10 @@ class BowBackbone(Backbone):
             cache.clear()
         return [cache[t] for t in toks]
 
-    def _word_ids(self, toks: Sequence[str], salt: int) -> list[int]:
-        """Unigram and bigram bucket ids; bigrams combine the unigrams' hashes arithmetically."""
+    def _word_ids(self, hashes: list[int], salt: int) -> list[int]:
+        """Unigram and bigram bucket ids of a step's hashed tokens (``_hashes_of``: its words and
+        its context share them); bigrams combine the unigrams' hashes arithmetically."""
         b = self.buckets
-        hashes = self._hashes_of(toks)
         if salt:
             hashes = [h ^ salt for h in hashes]
         if not hashes:
@@ -223,20 +224,30 @@ class BowWalker:
         """The features of the next step (and remember what it establishes)."""
         bow, checker, context = self.bow, self.checker, self.context
         facts = step_facts(step)
-        features: dict[str, Any] = {"words": bow._word_ids(facts.tokens, _WORD_SALT)}
+        hashes = bow._hashes_of(facts.tokens)
+        features: dict[str, Any] = {"words": bow._word_ids(hashes, _WORD_SALT)}
         fired: list[str] = []
         if checker is not None:
             fired = [f.check for f in checker.step(step)]
             features["checks"] = [CHECKS.index(name) for name in fired]
         if bow.structure:
-            structural = context.structural(facts)
-            if checker is not None:
-                structural += [f"check:{name}" for name in fired]
-                structural.append(f"verified:{min(checker.verified, 3)}")
-            features["struct"] = _structure_ids(structural)
+            # by what the tokens say: far fewer kinds of step than steps, and writing the tokens
+            # out and hashing them was a tenth of featurising
+            verified = None if checker is None else min(checker.verified, 3)
+            key = (context.structural_key(facts), tuple(fired), verified)
+            ids = bow._structure.get(key)
+            if ids is None:
+                structural = structural_tokens(key[0])
+                if checker is not None:
+                    structural += [f"check:{name}" for name in fired]
+                    structural.append(f"verified:{verified}")
+                if len(bow._structure) > 100_000:
+                    bow._structure.clear()
+                ids = bow._structure[key] = _structure_ids(structural)
+            features["struct"] = ids  # shared by the steps of one key: read, never changed
         if bow.context_words:
             features["context"] = self.previous
-            self.previous = bow._word_ids(facts.tokens, _CONTEXT_SALT)
+            self.previous = bow._word_ids(hashes, _CONTEXT_SALT)
         context.advance(facts)
         return features
 
