@@ -154,3 +154,37 @@ def test_any_word_finds_what_the_plain_alternation_finds():
             assert found == [m.span() for m in plain.finditer(text)], (pattern.pattern, text)
     with pytest.raises(ValueError, match="starts with a letter"):
         any_word("yes|(?:no)")
+
+
+def _parsed_value(expression: str) -> float | None:
+    """``features._evaluate`` as it was: every part that is not a number alone through ast.parse."""
+    expression = expression.strip().rstrip(".")
+    if features_module.PLAIN_NUMBER.fullmatch(expression):
+        return float(expression)
+    try:
+        return float(features_module._evaluate_node(ast.parse(expression, mode="eval").body))
+    except (ValueError, SyntaxError, ZeroDivisionError, OverflowError, TypeError, RecursionError):
+        return None
+
+
+def test_two_numbers_and_an_operator_give_what_the_parsed_tree_gives():
+    import itertools
+    import random
+
+    rng = random.Random(0)
+    atoms = ["0", "7", "07", "12", "3.5", "0.25", "1e3", "999999", "1000001", "64", "65", "-3"]
+    atoms += ["x", ".5", "5.", "10"]
+    spaces = ["", " ", "  ", "\t", "\n", "\x0c", "\r"]
+    ends = ["", ".", " .", " ..", ". ", "  "]
+    written = [
+        rng.choice(spaces) + a + rng.choice(spaces) + op + rng.choice(spaces) + b + rng.choice(ends)
+        for a, op, b in itertools.product(atoms, ["+", "-", "*", "/", "**", "^", "//", "%"], atoms)
+        for _ in range(3)
+    ]
+    for problem, steps in real_solutions():  # and every part of a real step's numeric equations
+        for text in [problem, *steps]:
+            arithmetic = features_module._to_python_arithmetic(text)
+            written += [p for run in features_module._RUN.findall(arithmetic) for p in run.split("=")]
+    assert sum(bool(features_module._TWO_NUMBERS.fullmatch(w.strip(" ."))) for w in written) > 500
+    for expression in written:
+        assert features_module._evaluate(expression) == _parsed_value(expression), expression

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from prm.checks.base import _POINTS, Finding, _fmt, close
+from prm.features import STEP_CACHE_SIZE
 from prm.latex import (
     ALTERNATIVES,
     Expr,
@@ -77,7 +78,7 @@ def _boxed(text: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1 << 15)
+@lru_cache(maxsize=STEP_CACHE_SIZE)
 def read_step(text: str) -> StepMath:
     """The equations, inequalities and final answer a step states."""
     out = StepMath()

@@ -6,6 +6,7 @@ import re
 from functools import lru_cache
 
 from prm.checks.base import _ROUNDING, Finding, _fmt, close
+from prm.features import STEP_CACHE_SIZE
 from prm.latex import (
     DOLLAR,
     strip_math,
@@ -103,7 +104,7 @@ def _plain(text: str) -> str:
     return _MATH_MARKS.sub(" ", text).replace("\\%", "%")
 
 
-@lru_cache(maxsize=1 << 15)
+@lru_cache(maxsize=STEP_CACHE_SIZE)
 def word_findings(text: str) -> list[Finding]:
     """``percent`` and ``units``: what the words and numbers of one step get wrong by themselves."""
     plain, found = _plain(text), []
