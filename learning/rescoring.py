@@ -206,10 +206,13 @@ def _featurise(backbone, rows: Iterable, n: int):
         from prm.latex import load_parser
 
         load_parser()  # imported and warmed once here, not once in every forked process
+    from prm.runtime import featurising_gc
+
     size = -(-n // (workers * 4))
     _FORKED = backbone
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        # the collector is off here too while the rows are read and sent (no cycles either)
+        with featurising_gc(), multiprocessing.get_context("fork").Pool(workers) as pool:
             pending = [pool.apply_async(_featurise_chunk, (c,)) for c in _chunks(rows, size)]
             parts = [result.get() for result in pending]
     finally:
