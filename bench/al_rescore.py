@@ -7,7 +7,9 @@ read the open solutions, featurise those the feature cache lacks and score them 
 (``_score_open``; the first run is cold, later ones warm), order them by the 80/20 rule
 (``queue_order``), and write ``prm_score`` and ``priority`` in bulk (``solutions_rewrite``, in one
 transaction, as the run does). Target: under 60 s end to end on the 2-core reference machine.
-Each run also prints its CPU seconds (this process and the featurising processes it forked).
+Each run also prints its CPU seconds (this process and the featurising processes it forked) and
+those of a fixed pure-Python loop before and after it (``reference_seconds``: the machine's speed
+at the time, which here varies by 2x within an hour).
 
     python -m bench.al_rescore                                  # SQLite (a file under /tmp)
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/stepwise_bench python -m bench.al_rescore
@@ -113,6 +115,17 @@ def _cpu_seconds() -> float:
     )
 
 
+def reference_seconds() -> float:
+    """CPU seconds of a fixed pure-Python loop: how fast this machine is right now. The same
+    code's cold run here has taken from 43 to 84 s within an hour (a shared virtual machine), so
+    each run prints this beside its figures, and runs are compared by their ratio to it."""
+    t = time.process_time()
+    total = 0
+    for i in range(2_000_000):
+        total += i % 7 * (i & 3)
+    return time.process_time() - t
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solutions", type=int, default=100_000)
@@ -151,6 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"scoring processes: {settings.STEPWISE_AL_SCORE_WORKERS}")
     for attempt in range(args.repeat):
         timings: dict[str, float] = {}
+        reference = reference_seconds()
         cpu0 = _cpu_seconds()
         t0 = time.perf_counter()
         stats: dict = {}
@@ -186,6 +200,10 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"  {'CPU (this process + children)':<30} {cpu:7.2f} s  "
             f"(load average {os.getloadavg()[0]:.1f} at the end)"
+        )
+        print(
+            f"  {'reference loop (machine speed)':<30} {reference:7.3f} s before the run, "
+            f"{reference_seconds():.3f} s after (CPU seconds; lower is faster)"
         )
     import resource
 

@@ -273,6 +273,28 @@ def step_facts(text: str) -> StepFacts:
 
 _POSITIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20, 24, 32)
 
+# SolutionContext.structural_key: position, length, first token, end, equals signs, maths,
+# problem length, problem maths, arithmetic, numbers, new numbers, words in the problem, answer,
+# numbers from the previous step, numbers given, overlap with the previous step.
+StructuralKey = tuple[
+    int,
+    int,
+    str,
+    str,
+    int,
+    int,
+    int,
+    int,
+    str,
+    int,
+    int,
+    int,
+    bool,
+    int | None,
+    int | None,
+    int | None,
+]
+
 
 class SolutionContext:
     """Facts about a problem and the steps so far, built up step by step while scoring one."""
@@ -294,7 +316,7 @@ class SolutionContext:
         """Coarse tokens for one step given what came before it (never what comes after)."""
         return structural_tokens(self.structural_key(facts))
 
-    def structural_key(self, facts: StepFacts) -> tuple:
+    def structural_key(self, facts: StepFacts) -> StructuralKey:
         """What the structural tokens of one step say, as a tuple (``structural_tokens`` writes
         them out): steps with the same key have the same tokens, so a featuriser can keep their
         ids by key instead of writing and hashing the tokens of every step."""
@@ -335,7 +357,7 @@ class SolutionContext:
         self.position += 1
 
 
-def structural_tokens(key: tuple) -> list[str]:
+def structural_tokens(key: StructuralKey) -> list[str]:
     """The structural tokens of a step from its ``SolutionContext.structural_key``."""
     pos, length, first, end, eqs, dollars, plen, pmath, arith, nums, new, inproblem = key[:12]
     answer, from_previous, given, overlap = key[12:]

@@ -159,7 +159,7 @@ def test_any_word_finds_what_the_plain_alternation_finds():
 def _parsed_value(expression: str) -> float | None:
     """``features._evaluate`` as it was: every part that is not a number alone through ast.parse."""
     expression = expression.strip().rstrip(".")
-    if features_module.PLAIN_NUMBER.fullmatch(expression):
+    if latex.PLAIN_NUMBER.fullmatch(expression):
         return float(expression)
     try:
         return float(features_module._evaluate_node(ast.parse(expression, mode="eval").body))
@@ -184,7 +184,8 @@ def test_two_numbers_and_an_operator_give_what_the_parsed_tree_gives():
     for problem, steps in real_solutions():  # and every part of a real step's numeric equations
         for text in [problem, *steps]:
             arithmetic = features_module._to_python_arithmetic(text)
-            written += [p for run in features_module._RUN.findall(arithmetic) for p in run.split("=")]
+            runs = features_module._RUN.findall(arithmetic)
+            written += [part for run in runs for part in run.split("=")]
     assert sum(bool(features_module._TWO_NUMBERS.fullmatch(w.strip(" ."))) for w in written) > 500
     for expression in written:
         assert features_module._evaluate(expression) == _parsed_value(expression), expression

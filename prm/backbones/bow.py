@@ -23,7 +23,13 @@ from prm.backbones.base import (
     fork_state,
 )
 from prm.checks import CHECKS, SolutionChecks
-from prm.features import FEATURES_VERSION, SolutionContext, step_facts, structural_tokens
+from prm.features import (
+    FEATURES_VERSION,
+    SolutionContext,
+    StructuralKey,
+    step_facts,
+    structural_tokens,
+)
 
 if TYPE_CHECKING:
     from prm.items import PackedItems
@@ -85,7 +91,8 @@ class BowBackbone(Backbone):
             self.check_bias = nn.EmbeddingBag(len(CHECKS), 1, mode="sum")
             nn.init.zeros_(self.check_bias.weight)
         self._hashes = _HashCache()
-        self._structure: dict[tuple, list[int]] = {}  # structural key -> ids (BowWalker.step)
+        # (structural key, checks fired, equations verified) -> struct ids (BowWalker.step)
+        self._structure: dict[tuple[StructuralKey, tuple[str, ...], int | None], list[int]] = {}
 
     def describe(self) -> dict[str, Any]:
         return {
