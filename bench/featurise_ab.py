@@ -62,7 +62,7 @@ def solutions(n: int) -> list[tuple[int, str, str, list[str]]]:
     ]
 
 
-_SIDES: dict[str, tuple] = {}  # package -> (backbone, Features, its step caches)
+_SIDES: dict[str, tuple] = {}  # package -> (backbone, Features); caches start empty in each fork
 _CURRENT = ""
 
 

@@ -211,7 +211,8 @@ def _featurise(backbone, rows: Iterable, n: int):
     size = -(-n // (workers * 4))
     _FORKED = backbone
     try:
-        # the collector is off here too while the rows are read and sent (no cycles either)
+        # the collector is off here too while the rows are read and sent (no cycles either);
+        # the featurising processes, forked inside, inherit it off
         with featurising_gc(), multiprocessing.get_context("fork").Pool(workers) as pool:
             pending = [pool.apply_async(_featurise_chunk, (c,)) for c in _chunks(rows, size)]
             parts = [result.get() for result in pending]

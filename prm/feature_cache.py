@@ -97,12 +97,8 @@ class Features:
             walker = backbone.walker(problem)
             for step in steps:
                 for name, values in walker.step(step).items():
-                    bag = flat.get(name)
-                    if bag is None:
-                        bag = flat[name] = []
-                        lengths[name] = []
-                    bag.extend(values)
-                    lengths[name].append(len(values))
+                    flat.setdefault(name, []).extend(values)
+                    lengths.setdefault(name, []).append(len(values))
             ids.append(sid)
             hashes.append(digest)
             starts.append(starts[-1] + len(steps))
