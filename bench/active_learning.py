@@ -194,13 +194,10 @@ def simulate_evidence(
 
 
 def run_strategy(name, pool, test, bon, bon_groups, budgets, *, seed, share, train) -> dict:
+    from learning.machine_evidence import machine_conflict
     from learning.ordering import Scored
-    from learning.strategies import (
-        MACHINES_DISAGREE,
-        machine_conflict,
-        step_entropy,
-        strategy_order,
-    )
+    from learning.strategies import MACHINES_DISAGREE, strategy_order
+    from prm.metrics import step_entropy
 
     order = list(range(len(pool.solutions)))
     random.Random(seed).shuffle(order)

@@ -4,9 +4,10 @@ Builds (once; later runs reuse it) a synthetic campaign of ``--solutions`` open 
 ``bench/synthetic.py`` (about 10 steps each, graded), trains a ``bow`` PRM on separate synthetic
 labels, then times what an active-learning run does after training, with the service's own code:
 read the open solutions, featurise those the feature cache lacks and score them all
-(``_score_open``; the first run is cold, later ones warm), order them by the 80/20 rule
-(``queue_order``), and write ``prm_score`` and ``priority`` in bulk (``solutions_rewrite``, in one
-transaction, as the run does). Target: under 60 s end to end on the 2-core reference machine.
+(``learning.scoring.open_scored``, ``prm.batch_scoring``; the first run is cold, later ones warm),
+order them by the 80/20 rule (``queue_order``), and write ``prm_score`` and ``priority`` in bulk
+(``labeling.queue.order.queue_reorder``, in one transaction, as the run does). Target: under
+60 s end to end on the 2-core reference machine.
 Each run also prints its CPU seconds (this process and the featurising processes it forked) and
 those of a fixed pure-Python loop before and after it (``reference_seconds``: the machine's speed
 at the time, which here varies by 2x within an hour).
@@ -143,8 +144,9 @@ def main(argv: list[str] | None = None) -> None:
 
     import prm
     from labeling.models import Step
-    from learning.ordering import queue_order, solutions_rewrite
-    from learning.rescoring import _score_open
+    from labeling.queue.order import queue_reorder
+    from learning.ordering import queue_order
+    from learning.scoring import open_scored
 
     call_command("migrate", verbosity=0)
     campaign = build_campaign(args.solutions)
@@ -168,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
         cpu0 = _cpu_seconds()
         t0 = time.perf_counter()
         stats: dict = {}
-        scored = list(_score_open(campaign=campaign, scorer=scorer, beat=lambda: None, stats=stats))
+        scored = open_scored(campaign=campaign, scorer=scorer, beat=lambda: None, stats=stats)
         timings["read + featurise + score"] = time.perf_counter() - t0
         print(
             f"run {attempt + 1} ({'cold' if stats.get('featurised') else 'warm'}: "
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
         t = time.perf_counter()
         n = len(order)
         with transaction.atomic():
-            solutions_rewrite(
+            queue_reorder(
                 ids=[s.solution_id for s in order],
                 scores=[s.score for s in order],
                 priorities=[float(n - k) for k in range(n)],

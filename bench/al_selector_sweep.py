@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     django.setup()
     from bench.active_learning import TRAJECTORIES, _default_data, phase1_rows
     from learning.efficiency import ArmLabels, error_yield
-    from learning.strategies import strategy_order, with_control
+    from learning.placing import with_control
+    from learning.strategies import strategy_order
 
     t0 = time.perf_counter()
     rows, source = phase1_rows(_default_data() / TRAJECTORIES)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CHUNKS_PER_WORKER = 4  # as learning.rescoring._featurise cuts a cold run's solutions
+CHUNKS_PER_WORKER = 4  # as prm.batch_scoring cuts a cold run's solutions
 
 _RENAME = re.compile(r"\b(from|import) prm\b|\"prm\.")
 

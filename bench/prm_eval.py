@@ -276,14 +276,14 @@ def remember_logits() -> None:
     the MiniLM members would encode the same steps three times. Scores are deterministic, so a
     remembered logit is the logit. The throughput runs bypass it (``fresh_logits``).
     """
-    from prm.scoring import Scorer, _as_pair
+    from prm.scoring import Scorer, as_pair
 
     original = Scorer.logits
     if getattr(original, "remembers", False):
         return
 
     def logits(self, solutions, *, batch_size=None, workers=1):
-        pairs = [_as_pair(s) for s in solutions]
+        pairs = [as_pair(s) for s in solutions]
         if not _REMEMBER[0]:
             return original(self, pairs, batch_size=batch_size, workers=workers)
         model = self.config.get("weights_sha256") or self.version

@@ -5,7 +5,7 @@ the current PRM and show labelers mostly *convincing wrong-answer* solutions (th
 highly but their final answer is wrong), plus some of the most convincing others. The queue serves
 by ``Solution.priority`` (highest first), so a run rewrites ``priority`` in bulk.
 
-A run is one kind of job (``learning.triggers.AL_RUNS``, ``common.jobs``): its Celery task
+A run is one kind of job (``learning.run.AL_RUNS``, ``common.jobs``): its Celery task
 ``learning.active_learning_run`` does ``learning.run.active_learning_work``;
 ``learning.triggers.active_learning_trigger`` creates the run row, which is also the lock (see
 ``ActiveLearningRun``), and sends the task on commit.

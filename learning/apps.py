@@ -18,7 +18,7 @@ class LearningConfig(AppConfig):
             active_learning_after_import, dispatch_uid="learning.after_import"
         )
         from common.jobs import job_kind_register
-        from learning.triggers import AL_RUNS
+        from learning.run import AL_RUNS
 
         job_kind_register(AL_RUNS)
         from learning.served import METHOD, SCORING_JOBS, served_step_scores

@@ -1,7 +1,8 @@
-"""The queue order of PRM800K's selection rule, what its head holds, and writing it to the queue.
+"""A scored open solution (``Scored``), the queue order of PRM800K's selection rule, and what the
+head of an order holds.
 
-The queue serves by ``Solution.priority`` (highest first), so a run rewrites ``priority`` (and
-``prm_score``) of every scored solution in bulk with ``solutions_rewrite``.
+The queue serves by ``Solution.priority`` (highest first); a run turns its order into priorities
+and hands them to the queue's owner (``labeling.queue.order.queue_reorder``).
 """
 
 from __future__ import annotations
@@ -10,10 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import connection
-
 HEAD_SIZE = 100  # the queue head a run describes (and the page shows)
-WRITE_BATCH = 20000  # rows per bulk UPDATE
 
 
 @dataclass(frozen=True)
@@ -78,51 +76,3 @@ def head_summary(order: Sequence[Scored], *, size: int = HEAD_SIZE) -> dict:
         "scored": len(order),
         "wrong_total": sum(1 for s in order if s.wrong),
     }
-
-
-def solutions_rewrite(
-    *,
-    ids: Sequence[int],
-    scores: Sequence[float],
-    priorities: Sequence[float],
-    arms: Sequence[tuple[str, str]] | None = None,
-) -> None:
-    """Set ``prm_score``, ``priority`` and (given ``arms``: ``(arm, strategy that placed it)``
-    per solution) ``al_arm`` and ``al_placed_by`` of many solutions in bulk.
-
-    PostgreSQL: one ``UPDATE ... FROM unnest(arrays)`` per batch (a join, no per-row statement);
-    SQLite: ``executemany`` of a prepared UPDATE, which SQLite runs in C. Both inside the caller's
-    transaction.
-    """
-    if arms is not None:
-        _arms_rewrite(ids=ids, arms=arms)
-    with connection.cursor() as cursor:
-        for start in range(0, len(ids), WRITE_BATCH):
-            chunk = slice(start, start + WRITE_BATCH)
-            if connection.vendor == "postgresql":
-                cursor.execute(
-                    "UPDATE labeling_solution AS s SET prm_score = v.score, priority = v.priority"
-                    " FROM unnest(%s::bigint[], %s::float8[], %s::float8[])"
-                    " AS v(id, score, priority) WHERE s.id = v.id",
-                    [list(ids[chunk]), list(scores[chunk]), list(priorities[chunk])],
-                )
-            else:
-                cursor.executemany(
-                    "UPDATE labeling_solution SET prm_score = %s, priority = %s WHERE id = %s",
-                    list(zip(scores[chunk], priorities[chunk], ids[chunk], strict=True)),
-                )
-
-
-def _arms_rewrite(*, ids: Sequence[int], arms: Sequence[tuple[str, str]]) -> None:
-    """``al_arm`` and ``al_placed_by`` of many solutions: one UPDATE per pair and batch (the
-    control arm and a few strategies)."""
-    from labeling.models import Solution
-
-    by_arm: dict[tuple[str, str], list[int]] = {}
-    for sid, pair in zip(ids, arms, strict=True):
-        by_arm.setdefault(pair, []).append(sid)
-    for (arm, placed_by), members in by_arm.items():
-        for start in range(0, len(members), WRITE_BATCH):
-            Solution.objects.filter(pk__in=members[start : start + WRITE_BATCH]).update(
-                al_arm=arm, al_placed_by=placed_by
-            )

@@ -1,8 +1,8 @@
 """Triggering active learning: a run queued by hand, after enough new labels, or after an import.
 
 ``active_learning_trigger`` creates the run row, which is also the lock (see
-``ActiveLearningRun``), and sends its job on commit (``AL_RUNS``, one kind of job of
-``common.jobs``; its work is ``learning.run.active_learning_work``).
+``ActiveLearningRun``), and sends its job on commit (``learning.run.AL_RUNS``, one kind of job
+of ``common.jobs``).
 ``active_learning_after_submit`` and ``active_learning_after_import`` are subscribed to
 ``labeling.events`` (``learning.apps``).
 """
@@ -14,10 +14,9 @@ import logging
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from common.jobs import JobKind, JobPage
-from labeling.models import Assignment, Campaign, StepLabel
-from labeling.permissions import MANAGE
+from labeling.models import Campaign, StepLabel
 from learning.models import ActiveLearningRun
+from learning.run import AL_RUNS
 
 log = logging.getLogger(__name__)
 
@@ -61,30 +60,6 @@ def _active_run(campaign: Campaign) -> ActiveLearningRun | None:
     )
 
 
-# Runs keep their own status names (queued, succeeded: the API has always said them) and settings;
-# the jobs' sweep sends again a run whose worker died, and fails it after STEPWISE_AL_MAX_ATTEMPTS.
-# The work is named by its path: learning.run imports this module.
-AL_RUNS = JobKind(
-    name="active_learning",
-    model=ActiveLearningRun,
-    task="learning.active_learning_run",
-    work="learning.run.active_learning_work",
-    related=("campaign", "model"),
-    queued=ActiveLearningRun.Status.QUEUED,
-    done=ActiveLearningRun.Status.SUCCEEDED,
-    stale_setting="STEPWISE_AL_STALE_SECONDS",
-    attempts_setting="STEPWISE_AL_MAX_ATTEMPTS",
-    heartbeat_setting="STEPWISE_AL_HEARTBEAT_SECONDS",
-    page=JobPage(
-        template="learning/_run_job.html",
-        url="learning:page",
-        viewers=MANAGE,
-        css_class="snapshot-info",
-        reload_when_done=True,
-    ),
-)
-
-
 def submitted_labels(*, campaign: Campaign, since=None) -> int:
     """Rated step labels of submitted assignments (submitted after ``since`` when given).
 
@@ -92,10 +67,8 @@ def submitted_labels(*, campaign: Campaign, since=None) -> int:
     the ``(campaign, submitted_at)`` index, so the check after each submit stays cheap however
     many labels the campaign has.
     """
-    labels = StepLabel.objects.filter(
-        assignment__campaign=campaign,
-        assignment__status=Assignment.Status.SUBMITTED,
-        rating__isnull=False,
+    labels = StepLabel.objects.submitted().filter(
+        assignment__campaign=campaign, rating__isnull=False
     )
     if since is not None:
         labels = labels.filter(assignment__submitted_at__gt=since)

@@ -16,6 +16,7 @@ from labeling.permissions import (
 )
 from learning import selectors, strategies
 from learning.applies import setting_applies
+from learning.auto import AUTO_RULE
 from learning.bestofn import best_of_n_verdict
 from learning.charts import best_of_n_chart
 from learning.served import ScoringRefused, campaign_scoring, scoring_job_start
@@ -57,7 +58,7 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             points=head.histogram,
         ),
         "strategy_reason": strategies.DEFAULT_REASON,
-        "auto_rule": strategies.AUTO_RULE,
+        "auto_rule": AUTO_RULE,
         # What auto ordered the queue by and why: the last run that chose.
         "auto_choice": next((r.queue_head["auto"] for r in runs if "auto" in r.queue_head), ""),
         "efficiency_run": efficiency_run,

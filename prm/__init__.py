@@ -39,7 +39,7 @@ _LAZY = {
     "TrainConfig": "prm.training",
     "train": "prm.training",
     "Scorer": "prm.scoring",
-    "load": "prm.scoring",
+    "load": "prm.loader",
     "runtime_threads": "prm.runtime",
     "evaluate": "prm.evaluation",
     "check_solution": "prm.checks",

@@ -84,7 +84,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> None:
     from prm.evaluation import evaluate, format_report
-    from prm.scoring import load
+    from prm.loader import load
 
     scorer = load(args.model, device=args.device)
     started = time.perf_counter()
@@ -102,8 +102,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 def cmd_score(args: argparse.Namespace) -> None:
     from prm.data import read_dataset
+    from prm.loader import load
     from prm.metrics import aggregate
-    from prm.scoring import load
 
     scorer = load(args.model, device=args.device)
     dataset = read_dataset(args.data)
@@ -122,7 +122,7 @@ def cmd_bestofn(args: argparse.Namespace) -> None:
     if not args.data.exists():
         raise FileNotFoundError(f"no such data file: {args.data}")
     from prm.bestofn import evaluate_models, format_curve
-    from prm.scoring import load
+    from prm.loader import load
 
     scorer = load(args.model, device=args.device)
     models: dict[str, Any] = {"PRM (product)": (scorer, "product"), "PRM (min)": (scorer, "min")}

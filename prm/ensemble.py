@@ -24,7 +24,16 @@ import torch
 
 from prm.data import Dataset, read_dataset, unique_steps
 from prm.metrics import auroc, best_first_error_threshold
-from prm.scoring import FORMAT, FORMAT_VERSION, Scorer, SolutionLike, _as_pair, calibrate
+from prm.scoring import (
+    FORMAT,
+    FORMAT_VERSION,
+    Scorer,
+    SolutionLike,
+    as_pair,
+    calibrate,
+    load_model,
+    read_config,
+)
 
 
 class EnsembleScorer(Scorer):
@@ -46,7 +55,7 @@ class EnsembleScorer(Scorer):
         batch_size: int | None = None,
         workers: int = 1,
     ) -> list[np.ndarray]:
-        solutions = [_as_pair(s) for s in solutions]
+        solutions = [as_pair(s) for s in solutions]
         parts = [m.logits(solutions, workers=workers) for m in self.members]
         weights, bias = self.config["weights"], self.config["bias"]
         return [
@@ -87,25 +96,21 @@ def build_ensemble(
     members: Sequence[str | Path], data: str | Path | Dataset, out_dir: str | Path
 ) -> dict[str, Any]:
     """Fit the members' weights on ``data``'s validation split and write the ensemble."""
-    from prm.scoring import load
-
     if len(members) < 2:
         raise ValueError("an ensemble needs at least two member checkpoints")
     dataset = read_dataset(data) if isinstance(data, str | Path) else data
     val = [s for s in dataset.split("validation") if s.labels is not None]
     if not val:
         raise ValueError("the data has no labelled rows in the validation split")
-    scorers = [load(m) for m in members]
+    scorers = [load_model(m, read_config(m)) for m in members]
     member_logits = [s.logits(val) for s in scorers]
-    columns, labels = [], None
-    for per_row in member_logits:
-        z, labels, _ = unique_steps(val, per_row)
-        columns.append(z)
+    columns = [unique_steps(val, per_row)[0] for per_row in member_logits]
+    labels = unique_steps(val, member_logits[0])[1]  # the same steps, in the same order, each time
     x = np.stack(columns, axis=1)
     weights, bias = _fit_stack(x, labels)
     combined = x @ np.array(weights) + bias
     row_logits = [
-        bias + sum(w * m[j] for w, m in zip(weights, member_logits, strict=True))
+        bias + np.sum([w * m[j] for w, m in zip(weights, member_logits, strict=True)], axis=0)
         for j in range(len(val))
     ]
     identity = {"a": 1.0, "b": 0.0}
@@ -149,9 +154,10 @@ def build_ensemble(
 def load_ensemble(
     directory: Path, config: dict[str, Any], *, device: str | None = None
 ) -> EnsembleScorer:
-    from prm.scoring import load
-
-    members = [load(directory / m["path"], device=device) for m in config["backbone"]["members"]]
+    members = [
+        load_model(directory / m["path"], read_config(directory / m["path"]), device=device)
+        for m in config["backbone"]["members"]
+    ]
     for member, expected in zip(members, config["backbone"]["members"], strict=True):
         if member.version != expected["version"]:
             raise ValueError(f"{directory}: member {expected['path']} is not the one fitted")

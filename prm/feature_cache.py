@@ -21,23 +21,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from prm.bags import Bags, BagWriter, bag_logits, concat_bags
+
+if TYPE_CHECKING:
+    from prm.backbones.base import Backbone, Walking
+
 ITEMS_PER_BATCH = 65536  # steps per forward pass
-FLUSH_ITEMS = 20000  # steps featurised between conversions to arrays
 
 
-def cache_key(backbone) -> str:
+def cache_key(backbone: Backbone) -> str:
     """What the features depend on: the backbone's description (a changed setting, a new key)."""
     blob = json.dumps(backbone.describe(), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def supports(backbone) -> bool:
+def supports(backbone: Backbone | None) -> bool:
     """Only ``bow``: its items are one step each with a few bags of integer ids."""
     return getattr(backbone, "name", None) == "bow"
 
@@ -50,7 +54,7 @@ class Features:
         ids: np.ndarray,
         hashes: np.ndarray,
         starts: np.ndarray,
-        bags: dict[str, tuple[np.ndarray, np.ndarray]],
+        bags: Bags,
     ) -> None:
         self.ids, self.hashes, self.starts, self.bags = ids, hashes, starts, bags
         self.index = {int(i): k for k, i in enumerate(ids)}
@@ -64,73 +68,44 @@ class Features:
         return cls(np.zeros(0, np.int64), np.zeros(0, "U64"), np.zeros(1, np.int64), {})
 
     @classmethod
-    def build(cls, backbone, solutions: Iterable[tuple[int, str, str, Sequence[str]]]) -> Features:
-        """Featurise ``(id, content_hash, problem, steps)`` solutions with the backbone.
-
-        Ids go into int32 arrays every ``FLUSH_ITEMS`` steps: as Python lists of ints a million
-        steps would take over a gigabyte. Garbage is collected less often meanwhile
-        (``prm.runtime.featurising_gc``).
-        """
+    def build(
+        cls, backbone: Walking, solutions: Iterable[tuple[int, str, str, Sequence[str]]]
+    ) -> Features:
+        """Featurise ``(id, content_hash, problem, steps)`` solutions with the backbone, the
+        collector off meanwhile (``prm.runtime.featurising_gc``)."""
         from prm.runtime import featurising_gc  # here: importing it imports torch
 
+        ids: list[int] = []
+        hashes: list[str] = []
+        starts = [0]
+        bags = BagWriter()
         with featurising_gc():
-            return cls._build(backbone, solutions)
-
-    @classmethod
-    def _build(cls, backbone, solutions: Iterable[tuple[int, str, str, Sequence[str]]]) -> Features:
-        ids, hashes, starts = [], [], [0]
-        flat: dict[str, list[int]] = {}
-        lengths: dict[str, list[int]] = {}
-        done_flat: dict[str, list[np.ndarray]] = {}
-        done_lengths: dict[str, list[np.ndarray]] = {}
-        pending = 0
-
-        def flush() -> None:
-            for name in flat:
-                done_flat.setdefault(name, []).append(np.asarray(flat[name], dtype=np.int32))
-                done_lengths.setdefault(name, []).append(np.asarray(lengths[name], dtype=np.int64))
-                flat[name], lengths[name] = [], []
-
-        for sid, digest, problem, steps in solutions:
-            # the walker's features of each step in turn: what ``prepare`` would put in its
-            # items, without the items (the cache needs neither their keys nor their indices)
-            walker = backbone.walker(problem)
-            for step in steps:
-                for name, values in walker.step(step).items():
-                    flat.setdefault(name, []).extend(values)
-                    lengths.setdefault(name, []).append(len(values))
-            ids.append(sid)
-            hashes.append(digest)
-            starts.append(starts[-1] + len(steps))
-            pending += len(steps)
-            if pending >= FLUSH_ITEMS:
-                flush()
-                pending = 0
-        flush()
-        bags = {
-            name: (
-                np.concatenate(done_flat[name]),
-                np.concatenate([[0], np.cumsum(np.concatenate(done_lengths[name]))]),
-            )
-            for name in done_flat
-        }
+            for sid, digest, problem, steps in solutions:
+                # the walker's features of each step in turn: what ``prepare`` would put in its
+                # items, without the items (the cache needs neither their keys nor their indices)
+                walker = backbone.walker(problem)
+                for step in steps:
+                    bags.add(walker.step(step))
+                ids.append(sid)
+                hashes.append(digest)
+                starts.append(starts[-1] + len(steps))
         return cls(
             np.asarray(ids, dtype=np.int64),
             np.asarray(hashes, dtype="U64"),
             np.asarray(starts, dtype=np.int64),
-            bags,
+            bags.bags(),
         )
 
-    def select(self, wanted: Sequence[int]) -> Features:
-        """The features of the solutions at positions ``wanted``, in that order.
+    def select(self, positions: Sequence[int]) -> Features:
+        """The features of the solutions at ``positions``, in that order.
 
         Copied by runs of consecutive positions (slices), so the only memory used is the result's:
         index arrays as long as the flat ids would take several times as much.
         """
-        wanted = np.asarray(wanted, dtype=np.int64)
+        wanted = np.asarray(positions, dtype=np.int64)
         if not len(wanted):
             return Features.empty()
-        if len(wanted) == len(self.ids) and (wanted == np.arange(len(wanted))).all():
+        if len(wanted) == len(self.ids) and bool(np.all(wanted == np.arange(len(wanted)))):
             return self
         breaks = np.flatnonzero(np.diff(wanted) != 1) + 1
         first = wanted[np.concatenate([[0], breaks])]
@@ -154,27 +129,16 @@ class Features:
             return Features.empty()
         if len(parts) == 1:
             return parts[0]
-        names = set().union(*(p.bags.keys() for p in parts))
-        none = (np.zeros(0, np.int32), np.zeros(1, np.int64))
         starts = [np.zeros(1, np.int64)]
         base = 0
         for p in parts:
             starts.append(p.starts[1:] + base)
             base += p.items
-        bags = {}
-        for name in names:
-            flats, offs, shift = [], [np.zeros(1, np.int64)], 0
-            for p in parts:
-                flat, off = p.bags.get(name, none)
-                flats.append(flat)
-                offs.append(off[1:] + shift)
-                shift += int(off[-1])
-            bags[name] = (np.concatenate(flats), np.concatenate(offs))
         return Features(
             np.concatenate([p.ids for p in parts]),
             np.concatenate([p.hashes for p in parts]),
             np.concatenate(starts),
-            bags,
+            concat_bags([p.bags for p in parts]),
         )
 
     # -- on disk ----------------------------------------------------------------------------
@@ -188,7 +152,7 @@ class Features:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez(f, allow_pickle=False, **arrays)
         os.replace(tmp, path)
 
     @classmethod
@@ -205,70 +169,46 @@ class Features:
 
     # -- scoring ----------------------------------------------------------------------------
 
-    def logits(self, backbone) -> np.ndarray:
+    def logits(self, backbone: Backbone) -> np.ndarray:
         """Every step's logit, in order, by ``ITEMS_PER_BATCH`` steps a forward pass."""
-        import torch
-
-        out = np.empty(self.items, dtype=np.float64)
-        backbone.eval()
-        with torch.inference_mode():
-            for a in range(0, self.items, ITEMS_PER_BATCH):
-                b = min(a + ITEMS_PER_BATCH, self.items)
-                batch = {}
-                for name, (flat, off) in self.bags.items():
-                    batch[name] = torch.from_numpy(flat[off[a] : off[b]].astype(np.int64))
-                    batch[name + "_offsets"] = torch.from_numpy(off[a:b] - off[a])
-                out[a:b] = backbone(batch).float().numpy()
-        return out
-
-    def solution_scores(self, scorer) -> np.ndarray:
-        """Each solution's score: the product of its steps' calibrated P(correct) (as
-        ``Scorer.solution_scores``); a solution with no step scores 0."""
-        from prm.scoring import calibrate
-
-        probs = calibrate(self.logits(scorer.backbone), scorer.calibration)
-        logp = np.log(np.maximum(probs, 1e-300))
-        sums = np.zeros(len(self.ids))
-        counts = np.diff(self.starts)
-        has = counts > 0
-        if self.items:
-            sums[has] = np.add.reduceat(logp, self.starts[:-1][has])
-        return np.where(has, np.exp(sums), 0.0)
+        return bag_logits(backbone, self.bags, self.items, batch_size=ITEMS_PER_BATCH)
 
 
-def features_for(
-    *,
-    path: Path,
-    backbone,
-    wanted: Sequence[tuple[int, str]],
-    texts: Callable[[set[int]], Iterable[tuple[int, str, Sequence[str]]]],
-    build: Callable[[Iterable[tuple[int, str, str, Sequence[str]]], int], Features] | None = None,
-) -> tuple[Features, dict[str, Any]]:
-    """The features of the ``(id, content_hash)`` solutions, from the cache where it has them.
+class CachedFeatures:
+    """The features of some ``(id, content_hash)`` solutions, from the cache file where it has
+    them: ``missing`` says which the caller must featurise (a solution is known by its id *and*
+    its content hash), ``complete`` takes them and rewrites the file to hold exactly the wanted
+    solutions (so closed ones drop out). Without a file every solution is featurised."""
 
-    ``texts(ids)`` yields ``(id, problem, steps)`` of the solutions to featurise; ``build(rows,
-    n)`` featurises them as they stream in (``n``: how many at most; default: in this process).
-    The cache file is rewritten to hold exactly ``wanted`` (so closed solutions drop out).
-    Returns the features and counts.
-    """
-    cached = Features.load(path)
-    keep_pos, from_cache = [], []
-    missing: dict[int, str] = {}
-    for sid, digest in wanted:
-        k = cached.index.get(sid)
-        if k is not None and cached.hashes[k] == digest:
-            keep_pos.append(k)
-            from_cache.append(sid)
-        else:
-            missing[sid] = digest
-    reused = cached.select(keep_pos)
-    rows = ((sid, missing[sid], problem, steps) for sid, problem, steps in texts(set(missing)))
-    fresh = (build or (lambda r, n: Features.build(backbone, r)))(rows, len(missing))
-    featured = {int(i) for i in reused.ids} | {int(i) for i in fresh.ids}
-    # Solutions without any step (none in ``texts``) get an empty entry so the order is complete.
-    empty = [(sid, missing[sid], "", []) for sid in missing if sid not in featured]
-    merged = Features.concat([reused, fresh, Features.build(backbone, empty)])
-    position = merged.index
-    ordered = merged.select([position[sid] for sid, _ in wanted])
-    ordered.save(path)
-    return ordered, {"cached": len(from_cache), "featurised": len(fresh.ids)}
+    def __init__(self, path: Path | None, wanted: Sequence[tuple[int, str]]) -> None:
+        self.path = path
+        self.wanted = list(wanted)
+        cached = Features.load(path) if path is not None else Features.empty()
+        keep: list[int] = []
+        self.missing: dict[int, str] = {}
+        for sid, digest in self.wanted:
+            k = cached.index.get(sid)
+            if k is not None and cached.hashes[k] == digest:
+                keep.append(k)
+            else:
+                self.missing[sid] = digest
+        self.reused = cached.select(keep)
+
+    def complete(self, fresh: Features) -> Features:
+        """The wanted solutions' features in the wanted order, ``fresh`` (those featurised now)
+        joined to the reused ones; saved. A missing solution that ``fresh`` lacks has no step:
+        it gets an empty entry so the order is complete."""
+        featured = {int(i) for i in self.reused.ids} | {int(i) for i in fresh.ids}
+        empty = [sid for sid in self.missing if sid not in featured]
+        stepless = Features(
+            np.asarray(empty, dtype=np.int64),
+            np.asarray([self.missing[sid] for sid in empty], dtype="U64"),
+            np.zeros(len(empty) + 1, np.int64),
+            {},
+        )
+        merged = Features.concat([self.reused, fresh, stepless])
+        position = merged.index
+        ordered = merged.select([position[sid] for sid, _ in self.wanted])
+        if self.path is not None:
+            ordered.save(self.path)
+        return ordered

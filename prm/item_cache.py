@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from prm.items import Bags, copy_items
+from prm.bags import Bags
+from prm.items import copy_items
 
 if TYPE_CHECKING:
     from prm.backbones.base import Backbone

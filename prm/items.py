@@ -19,7 +19,6 @@ steps instead of 423,427.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,19 +26,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from prm.bags import Bags, BagWriter, bag_logits, concat_bags
 from prm.data import Solution
 
 if TYPE_CHECKING:
     import torch
 
-    from prm.backbones.base import Backbone
-    from prm.backbones.bow import BowBackbone
+    from prm.backbones.base import Backbone, Walking
 
-Bags = dict[str, tuple[np.ndarray, np.ndarray]]  # name -> (flat int32 ids, int64 offsets n + 1)
 KEY_BYTES = 16
 GATHER_ITEMS = 1 << 16  # items per chunk when copying ids: bounds the index arrays' memory
 PARALLEL_ITEMS = 4_000  # fewer missing items than this (about 1.5 s of work) stay in this process
-FLUSH_ITEMS = 20_000  # items featurised between conversions of id lists to arrays
 
 
 def item_keys(problem: str, steps: Sequence[str]) -> list[bytes]:
@@ -177,23 +174,8 @@ class PackedItems:
     def logits(
         self, backbone: Backbone, *, device: torch.device | str, batch_size: int = 65536
     ) -> np.ndarray:
-        """Every item's logit, in order (the model in eval mode, restored afterwards)."""
-        import torch
-
-        out = np.empty(len(self), dtype=np.float64)
-        was_training = backbone.training
-        backbone.eval()
-        with torch.inference_mode():
-            for a in range(0, len(self), batch_size):
-                b = min(a + batch_size, len(self))
-                batch = {}
-                for name, (flat, off) in self.bags.items():
-                    batch[name] = torch.from_numpy(flat[off[a] : off[b]].astype(np.int64))
-                    batch[name + "_offsets"] = torch.from_numpy(off[a:b] - off[a])
-                batch = {k: v.to(device) for k, v in batch.items()}
-                out[a:b] = backbone(batch).float().cpu().numpy()
-        backbone.train(was_training)
-        return out
+        """Every item's logit, in order (``prm.bags.bag_logits``)."""
+        return bag_logits(backbone, self.bags, len(self), device=device, batch_size=batch_size)
 
     def fired(self, name: str, width: int) -> np.ndarray:
         """(items, width) bool: which ids of bag ``name`` each item holds (the checks)."""
@@ -231,22 +213,11 @@ def _tree_jobs(rows: Sequence[Solution], index: RowIndex, missing: np.ndarray) -
 
 
 def _walk(
-    backbone: BowBackbone, jobs: Sequence[TreeJob], missing: np.ndarray
+    backbone: Walking, jobs: Sequence[TreeJob], missing: np.ndarray
 ) -> tuple[np.ndarray, Bags]:
     """Featurise the missing items of these trees; returns their item numbers and bags."""
     done: list[int] = []
-    flat: dict[str, list[int]] = {}
-    lengths: dict[str, list[int]] = {}
-    done_flat: dict[str, list[np.ndarray]] = {}
-    done_lengths: dict[str, list[np.ndarray]] = {}
-
-    def flush() -> None:
-        for name in flat:
-            done_flat.setdefault(name, []).append(np.asarray(flat[name], dtype=np.int32))
-            done_lengths.setdefault(name, []).append(np.asarray(lengths[name], dtype=np.int64))
-            flat[name], lengths[name] = [], []
-
-    pending = 0
+    bags = BagWriter()
     for problem, children, texts in jobs:
         stack = [(backbone.walker(problem), -1)]
         while stack:
@@ -257,35 +228,20 @@ def _walk(
                 features = w.step(texts[child])
                 if missing[child]:
                     done.append(child)
-                    for name, ids in features.items():
-                        flat.setdefault(name, []).extend(ids)
-                        lengths.setdefault(name, []).append(len(ids))
-                    pending += 1
+                    bags.add(features)
                 stack.append((w, child))
-        if pending >= FLUSH_ITEMS:
-            flush()
-            pending = 0
-    flush()
-    bags: Bags = {}
-    for name in done_flat:
-        off = np.zeros(len(done) + 1, np.int64)
-        np.cumsum(np.concatenate(done_lengths[name]), out=off[1:])
-        bags[name] = (np.concatenate(done_flat[name]), off)
-    return np.asarray(done, dtype=np.int64), bags
+    return np.asarray(done, dtype=np.int64), bags.bags()
 
 
-# (backbone, jobs, missing) for forked featurising processes
-_FORKED: tuple[BowBackbone, Sequence[TreeJob], np.ndarray] | None = None
-
-
-def _walk_part(span: tuple[int, int]) -> tuple[np.ndarray, Bags]:
-    assert _FORKED is not None  # set before the processes fork
-    backbone, jobs, missing = _FORKED
+def _walk_part(
+    shared: tuple[Walking, Sequence[TreeJob], np.ndarray], span: tuple[int, int]
+) -> tuple[np.ndarray, Bags]:
+    backbone, jobs, missing = shared
     return _walk(backbone, jobs[span[0] : span[1]], missing)
 
 
 def featurise(
-    backbone: BowBackbone,
+    backbone: Walking,
     rows: Sequence[Solution],
     index: RowIndex,
     missing: np.ndarray,
@@ -296,13 +252,11 @@ def featurise(
 
     Returns the item numbers featurised (sorted) and their bags in that order. With ``workers``
     above 1 and enough to do, that many forked processes share the problems (featurising is pure
-    Python); a daemonic process (a Celery prefork child) may not fork and uses one.
+    Python; ``prm.runtime.forked_map``, which runs them here inside a daemonic process).
     """
     jobs = _tree_jobs(rows, index, missing)
     if not jobs:
         return np.zeros(0, np.int64), {}
-    if multiprocessing.current_process().daemon:
-        workers = 1
     if workers > 1 and int(missing.sum()) >= PARALLEL_ITEMS:
         done, bags = _parallel_walk(backbone, jobs, missing, workers)
     else:
@@ -314,42 +268,18 @@ def featurise(
 
 
 def _parallel_walk(
-    backbone: BowBackbone, jobs: Sequence[TreeJob], missing: np.ndarray, workers: int
+    backbone: Walking, jobs: Sequence[TreeJob], missing: np.ndarray, workers: int
 ) -> tuple[np.ndarray, Bags]:
-    global _FORKED
-    import torch
+    from prm.runtime import forked_map
 
     backbone.walker("")  # warm the checks' parser once, before forking (each child has it)
     size = max(1, -(-len(jobs) // (workers * 8)))
     spans = [(a, min(a + size, len(jobs))) for a in range(0, len(jobs), size)]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    _FORKED = (backbone, jobs, missing)
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_walk_part, spans, chunksize=1)
-    finally:
-        _FORKED = None
-        torch.set_num_threads(threads)
-    return concat_bags(parts)
-
-
-def concat_bags(parts: Sequence[tuple[np.ndarray, Bags]]) -> tuple[np.ndarray, Bags]:
-    """(items, bags) parts end to end."""
+    parts = forked_map(_walk_part, (backbone, jobs, missing), spans, workers=workers)
     parts = [p for p in parts if len(p[0])]
     if not parts:
         return np.zeros(0, np.int64), {}
-    items = np.concatenate([p[0] for p in parts])
-    bags: Bags = {}
-    for name in parts[0][1]:
-        flats, offs, shift = [], [np.zeros(1, np.int64)], 0
-        for _, b in parts:
-            flat, off = b[name]
-            flats.append(flat)
-            offs.append(off[1:] + shift)
-            shift += int(off[-1])
-        bags[name] = (np.concatenate(flats), np.concatenate(offs))
-    return items, bags
+    return np.concatenate([p[0] for p in parts]), concat_bags([p[1] for p in parts])
 
 
 def default_workers() -> int:

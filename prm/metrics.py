@@ -1,4 +1,6 @@
-"""PRM metrics in numpy: step AUROC with a bootstrap over problems, first-error F1, best-of-N.
+"""PRM metrics in numpy: step AUROC with a bootstrap over problems, first-error F1, best-of-N, and
+what a solution's steps' P(correct) say of the solution (its score, the PRM's uncertainty, an
+ensemble's disagreement): the one home of that arithmetic.
 
 No sklearn here: ``prm`` runs wherever torch and numpy do.
 """
@@ -114,20 +116,65 @@ def best_first_error_threshold(
     return best
 
 
-def aggregate(probs: Sequence[float], how: str = "product") -> float:
+def aggregate(probs: Sequence[float], how: str = "product", *, empty: float = 1.0) -> float:
     """A solution's score from its steps' P(correct): product (PRM800K's choice), min or last.
 
-    An empty solution scores 1.0: there is no step to doubt.
+    An empty solution scores ``empty``: 1.0 when comparing candidates (there is no step to
+    doubt); the queue's score (``solution_score``) puts it last instead.
     """
     if how not in AGGREGATIONS:
         raise ValueError(f"aggregate must be one of {AGGREGATIONS}")
     if len(probs) == 0:
-        return 1.0
+        return empty
     if how == "product":
         return float(math.exp(sum(math.log(max(p, 1e-300)) for p in probs)))
     if how == "min":
         return float(min(probs))
     return float(probs[-1])
+
+
+def solution_score(probs: Sequence[float]) -> float:
+    """The queue's score of a solution: the product of its steps' P(correct), 0 without steps
+    (nothing to rate: it goes last). ``solution_scores`` is the same for many at once."""
+    return aggregate(probs, "product", empty=0.0)
+
+
+def step_entropy(probs: Sequence[float]) -> float:
+    """How unsure the PRM is of a solution: the mean binary entropy (bits) of its steps'
+    P(correct), 1 when every step is a coin toss, 0 when it is sure of each or there is no step."""
+    return float(
+        solution_scores(np.asarray(probs, dtype=np.float64), np.array([0, len(probs)]))[1][0]
+    )
+
+
+def solution_scores(probs: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``solution_score`` and ``step_entropy`` of many solutions at once: ``probs`` are every
+    step's P(correct), solution ``j``'s from ``starts[j]`` to ``starts[j + 1]``."""
+    n = len(starts) - 1
+    p = np.clip(probs, 1e-12, 1 - 1e-12)
+    entropy = -(p * np.log2(p) + (1 - p) * np.log2(1 - p))
+    logp = np.log(np.maximum(probs, 1e-300))
+    sums, ents = np.zeros(n), np.zeros(n)
+    counts = np.diff(starts)
+    has = counts > 0
+    if len(probs):
+        sums[has] = np.add.reduceat(logp, starts[:-1][has])
+        ents[has] = np.add.reduceat(entropy, starts[:-1][has]) / counts[has]
+    return np.where(has, np.exp(sums), 0.0), ents
+
+
+def solution_spread(member_probs: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """How much models trained on resamples of the same labels disagree about each solution
+    (ActPRM's ensemble uncertainty): the mean over its steps of the members' standard deviation
+    of P(correct), 0 without steps. ``member_probs`` is (members, steps)."""
+    spread = member_probs.std(axis=0)
+    n = len(starts) - 1
+    out = np.zeros(n)
+    counts = np.diff(starts)
+    has = counts > 0
+    if spread.size:
+        out[has] = np.add.reduceat(spread, starts[:-1][has]) / counts[has]
+    return out
 
 
 def best_of_n(

@@ -11,16 +11,21 @@ otherwise CUDA when present.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
 _configured = False
+S = TypeVar("S")
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 def configure_threads(backbone: str = "minilm") -> int:
@@ -98,3 +103,37 @@ def featurising_gc() -> Iterator[None]:
             _gc_users -= 1
             if _gc_users == 0 and _gc_was_enabled:
                 gc.enable()
+
+
+# What the forked processes of ``forked_map`` share: set before they fork, never pickled.
+_FORKED: Any = None
+
+
+def _forked_call(fn: Callable[[Any, Any], Any], part: Any) -> Any:
+    return fn(_FORKED, part)
+
+
+def forked_map(fn: Callable[[S, P], R], shared: S, parts: Iterable[P], *, workers: int) -> list[R]:
+    """``fn(shared, part)`` for every part, in ``workers`` forked processes; results in order.
+
+    The one process pool of the PRM: featurising is pure Python, so processes share it, and
+    ``shared`` (a loaded model, the featuriser, arrays of jobs) reaches them by ``fork`` rather
+    than by pickling. Each part is sent as soon as ``parts`` yields it, so a caller that reads its
+    input as it goes (rescoring reads the database) overlaps reading with the work. The children
+    run torch on one thread each and without the cyclic collector (``featurising_gc``; they
+    inherit both). With one worker, or inside a daemonic process (a Celery prefork child, which may
+    not have children), everything runs here, in order.
+    """
+    global _FORKED
+    if workers <= 1 or multiprocessing.current_process().daemon:
+        return [fn(shared, part) for part in parts]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    _FORKED = shared
+    try:
+        with featurising_gc(), multiprocessing.get_context("fork").Pool(workers) as pool:
+            pending = [pool.apply_async(_forked_call, (fn, part)) for part in parts]
+            return [result.get() for result in pending]
+    finally:
+        _FORKED = None
+        torch.set_num_threads(threads)

@@ -12,7 +12,8 @@ A checkpoint is a directory::
     hf/                 for ``hf:`` models: the model config and tokenizer, so the checkpoint loads
                         without the folder it was trained from
 
-``load(directory)`` gives a :class:`Scorer` that returns exactly the scores the trained model gave.
+``prm.loader.load(directory)`` gives a :class:`Scorer` that returns exactly the scores the trained
+model gave.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from safetensors.torch import load_file, save_file
 from prm.backbones import Backbone, Item, load_backbone
 from prm.data import Solution, sha256_file
 from prm.metrics import aggregate as aggregate_probs
-from prm.runtime import configure_threads, featurising_gc, pick_device
+from prm.runtime import configure_threads, featurising_gc, forked_map, pick_device
 
 FORMAT = "stepwise-prm"
 FORMAT_VERSION = 1
@@ -40,7 +41,8 @@ CHUNK_SOLUTIONS = 2048  # solutions prepared at a time, so a million steps need 
 SolutionLike = Solution | tuple[str, Sequence[str]]
 
 
-def _as_pair(s: SolutionLike) -> tuple[str, Sequence[str]]:
+def as_pair(s: SolutionLike) -> tuple[str, Sequence[str]]:
+    """``(problem, steps)`` of a solution given either way (steps never one string)."""
     if isinstance(s, Solution):
         return s.problem, s.steps
     problem, steps = s
@@ -124,7 +126,7 @@ def solution_logits(
         chunk.clear()
 
     for s in solutions:
-        chunk.append(_as_pair(s))
+        chunk.append(as_pair(s))
         if len(chunk) >= CHUNK_SOLUTIONS:
             flush()
     if chunk:
@@ -170,10 +172,10 @@ class Scorer:
     ) -> list[np.ndarray]:
         """Raw per-step logits. ``workers > 1`` forks that many processes for large inputs (not
         inside a daemonic process such as a Celery prefork child; the default is in-process)."""
-        solutions = [_as_pair(s) for s in solutions]
-        if workers > 1 and len(solutions) > CHUNK_SOLUTIONS and self.device.type == "cpu":
-            return _parallel_logits(self, solutions, workers=workers, batch_size=batch_size)
-        return solution_logits(self.backbone, solutions, device=self.device, batch_size=batch_size)
+        pairs = [as_pair(s) for s in solutions]
+        if workers > 1 and len(pairs) > CHUNK_SOLUTIONS and self.device.type == "cpu":
+            return _parallel_logits(self, pairs, workers=workers, batch_size=batch_size)
+        return solution_logits(self.backbone, pairs, device=self.device, batch_size=batch_size)
 
     def score(
         self,
@@ -210,37 +212,24 @@ class Scorer:
         return out
 
 
-_FORKED: Scorer | None = None
-
-
-def _forked_logits(args: tuple[list[SolutionLike], int | None]) -> list[np.ndarray]:
-    solutions, batch_size = args
-    assert _FORKED is not None
-    return solution_logits(
-        _FORKED.backbone, solutions, device=_FORKED.device, batch_size=batch_size
-    )
+def _logits_part(
+    shared: tuple[Scorer, int | None], solutions: list[tuple[str, Sequence[str]]]
+) -> list[np.ndarray]:
+    scorer, batch_size = shared
+    return solution_logits(scorer.backbone, solutions, device=scorer.device, batch_size=batch_size)
 
 
 def _parallel_logits(
-    scorer: Scorer, solutions: list[SolutionLike], *, workers: int, batch_size: int | None
+    scorer: Scorer,
+    solutions: list[tuple[str, Sequence[str]]],
+    *,
+    workers: int,
+    batch_size: int | None,
 ) -> list[np.ndarray]:
-    """Featurising is pure Python; forked workers (one thread each) share the loaded model."""
-    import multiprocessing
-
-    global _FORKED
-    _FORKED = scorer
-    chunks = [
-        (solutions[i : i + CHUNK_SOLUTIONS], batch_size)
-        for i in range(0, len(solutions), CHUNK_SOLUTIONS)
-    ]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_forked_logits, chunks, chunksize=1)
-    finally:
-        torch.set_num_threads(threads)
-        _FORKED = None
+    """Featurising is pure Python: forked processes (``prm.runtime.forked_map``) share the
+    loaded model and the work."""
+    chunks = [solutions[i : i + CHUNK_SOLUTIONS] for i in range(0, len(solutions), CHUNK_SOLUTIONS)]
+    parts = forked_map(_logits_part, (scorer, batch_size), chunks, workers=workers)
     return [z for part in parts for z in part]
 
 
@@ -279,19 +268,26 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def load(directory: str | Path, *, device: str | None = None) -> Scorer:
-    """Load a checkpoint directory (see the module docstring) as a :class:`Scorer`."""
+def read_config(directory: str | Path) -> dict[str, Any]:
+    """A checkpoint's ``config.json``, refused when it is not one of ours (or is newer)."""
     directory = Path(directory)
     config_path = directory / "config.json"
     if not config_path.is_file():
         raise FileNotFoundError(f"{directory} is not a PRM checkpoint (no config.json)")
-    config = json.loads(config_path.read_text())
+    config: dict[str, Any] = json.loads(config_path.read_text())
     if config.get("format") != FORMAT or config.get("format_version", 0) > FORMAT_VERSION:
         raise ValueError(f"{directory}: unsupported checkpoint format {config.get('format')!r}")
-    if config["backbone"]["name"] == "ensemble":
-        from prm.ensemble import load_ensemble
+    return config
 
-        return load_ensemble(directory, config, device=device)
+
+def load_model(
+    directory: str | Path, config: dict[str, Any], *, device: str | None = None
+) -> Scorer:
+    """One trained model's checkpoint (its weights checked against ``config``) as a
+    :class:`Scorer`; ``prm.loader.load`` reads any checkpoint, ensembles included."""
+    directory = Path(directory)
+    if config["backbone"]["name"] == "ensemble":
+        raise ValueError(f"{directory}: an ensemble cannot be loaded as one model")
     weights = directory / "model.safetensors"
     if sha256_file(weights) != config["weights_sha256"]:
         raise ValueError(f"{weights} does not match the sha256 in config.json")

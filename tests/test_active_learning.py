@@ -309,23 +309,30 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
     media, settings
 ):
     import prm
-    from learning.rescoring import _score_open, _score_open_plain
+    from learning.scoring import open_scored, open_solutions, solution_texts
+    from prm.batch_scoring import BatchScoring
+    from prm.metrics import solution_score
 
     campaign = demo_campaign(active_learning=True)
     run = active_learning_run(run=_new_run(campaign))
     assert run.timings["solutions_featurised"] == DEMO_OPEN and run.timings["solutions_cached"] == 0
     scorer = prm.load(media / run.model.path)
+    ids = set(open_solutions(campaign).values_list("pk", flat=True))
+    texts = list(solution_texts(campaign=campaign, ids=ids))
+    # the model itself, step by step, without the feature cache
     plain = {
-        s.solution_id: s for s in _score_open_plain(campaign=campaign, scorer=scorer, beat=int)
+        sid: solution_score(probs)
+        for (sid, _, _), probs in zip(
+            texts, scorer.score([(p, steps) for _, p, steps in texts]), strict=True
+        )
     }
 
     stats: dict = {}
-    cached = list(_score_open(campaign=campaign, scorer=scorer, beat=int, stats=stats))
+    cached = open_scored(campaign=campaign, scorer=scorer, beat=int, stats=stats)
     assert stats == {"cached": DEMO_OPEN, "featurised": 0}
-    assert len(cached) == len(plain) == DEMO_OPEN
+    assert len(cached) == DEMO_OPEN
     for s in cached:
-        assert s.score == pytest.approx(plain[s.solution_id].score, rel=1e-6, abs=1e-12)
-        assert s.answer_is_correct == plain[s.solution_id].answer_is_correct
+        assert s.score == pytest.approx(plain.get(s.solution_id, 0.0), rel=1e-6, abs=1e-12)
 
     # A new import is featurised; a closed solution drops out of the cache.
     new = make_solution(campaign=campaign, steps=["We have $2 + 2 = 5$.", "# Answer\n\n5"])
@@ -333,7 +340,7 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
     stats = {}
     again = {
         s.solution_id: s.score
-        for s in _score_open(campaign=campaign, scorer=scorer, beat=int, stats=stats)
+        for s in open_scored(campaign=campaign, scorer=scorer, beat=int, stats=stats)
     }
     assert stats == {"cached": DEMO_OPEN - 1, "featurised": 1}
     assert cached[0].solution_id not in again
@@ -342,42 +349,46 @@ def test_cached_features_score_exactly_as_the_model_and_new_solutions_are_featur
         rel=1e-6,  # float32 forward passes over other batches
     )
 
-    # Forked featurising gives the same features as in-process.
-    settings.STEPWISE_AL_SCORE_WORKERS = 2
-    from learning import rescoring as al
-
-    rows = [
-        (i, "h", p, st) for i, (p, st) in enumerate([(new.problem.text, ["a = 1", "b"])] * 9000)
-    ]
-    one = al._featurise(scorer.backbone, rows, len(rows))
-    settings.STEPWISE_AL_SCORE_WORKERS = 1
-    two = al._featurise(scorer.backbone, rows, len(rows))
-    assert (one.starts == two.starts).all() and one.bags.keys() == two.bags.keys()
-    for name in one.bags:
-        assert (one.bags[name][0] == two.bags[name][0]).all()
-        assert (one.bags[name][1] == two.bags[name][1]).all()
+    # Forked featurising scores as in-process (enough solutions to fork: 2 x 4,096 and more).
+    rows = [(i, new.problem.text, ["a = 1", f"b = {i % 7}"]) for i in range(9000)]
+    wanted = [(i, f"h{i}") for i, _, _ in rows]
+    one = list(BatchScoring(scorer, wanted=wanted, workers=1).score(rows))
+    two = list(BatchScoring(scorer, wanted=wanted, workers=2).score(rows))
+    assert one == two
 
 
-def _workers_in_child(queue) -> None:
-    from learning.rescoring import score_workers
+def _forked_pid(shared: object, part: int) -> tuple[int, int]:
+    import os
 
-    queue.put(score_workers())
+    return part, os.getpid()
 
 
-def test_a_daemonic_worker_process_scores_in_process(settings):
-    """Celery's prefork children are daemonic and may not fork a pool of their own."""
+def _map_in_child(queue) -> None:
+    import os
+
+    from prm.runtime import forked_map
+
+    queue.put((os.getpid(), forked_map(_forked_pid, None, range(6), workers=3)))
+
+
+def test_a_daemonic_worker_process_featurises_in_itself():
+    """Celery's prefork children are daemonic and may not fork a pool of their own: the one pool
+    (``prm.runtime.forked_map``) runs the parts in the child itself, in order."""
     import multiprocessing
+    import os
 
-    from learning.rescoring import score_workers
+    from prm.runtime import forked_map
 
-    settings.STEPWISE_AL_SCORE_WORKERS = 3
-    assert score_workers() == 3
+    forked = forked_map(_forked_pid, None, range(6), workers=3)
+    assert [part for part, _ in forked] == list(range(6))
+    assert os.getpid() not in {pid for _, pid in forked}
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
-    child = ctx.Process(target=_workers_in_child, args=(queue,), daemon=True)
+    child = ctx.Process(target=_map_in_child, args=(queue,), daemon=True)
     child.start()
     child.join(timeout=60)
-    assert queue.get(timeout=10) == 1
+    pid, parts = queue.get(timeout=10)
+    assert parts == [(part, pid) for part in range(6)]
 
 
 def test_selecting_and_concatenating_features_equals_featurising_again():
@@ -436,7 +447,7 @@ def test_a_run_orders_by_the_campaigns_strategy_and_stores_the_best_of_n_curve(m
 
     # The queue follows the PRM's uncertainty: recompute it for the head and check it decreases.
     import prm
-    from learning.strategies import step_entropy
+    from prm.metrics import step_entropy
 
     scorer = prm.load(media / run.model.path)
     head = [pk for pk, *_ in _open_order(campaign)[:20]]
@@ -491,8 +502,10 @@ def test_a_run_orders_by_the_campaigns_strategy_and_stores_the_best_of_n_curve(m
 @pytest.mark.django_db(transaction=True)
 def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch):
     """The run hands the scored solutions to the campaign's strategy (scoring stubbed)."""
-    from learning import run as run_module
-    from learning.strategies import AUTO, NAMES, auto_choice, auto_shares, place, strategy_order
+    from learning import stages
+    from learning.auto import auto_choice, auto_shares
+    from learning.placing import place
+    from learning.strategies import AUTO, NAMES, strategy_order
 
     campaign = make_campaign(al_control_share=0.0)  # the control arm: test_al_strategies
     solutions = [
@@ -504,9 +517,9 @@ def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch):
         for k, (s, v) in enumerate(zip(solutions, (0.1, 0.9, 0.7, None, 0.3), strict=True))
     ]
     model = PRMModel.objects.create(campaign=campaign, version=1, path="prm/x/v1")
-    monkeypatch.setattr(run_module, "_is_checkpoint", lambda path: True)
+    monkeypatch.setattr(stages, "_is_checkpoint", lambda path: True)
     monkeypatch.setattr("prm.load", lambda path: object())
-    monkeypatch.setattr(run_module, "_score_open", lambda **kwargs: iter(scored))
+    monkeypatch.setattr(stages, "open_scored", lambda **kwargs: list(scored))
     for name in NAMES:
         campaign.al_strategy = name
         campaign.save()

@@ -7,17 +7,12 @@ from __future__ import annotations
 import pytest
 
 from labeling.models import Solution
+from learning.auto import AUTO_RULE, auto_choice, auto_shares
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored
+from learning.placing import place, with_control
 from learning.run import active_learning_run
-from learning.strategies import (
-    AUTO_RULE,
-    auto_choice,
-    auto_shares,
-    place,
-    strategy_order,
-    with_control,
-)
+from learning.strategies import strategy_order
 from tests.factories import make_campaign, make_solution
 
 
@@ -155,7 +150,7 @@ def _open_order(campaign) -> list[int]:
 def _run_under_auto(campaign, monkeypatch) -> tuple[ActiveLearningRun, list[Scored]]:
     """A run of an auto campaign with a registered model and scoring stubbed (as
     tests/test_active_learning.py does): it orders by what auto chooses."""
-    from learning import run as run_module
+    from learning import stages
 
     solutions = [make_solution(campaign=campaign, answer_is_correct=k % 3 == 0) for k in range(12)]
     scored = [
@@ -163,9 +158,9 @@ def _run_under_auto(campaign, monkeypatch) -> tuple[ActiveLearningRun, list[Scor
         for k, s in enumerate(solutions)
     ]
     model = PRMModel.objects.create(campaign=campaign, version=1, path="prm/x/v1")
-    monkeypatch.setattr(run_module, "_is_checkpoint", lambda path: True)
+    monkeypatch.setattr(stages, "_is_checkpoint", lambda path: True)
     monkeypatch.setattr("prm.load", lambda path: object())
-    monkeypatch.setattr(run_module, "_score_open", lambda **kwargs: iter(scored))
+    monkeypatch.setattr(stages, "open_scored", lambda **kwargs: list(scored))
     run = ActiveLearningRun.objects.create(campaign=campaign, model=model)
     return active_learning_run(run=run), scored
 
@@ -401,7 +396,7 @@ def test_solutions_placed_before_the_field_get_the_strategy_their_runs_measured_
 
 @pytest.mark.django_db
 def test_each_strategy_is_measured_on_the_labels_it_placed_and_the_control_arms():
-    from learning.run import _data_efficiency
+    from learning.stages import campaign_efficiency
     from tests.factories import make_labelled
 
     campaign = make_campaign(al_strategy="auto", al_control_share=0.2)
@@ -414,7 +409,7 @@ def test_each_strategy_is_measured_on_the_labels_it_placed_and_the_control_arms(
                 al_placed_by="" if by == "control" else by,
             )
             make_labelled(solution=solution, ratings=[1, -1] if k % 2 else [1, 1, 1])
-    estimate = _data_efficiency(campaign=campaign, strategy="uniform", seed=1)
+    estimate = campaign_efficiency(campaign=campaign, strategy="uniform", seed=1)
     assert estimate["status"] == "uniform" and "Auto orders uniformly" in estimate["sentence"]
     # one estimate per strategy tried (not uniform, the order auto fell back on)
     assert set(estimate["trials"]) == {"convincing-wrong", "uncertainty"}
@@ -426,7 +421,7 @@ def test_each_strategy_is_measured_on_the_labels_it_placed_and_the_control_arms(
     # a campaign with one strategy: that strategy's own labels, never another's
     campaign.al_strategy = "uncertainty"
     campaign.save()
-    fixed = _data_efficiency(campaign=campaign, strategy="uncertainty", seed=1)
+    fixed = campaign_efficiency(campaign=campaign, strategy="uncertainty", seed=1)
     assert "trials" not in fixed
     assert fixed["error_yield"]["strategy_solutions"] == placed["uncertainty"]
 
@@ -442,7 +437,7 @@ def test_every_ensemble_member_trains_when_a_resample_draws_only_held_out_proble
     from pathlib import Path
 
     from labeling.backbones import backbone_spec
-    from learning.run import _ensemble_members
+    from learning.stages import ensemble_members
     from prm import split_of
 
     fixture = Path(__file__).parent / "fixtures" / "prm" / "phase1_trl_small.jsonl"
@@ -463,7 +458,7 @@ def test_every_ensemble_member_trains_when_a_resample_draws_only_held_out_proble
         return False
 
     seed = next(s for s in range(100) if misses(s))
-    members = _ensemble_members(
+    members = ensemble_members(
         path, workdir=tmp_path, spec=backbone_spec("bow"), overrides={}, seed=seed
     )
     assert len(members) == 4

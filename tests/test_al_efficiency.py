@@ -42,7 +42,8 @@ def _simulated_campaign(
     from sklearn.metrics import roc_auc_score
 
     from learning.ordering import Scored
-    from learning.strategies import UNCERTAINTY, order_uncertainty, with_control
+    from learning.placing import with_control
+    from learning.strategies import UNCERTAINTY, strategy_order
 
     rng = random.Random(seed)
     paths = _paths()
@@ -55,7 +56,10 @@ def _simulated_campaign(
         for k, (e, u) in enumerate(zip(has_error, planted, strict=True))
     ]
     queue, arms = with_control(
-        order_uncertainty(pool, wrong_share=0.8), strategy=UNCERTAINTY, share=share, seed=seed
+        strategy_order(UNCERTAINTY, pool, wrong_share=0.8),
+        strategy=UNCERTAINTY,
+        share=share,
+        seed=seed,
     )
     rows = [
         ArmLabels(*paths[s.solution_id], arm=arm)
@@ -94,9 +98,11 @@ def test_under_auto_each_tried_strategy_is_measured_on_the_labels_it_placed(seed
     run under auto places it, simulated annotators label its first 200 by replaying the real
     ratings. Each strategy's own labels against the control's: the strong one's error yield
     lies above 1, the random one's interval contains 1, and lumping the arm would hide it."""
+    from learning.auto import auto_choice, auto_shares
     from learning.efficiency import strategy_rows
     from learning.ordering import Scored
-    from learning.strategies import auto_choice, auto_shares, place, strategy_order
+    from learning.placing import place
+    from learning.strategies import strategy_order
 
     rng = random.Random(seed)
     paths = _paths()
@@ -207,8 +213,8 @@ def test_a_run_stores_the_estimate_and_the_page_answers_the_question(client, tmp
 def test_an_ensemble_run_orders_the_queue_by_the_members_disagreement(tmp_path, settings):
     import prm
     from labeling.models import Solution
-    from learning.rescoring import _score_open
     from learning.run import active_learning_run
+    from learning.scoring import open_scored
     from learning.strategies import ENSEMBLE_MEMBERS
     from learning.triggers import active_learning_trigger
     from tests.al_data import demo_campaign
@@ -221,7 +227,7 @@ def test_an_ensemble_run_orders_the_queue_by_the_members_disagreement(tmp_path, 
     folder = settings.MEDIA_ROOT / "prm" / campaign.slug / f"run-{run.pk}"
     members = [prm.load(folder / f"member-{k}") for k in range(ENSEMBLE_MEMBERS)]
     scorer = prm.load(settings.MEDIA_ROOT / run.model.path)
-    scored = list(_score_open(campaign=campaign, scorer=scorer, beat=lambda: None, members=members))
+    scored = open_scored(campaign=campaign, scorer=scorer, beat=lambda: None, members=members)
     spread = {s.solution_id: s.disagreement for s in scored}
     assert len({round(v, 6) for v in spread.values()}) > 10  # the members do disagree
     open_ = Solution.objects.filter(campaign=campaign, kind="regular", is_open=True)
@@ -233,6 +239,6 @@ def test_an_ensemble_run_orders_the_queue_by_the_members_disagreement(tmp_path, 
     )
     # one model twice disagrees with itself nowhere
     same = list(
-        _score_open(campaign=campaign, scorer=scorer, beat=lambda: None, members=[scorer] * 2)
+        open_scored(campaign=campaign, scorer=scorer, beat=lambda: None, members=[scorer] * 2)
     )
     assert {s.disagreement for s in same} == {0.0}

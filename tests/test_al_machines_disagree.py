@@ -14,17 +14,12 @@ import pytest
 
 import prm
 from labeling.models import Solution
-from learning.machine_evidence import machine_conflicts, machine_words
+from learning.machine_evidence import machine_conflict, machine_conflicts, machine_words
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored
+from learning.placing import with_control
 from learning.run import active_learning_run
-from learning.strategies import (
-    MACHINES_DISAGREE,
-    NAMES,
-    machine_conflict,
-    strategy_order,
-    with_control,
-)
+from learning.strategies import MACHINES_DISAGREE, NAMES, strategy_order
 from tests.factories import make_campaign, make_evidence, make_solution
 
 SMALL = Path(__file__).parent / "fixtures" / "prm" / "phase1_trl_small.jsonl"

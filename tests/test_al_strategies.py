@@ -8,13 +8,9 @@ import pytest
 
 from labeling.models import Campaign
 from learning.ordering import Scored, queue_order
-from learning.strategies import (
-    NAMES,
-    STRATEGIES,
-    interleave,
-    step_entropy,
-    strategy_order,
-)
+from learning.placing import interleave
+from learning.strategies import NAMES, STRATEGIES, strategy_order
+from prm.metrics import step_entropy
 
 # id, PRM score, answer correct, uncertainty, verifier score
 FIXTURE = [
@@ -136,7 +132,7 @@ def _many(n: int) -> list[Scored]:
 
 
 def test_the_control_arm_takes_its_share_of_every_prefix_uniformly_at_random():
-    from learning.strategies import CONTROL_ARM, with_control
+    from learning.placing import CONTROL_ARM, with_control
 
     items = _many(400)
     order = strategy_order("convincing-wrong", items)
@@ -155,7 +151,7 @@ def test_the_control_arm_takes_its_share_of_every_prefix_uniformly_at_random():
 def test_the_control_arm_is_drawn_before_the_strategy_chooses():
     """The control is the same uniform subset whatever the strategy's order: a control drawn
     from what the strategy left would be short of what the strategy looks for."""
-    from learning.strategies import CONTROL_ARM, with_control
+    from learning.placing import CONTROL_ARM, with_control
 
     items = _many(200)
     controls = []
@@ -169,7 +165,7 @@ def test_the_control_arm_is_drawn_before_the_strategy_chooses():
 
 
 def test_a_uniform_strategy_is_all_control_and_share_zero_none():
-    from learning.strategies import with_control
+    from learning.placing import with_control
 
     items = _many(10)
     assert set(with_control(items, strategy="uniform", share=0.2, seed=1)[1]) == {"control"}

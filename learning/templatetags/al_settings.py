@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from learning.applies import SETTING_STRATEGIES, setting_applies
+from learning.applies import setting_applies, setting_strategies
 
 register = template.Library()
 
@@ -25,7 +25,7 @@ def al_row_attrs(field: BoundField) -> SafeString | str:
     """A row's attributes: the strategies its setting applies to (the page's script follows the
     select with them) and ``hidden`` where the chosen one does not use it. A setting with an
     error is never hidden."""
-    strategies = SETTING_STRATEGIES.get(field.name)
+    strategies = setting_strategies(field.name)
     if strategies is None or "al_strategy" not in field.form.fields:
         return ""
     value = field.value()

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -111,6 +111,26 @@ def _bag(lists: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         offsets.append(offsets[-1] + len(ids))
     flat = [i for ids in lists for i in ids]
     return torch.tensor(flat, dtype=torch.long), torch.tensor(offsets, dtype=torch.long)
+
+
+class Walker(Protocol):
+    """One solution's featuriser, a step at a time (``bow``'s ``BowWalker``)."""
+
+    def step(self, step: str) -> dict[str, Any]:
+        """The features of the next step (bag name -> ids), remembering what it establishes."""
+        ...
+
+    def fork(self) -> Walker:
+        """A copy that continues from the same state (rows that share a prefix)."""
+        ...
+
+
+@runtime_checkable
+class Walking(Protocol):
+    """A backbone that featurises a solution's steps one at a time: what ``prm.items`` and the
+    feature cache need of ``bow`` (they fork a walker where rows branch)."""
+
+    def walker(self, problem: str) -> Walker: ...
 
 
 class Backbone(nn.Module):
