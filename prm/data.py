@@ -118,7 +118,7 @@ def step_examples(solutions: Iterable[Solution], *, dedupe: bool = True) -> list
 
 
 def unique_steps(
-    rows: Sequence[Solution], values: Sequence[Sequence[float]]
+    rows: Sequence[Solution], values: Sequence[Sequence[float] | np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Per-step ``values`` of ``rows`` for each distinct (problem, prefix) once, with the step's
     label and problem: the population that step metrics and calibration are about (a shared
