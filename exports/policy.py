@@ -10,14 +10,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from labeling.models import Solution
 
-MATH500_PATH = Path(__file__).resolve().parent / "data" / "math500" / "test.jsonl"
+# MATH-500's 500 problems, one ``problem_sha256`` per line (how the list was made and from what:
+# exports/data/math500/SOURCE.md; the problems themselves are in ../shared/data/math500/).
+MATH500_HASHES_PATH = Path(__file__).resolve().parent / "data" / "math500" / "problem_sha256.txt"
 SPLIT_HASH = "sha256 of the stripped problem text, salted with split_seed"
 
 
@@ -254,16 +255,18 @@ POLICY_OPTIONS: tuple[Option, ...] = tuple(
 )
 
 
+def problem_sha256(problem_text: str) -> str:
+    """The hex sha256 of a problem's text (UTF-8, surrounding space stripped): how MATH-500's
+    problems are listed in ``MATH500_HASHES_PATH``."""
+    return hashlib.sha256(problem_text.strip().encode()).hexdigest()
+
+
 @functools.cache
-def _math500_hashes() -> frozenset[str]:
-    with open(MATH500_PATH, encoding="utf-8") as f:
-        return frozenset(
-            hashlib.sha256(json.loads(line)["problem"].strip().encode()).hexdigest()
-            for line in f
-            if line.strip()
-        )
+def math500_hashes() -> frozenset[str]:
+    with open(MATH500_HASHES_PATH, encoding="ascii") as f:
+        return frozenset(line.strip() for line in f if line.strip())
 
 
 def is_math500(problem_text: str) -> bool:
     """Whether a problem's text is one of MATH-500's (exact text, surrounding space aside)."""
-    return hashlib.sha256(problem_text.strip().encode()).hexdigest() in _math500_hashes()
+    return problem_sha256(problem_text) in math500_hashes()

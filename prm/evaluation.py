@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from prm.backbones import BowBackbone
 from prm.data import Dataset, Solution, read_dataset, split_of, unique_steps
 from prm.metrics import (
     AGGREGATIONS,
@@ -108,7 +109,7 @@ def _scores(
     compacting it: training decides what it keeps); the same features and network as
     ``scorer.score``."""
     backbone = scorer.backbone
-    if not hasattr(backbone, "walker"):
+    if not isinstance(backbone, BowBackbone):
         return scorer.score(rows)
     from prm.item_cache import ItemCache
     from prm.items import default_workers

@@ -15,19 +15,20 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypedDict, TypeVar, overload, runtime_checkable
 
 import torch
+from torch.optim.optimizer import ParamsT
 from tqdm import tqdm
 
-from prm.backbones import Backbone, Item, build_backbone
+from prm.backbones import Backbone, BowBackbone, Item, build_backbone
 from prm.data import Dataset, Solution, read_dataset
 from prm.item_cache import ItemCache
 from prm.items import default_workers
 from prm.metrics import auroc, best_first_error_threshold, first_error_scores
 from prm.runtime import configure_threads, pick_device, seed_everything
 from prm.scoring import calibrate, fit_calibration, save_checkpoint
-from prm.trainset import listed_sets, packed_sets
+from prm.trainset import TrainingSet, listed_sets, packed_sets
 
 PRM_VERSION = "1.0"
 
@@ -52,7 +53,7 @@ def bow_batch_size(items: int) -> int:
     128 or 1024 items (it touches the rows of a few embedding tables), so a small batch makes a
     million items an hour-long epoch, and on them 1024 selected a better model than 128
     (docs/prm.md, "Training at PRM800K's size")."""
-    return 128 * 2 ** min(3, max(0, int(math.log2(max(items, 1) / 50_000))))
+    return int(128 * 2 ** min(3, max(0, int(math.log2(max(items, 1) / 50_000)))))
 
 
 def bow_epochs(items: int) -> int:
@@ -62,7 +63,23 @@ def bow_epochs(items: int) -> int:
     return max(2, min(8, math.ceil(2_000_000 / max(items, 1))))
 
 
-SIZED = {"bow": {"epochs": bow_epochs, "batch_size": bow_batch_size}}
+class SizedDefaults(TypedDict, total=False):
+    """A family's defaults that depend on the number of training items."""
+
+    epochs: Callable[[int], int]
+    batch_size: Callable[[int], int]
+
+
+SIZED: dict[str, SizedDefaults] = {"bow": {"epochs": bow_epochs, "batch_size": bow_batch_size}}
+
+_T = TypeVar("_T")
+
+
+def _required(value: _T | None, name: str) -> _T:
+    """A ``TrainConfig`` field that ``resolved`` / ``sized`` have filled."""
+    if value is None:
+        raise ValueError(f"TrainConfig.{name} is not set (resolved() and sized() fill it)")
+    return value
 
 
 @dataclass
@@ -106,8 +123,14 @@ class TrainConfig:
         """Fill the defaults that depend on the number of training items (``SIZED``)."""
         family = "hf" if self.backbone.startswith("hf") else self.backbone
         rules = SIZED.get(family, {})
-        values = {k: rule(items) for k, rule in rules.items() if getattr(self, k) is None}
-        return dataclasses.replace(self, **values) if values else self
+        epochs, batch_size = self.epochs, self.batch_size
+        if epochs is None and "epochs" in rules:
+            epochs = rules["epochs"](items)
+        if batch_size is None and "batch_size" in rules:
+            batch_size = rules["batch_size"](items)
+        if (epochs, batch_size) == (self.epochs, self.batch_size):
+            return self
+        return dataclasses.replace(self, epochs=epochs, batch_size=batch_size)
 
 
 def outcome_rows(solutions: Iterable[Solution]) -> list[Solution]:
@@ -146,6 +169,13 @@ def _memoised(
     return cached
 
 
+@runtime_checkable
+class _FitsPrior(Protocol):
+    """A backbone with a prior fitted on its training items (the checks' starting weights)."""
+
+    def fit_prior(self, items: Sequence[Item]) -> dict[str, float]: ...
+
+
 class LazyAdam(torch.optim.Optimizer):
     """Adam for sparse embedding gradients that touches only the rows a batch used.
 
@@ -156,11 +186,29 @@ class LazyAdam(torch.optim.Optimizer):
     time), and their gradients summed with ``index_add_``.
     """
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps})
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+
+    @overload
+    def step(self, closure: Callable[[], float]) -> float: ...
+
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
+        """One update; ``closure`` (re-evaluating the loss, as torch's optimizers take it) is
+        called first and its loss returned."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             for p in group["params"]:
@@ -190,6 +238,7 @@ class LazyAdam(torch.optim.Optimizer):
                 t = state["step"]
                 step = group["lr"] * math.sqrt(1 - beta2**t) / (1 - beta1**t)
                 p.index_add_(0, rows, m.div_(v.sqrt_().add_(group["eps"])), alpha=-step)
+        return loss
 
 
 class _Optimizer:
@@ -211,12 +260,15 @@ class _Optimizer:
                 encoder.append(p)
             else:
                 new.append(p)
-        head_lr = cfg.head_lr if encoder else cfg.lr
+        lr = _required(cfg.lr, "lr")
+        head_lr = cfg.head_lr if encoder else lr
         self.parts: list[torch.optim.Optimizer] = []
-        candidates = ({"params": new, "lr": head_lr}, {"params": encoder, "lr": cfg.lr})
+        candidates = ({"params": new, "lr": head_lr}, {"params": encoder, "lr": lr})
         groups = [g for g in candidates if g["params"]]
         if groups:
-            self.parts.append(torch.optim.AdamW(groups, weight_decay=cfg.weight_decay))
+            self.parts.append(
+                torch.optim.AdamW(groups, weight_decay=_required(cfg.weight_decay, "weight_decay"))
+            )
         if sparse:
             self.parts.append(LazyAdam(sparse, lr=head_lr))
 
@@ -230,7 +282,12 @@ class _Optimizer:
 
 
 def _fit(
-    backbone: Backbone, train_set, val_set, cfg: TrainConfig, device, select: bool
+    backbone: Backbone,
+    train_set: TrainingSet,
+    val_set: TrainingSet,
+    cfg: TrainConfig,
+    device: torch.device,
+    select: bool,
 ) -> tuple[list[dict[str, Any]], float, float]:
     """Train; with ``select``, keep the weights of the best validation AUROC and stop after
     ``patience`` evaluations without a better one. Validation runs after every epoch and, on
@@ -238,6 +295,7 @@ def _fit(
     within its first pass (a million labels) stops there instead of training two more epochs.
     Returns the history, the best point (in passes over the training set) and its AUROC."""
     optimizer = _Optimizer(backbone, cfg)
+    epochs, batch_size = _required(cfg.epochs, "epochs"), _required(cfg.batch_size, "batch_size")
     generator = torch.Generator().manual_seed(cfg.seed)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     n = len(train_set)
@@ -281,18 +339,18 @@ def _fit(
         return select and stale >= cfg.patience
 
     stop = False
-    for epoch in range(1, cfg.epochs + 1):
+    for epoch in range(1, epochs + 1):
         backbone.train()
         order = torch.randperm(n, generator=generator).numpy()
         bar = tqdm(
-            range(0, n, cfg.batch_size),
-            desc=f"epoch {epoch}/{cfg.epochs}",
+            range(0, n, batch_size),
+            desc=f"epoch {epoch}/{epochs}",
             unit="batch",
             disable=not cfg.progress,
             leave=False,
         )
         for start in bar:
-            idx = order[start : start + cfg.batch_size]
+            idx = order[start : start + batch_size]
             batch = {k: v.to(device) for k, v in train_set.batch(idx).items()}
             target = train_set.targets(idx).to(device)
             logits = backbone(batch)
@@ -305,7 +363,7 @@ def _fit(
             seen += len(idx)
             since += len(idx)
             bar.set_postfix(loss=f"{total / count:.4f}")
-            if select and since >= every and start + cfg.batch_size < n:
+            if select and since >= every and start + batch_size < n:
                 stop = evaluate(epoch, end=False)
                 backbone.train()
                 if stop:
@@ -365,14 +423,17 @@ def train(
         raise ValueError("no training rows (is every problem in the validation/test split?)")
     cache_dir = cfg.cache_dir or os.environ.get("PRM_CACHE_DIR") or None
     prepare_stats: dict[str, Any] = {}
-    if hasattr(backbone, "walker"):  # one step per item, bags of ids: flat arrays
+    train_set: TrainingSet
+    val_set: TrainingSet
+    if isinstance(backbone, BowBackbone):  # one step per item, bags of ids: flat arrays
         prepare = _memoised(backbone, prepare_cache) if prepare_cache is not None else None
         cache = ItemCache(cache_dir, backbone) if cache_dir and prepare is None else None
         workers = cfg.workers if cfg.workers is not None else default_workers()
-        (train_set, val_set), prepare_stats = packed_sets(
+        (packed_train, packed_val), prepare_stats = packed_sets(
             backbone, [train_rows, val_rows], cache=cache, workers=workers, prepare=prepare
         )
-        prior = backbone.fit_prior_packed(train_set.packed)
+        prior = backbone.fit_prior_packed(packed_train.packed)
+        train_set, val_set = packed_train, packed_val
     else:
         if prepare_cache is not None:
             # ignore: this backbone's prepare, memoised for this process (an instance attribute
@@ -380,11 +441,12 @@ def train(
             backbone.prepare = _memoised(  # type: ignore[method-assign, assignment]
                 backbone, prepare_cache
             )
-        train_set, val_set = listed_sets(backbone, [train_rows, val_rows])
-        prior = backbone.fit_prior(train_set.items) if hasattr(backbone, "fit_prior") else {}
+        listed_train, listed_val = listed_sets(backbone, [train_rows, val_rows])
+        prior = backbone.fit_prior(listed_train.items) if isinstance(backbone, _FitsPrior) else {}
         backbone.prepare_training(
-            train_set.items + val_set.items, device=device, cache_dir=cache_dir
+            listed_train.items + listed_val.items, device=device, cache_dir=cache_dir
         )
+        train_set, val_set = listed_train, listed_val
     val_labels = val_set.labels
     select = len(val_labels) > 0 and 0 < val_labels.sum() < len(val_labels)
     prepared_seconds = time.perf_counter() - started

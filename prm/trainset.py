@@ -18,17 +18,24 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from prm.backbones import Backbone, Item
+from prm.backbones import Backbone, BowBackbone, Item
+from prm.bags import Bags
 from prm.data import Solution, unique_steps
+from prm.item_cache import Found, ItemCache
 from prm.items import PackedItems, RowIndex, copy_items, featurise, gather
 from prm.runtime import featurising_gc
 from prm.scoring import batch_size_for, item_logits, solution_logits
+
+# A backbone's ``prepare`` (or a memoised one): a solution's items.
+Prepare = Callable[[str, Sequence[str]], list[Item]]
+# (logit, label) of each distinct step once, and the rows' per-step logits.
+CalibrationPoints = tuple[np.ndarray, np.ndarray, list[np.ndarray]]
 
 
 class PackedSet:
@@ -46,7 +53,7 @@ class PackedSet:
         self.index, self.rows, self.row_span = index, rows, row_span
         self.lo, self.hi = items
         self.packed, self.full = _slice(packed, self.lo, self.hi), packed
-        self.labels = self.packed.labels
+        self.labels = self.packed.training_labels
 
     def __len__(self) -> int:
         return self.hi - self.lo
@@ -60,7 +67,7 @@ class PackedSet:
     def logits(self, backbone: Backbone, *, device: torch.device) -> np.ndarray:
         return self.packed.logits(backbone, device=device)
 
-    def calibration_points(self, backbone: Backbone, *, device: torch.device):
+    def calibration_points(self, backbone: Backbone, *, device: torch.device) -> CalibrationPoints:
         """(logit, label) of each distinct step once, and the rows' per-step logits: what
         ``unique_steps`` of the rows would give, straight from the items."""
         z = self.logits(backbone, device=device)
@@ -76,10 +83,10 @@ class PackedSet:
 
 
 def _slice(packed: PackedItems, lo: int, hi: int) -> PackedItems:
-    bags = {}
+    bags: Bags = {}
     for name, (flat, off) in packed.bags.items():
         bags[name] = (flat[off[lo] : off[hi]], off[lo : hi + 1] - off[lo])
-    return PackedItems(packed.keys[lo:hi], bags, packed.labels[lo:hi])
+    return PackedItems(packed.keys[lo:hi], bags, packed.training_labels[lo:hi])
 
 
 class ListedSet:
@@ -87,7 +94,7 @@ class ListedSet:
 
     def __init__(self, backbone: Backbone, items: list[Item], rows: Sequence[Solution]) -> None:
         self.backbone, self.items, self.rows = backbone, items, rows
-        self.labels = np.array([y for it in items for y in it.labels], dtype=bool)
+        self.labels = np.array([y for it in items for y in it.training_labels], dtype=bool)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -102,7 +109,7 @@ class ListedSet:
         z, _ = item_logits(backbone, self.items, device=device, batch_size=batch_size_for(backbone))
         return z
 
-    def calibration_points(self, backbone: Backbone, *, device: torch.device):
+    def calibration_points(self, backbone: Backbone, *, device: torch.device) -> CalibrationPoints:
         # Through the same path as scoring (the full model, not the training cache of the frozen
         # layers), so calibration and thresholds match what ``load`` will give.
         row_logits = solution_logits(backbone, self.rows, device=device)
@@ -110,11 +117,15 @@ class ListedSet:
         return z, y, row_logits
 
 
+# What a training run trains and validates on: either shape.
+TrainingSet = PackedSet | ListedSet
+
+
 def listed_sets(backbone: Backbone, parts: Sequence[Sequence[Solution]]) -> list[ListedSet]:
     """One :class:`ListedSet` per part of the rows; an item repeated across rows counts once."""
     out = []
     for rows in parts:
-        seen: set = set()
+        seen: set[Hashable] = set()
         items = []
         with featurising_gc():
             for s in rows:
@@ -122,6 +133,7 @@ def listed_sets(backbone: Backbone, parts: Sequence[Sequence[Solution]]) -> list
                     if it.key in seen:
                         continue
                     seen.add(it.key)
+                    assert s.labels is not None, "listed_sets reads labelled rows"
                     # a copy: a memoised ``prepare`` (``prepare_cache``) hands out shared items
                     labels = tuple(s.labels[i] for i in it.steps)
                     items.append(dataclasses.replace(it, labels=labels))
@@ -130,12 +142,12 @@ def listed_sets(backbone: Backbone, parts: Sequence[Sequence[Solution]]) -> list
 
 
 def packed_sets(
-    backbone: Backbone,
+    backbone: BowBackbone,
     parts: Sequence[Sequence[Solution]],
     *,
-    cache=None,
+    cache: ItemCache | None = None,
     workers: int = 1,
-    prepare=None,
+    prepare: Prepare | None = None,
     compact: bool = True,
 ) -> tuple[list[PackedSet], dict[str, Any]]:
     """One :class:`PackedSet` per part of the rows (train, validation), and what it cost.
@@ -152,7 +164,7 @@ def packed_sets(
     n = len(index)
     stats: dict[str, Any] = {"items": n, "labels": int(index.row_starts[-1])}
     found_mask = np.zeros(n, dtype=bool)
-    found: list = []
+    found: list[Found] = []
     if cache is not None:
         found_mask, found = cache.lookup(index.keys)
     stats["keys_seconds"] = round(time.perf_counter() - started, 2)
@@ -166,7 +178,7 @@ def packed_sets(
 
     t = time.perf_counter()
     names = list(fresh_bags) or (list(found[0].lengths) if found else [])
-    bags = {}
+    bags: Bags = {}
     for name in names:
         lengths = np.zeros(n, dtype=np.int64)
         for f in found:
@@ -181,7 +193,7 @@ def packed_sets(
             src = fresh_bags[name]
             copy_items(bag, fresh_items, src, np.arange(len(fresh_items), dtype=np.int64))
     del fresh_bags
-    if found:
+    if cache is not None and found:  # found: only with a cache
         copied = cache.fill(bags, found)
         lost = found_mask & ~copied  # a shard compacted away since lookup: featurise those
         if lost.any():
@@ -215,7 +227,14 @@ def packed_sets(
     return sets, stats
 
 
-def _featurise(backbone, rows, index: RowIndex, missing: np.ndarray, workers: int, prepare):
+def _featurise(
+    backbone: BowBackbone,
+    rows: Sequence[Solution],
+    index: RowIndex,
+    missing: np.ndarray,
+    workers: int,
+    prepare: Prepare | None,
+) -> tuple[np.ndarray, Bags]:
     if prepare is None:
         return featurise(backbone, rows, index, missing, workers=workers)
     # Row by row through the caller's memo: the items of each item's first row.
@@ -232,7 +251,7 @@ def _featurise(backbone, rows, index: RowIndex, missing: np.ndarray, workers: in
         for name, ids in it.features.items():
             flat.setdefault(name, []).extend(ids)
             lengths.setdefault(name, []).append(len(ids))
-    bags = {}
+    bags: Bags = {}
     for name in flat:
         off = np.zeros(len(wanted) + 1, np.int64)
         np.cumsum(np.asarray(lengths[name], dtype=np.int64), out=off[1:])

@@ -7,6 +7,12 @@ baseline lists an error that no longer occurs (delete those lines: `... prune` d
 errors; run it only to take in errors that were already there (after a merge), never to hide new
 ones.
 
+The number of lines is held too: pyproject's ``[tool.stepwise] mypy_baseline_ceiling`` is the most
+the baseline may hold, and it may only be lowered. ``check`` fails when the baseline holds more
+lines than the ceiling, and when it holds fewer (the ceiling is then stale: lower it, or let
+``prune`` do it); ``update`` and ``prune`` lower the ceiling to the new count, and ``update``
+refuses to write a baseline longer than the ceiling (fix the errors instead).
+
 An error is recorded without its line number (`path: [code] message`), so the baseline survives
 edits elsewhere in the file; a file with two identical errors lists the line twice. The strict
 modules (pyproject's overrides that set `disallow_untyped_defs`, as mypy applies them) may have no
@@ -26,10 +32,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "mypy-baseline.txt"
+PYPROJECT = ROOT / "pyproject.toml"
 HEADER = (
     "# mypy errors outside the strict modules, as of the last `make mypy-baseline`.\n"
     "# This file may only shrink: fix an error, then delete its line. See docs/contributing.md.\n"
+    "# Its ceiling (pyproject.toml, mypy_baseline_ceiling) only goes down: `... prune` lowers it.\n"
 )
+CEILING_KEY = "mypy_baseline_ceiling"
+# The key's line in pyproject.toml (under ``[tool.stepwise]``), rewritten in place when lowered.
+CEILING_LINE = re.compile(rf"^(?P<head>{CEILING_KEY}\s*=\s*)(?P<value>\d+)", re.MULTILINE)
 
 ERROR = re.compile(
     r"^(?P<path>[^:\s][^:]*):(?P<line>\d+)(?::\d+)?: error: "
@@ -39,7 +50,7 @@ ERROR = re.compile(
 LINE_REF = re.compile(r"\bline \d+\b")
 
 
-def strict_rules(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, bool]:
+def strict_rules(pyproject: Path = PYPROJECT) -> dict[str, bool]:
     """pyproject's mypy overrides that set ``disallow_untyped_defs``: module pattern -> value
     (``prm.*``: True; a module not yet annotated may be listed with False for a while)."""
     config = tomllib.loads(pyproject.read_text())
@@ -143,10 +154,61 @@ def compare(current: Sequence[str], baseline: Sequence[str]) -> tuple[list[str],
     return new, gone
 
 
-def check(*, prune: bool) -> int:
-    current = run_mypy()
-    baseline = read_baseline()
-    rules = strict_rules()
+def read_ceiling(pyproject: Path = PYPROJECT) -> int:
+    """The most lines the baseline may hold (pyproject's ``[tool.stepwise]``)."""
+    config = tomllib.loads(pyproject.read_text())
+    value = config.get("tool", {}).get("stepwise", {}).get(CEILING_KEY)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise SystemExit(
+            f"{pyproject.name}: [tool.stepwise] {CEILING_KEY} must be a whole number "
+            "(the most lines mypy-baseline.txt may hold)"
+        )
+    return value
+
+
+def lower_ceiling(count: int, pyproject: Path = PYPROJECT) -> bool:
+    """Lower the ceiling to ``count`` (never raise it); whether the file changed."""
+    ceiling = read_ceiling(pyproject)
+    if count >= ceiling:
+        return False
+    text = pyproject.read_text()
+    match = CEILING_LINE.search(text)
+    if match is None or int(match["value"]) != ceiling:
+        raise SystemExit(f"{pyproject.name}: cannot find the line `{CEILING_KEY} = {ceiling}`")
+    pyproject.write_text(f"{text[: match.start()]}{match['head']}{count}{text[match.end() :]}")
+    return True
+
+
+def ceiling_problem(count: int, ceiling: int) -> str | None:
+    """Why a baseline of ``count`` lines does not match its ceiling, or None when it does."""
+    if count > ceiling:
+        return (
+            f"mypy-baseline.txt holds {count} lines, more than its ceiling of {ceiling} "
+            f"(pyproject.toml, [tool.stepwise] {CEILING_KEY}): the baseline may not grow. Fix "
+            "the errors it gained and delete their lines; the ceiling may only be lowered."
+        )
+    if count < ceiling:
+        return (
+            f"mypy-baseline.txt holds {count} lines, fewer than its ceiling of {ceiling}: lower "
+            f"the ceiling to {count} (pyproject.toml, [tool.stepwise] {CEILING_KEY} = {count}), "
+            "or run `python scripts/mypy_baseline.py prune`, which does it."
+        )
+    return None
+
+
+def check(
+    current: Sequence[str],
+    *,
+    prune: bool,
+    baseline_path: Path = BASELINE,
+    pyproject: Path = PYPROJECT,
+) -> int:
+    """Hold today's errors (``current``, as ``parse`` gives them) to the baseline and its
+    ceiling; with ``prune``, delete the lines of errors that no longer occur (and lower the
+    ceiling to match). 0 when all is well, 1 otherwise; what is wrong is printed."""
+    baseline = read_baseline(baseline_path)
+    rules = strict_rules(pyproject)
+    ceiling = read_ceiling(pyproject)
     new, gone = compare(current, baseline)
     failed = False
     in_strict = sorted(line for line in baseline if is_strict(_path_of(line), rules))
@@ -165,28 +227,41 @@ def check(*, prune: bool) -> int:
         )
         print("".join(f"  {line}\n" for line in new), end="")
         print("Run `.venv/bin/mypy` for their line numbers.")
-    if gone and prune:
-        remaining = list((Counter(baseline) - Counter(gone)).elements())
-        write_baseline(remaining)
-        print(f"mypy-baseline.txt: deleted {len(gone)} line(s) that no longer occur.")
+    if prune:
+        if gone:
+            baseline = list((Counter(baseline) - Counter(gone)).elements())
+            write_baseline(baseline, baseline_path)
+            print(f"mypy-baseline.txt: deleted {len(gone)} line(s) that no longer occur.")
+        if lower_ceiling(len(baseline), pyproject):
+            print(f"pyproject.toml: {CEILING_KEY} lowered from {ceiling} to {len(baseline)}.")
+            ceiling = len(baseline)
     elif gone:
         failed = True
         print(
             f"mypy: {len(gone)} baselined error(s) no longer occur; delete these lines from "
-            "mypy-baseline.txt (or run `python scripts/mypy_baseline.py prune`):"
+            "mypy-baseline.txt and lower the ceiling to match (or run "
+            "`python scripts/mypy_baseline.py prune`, which does both):"
         )
         print("".join(f"  {line}\n" for line in gone), end="")
+    problem = ceiling_problem(len(baseline), ceiling)
+    if problem:
+        failed = True
+        print(problem)
     if not failed:
         print(
-            f"mypy: no new errors ({len(baseline)} baselined; "
+            f"mypy: no new errors ({len(baseline)} baselined, at its ceiling; "
             f"none allowed in {strict_names(rules)})."
         )
     return 1 if failed else 0
 
 
-def update() -> int:
-    current = run_mypy()
-    rules = strict_rules()
+def update(
+    current: Sequence[str], *, baseline_path: Path = BASELINE, pyproject: Path = PYPROJECT
+) -> int:
+    """Rewrite the baseline from today's errors (``current``) and lower the ceiling to their
+    number; refused (nothing written) for errors in strict modules or more errors than the
+    ceiling allows."""
+    rules = strict_rules(pyproject)
     in_strict = [line for line in current if is_strict(_path_of(line), rules)]
     if in_strict:
         print(
@@ -195,10 +270,22 @@ def update() -> int:
         )
         print("".join(f"  {line}\n" for line in in_strict), end="")
         return 1
-    before = read_baseline()
-    write_baseline(current)
+    before = read_baseline(baseline_path)
     new, gone = compare(current, before)
+    ceiling = read_ceiling(pyproject)
+    if len(current) > ceiling:
+        print(
+            f"mypy reports {len(current)} errors outside the strict modules, more than the "
+            f"baseline's ceiling of {ceiling} (pyproject.toml, [tool.stepwise] {CEILING_KEY}). "
+            "The baseline may not grow: fix the new errors instead (`.venv/bin/mypy` gives their "
+            "line numbers); mypy-baseline.txt is unchanged. Errors it does not list:"
+        )
+        print("".join(f"  {line}\n" for line in new), end="")
+        return 1
+    write_baseline(current, baseline_path)
     print(f"mypy-baseline.txt: {len(current)} error(s) ({len(new)} added, {len(gone)} gone).")
+    if lower_ceiling(len(current), pyproject):
+        print(f"pyproject.toml: {CEILING_KEY} lowered from {ceiling} to {len(current)}.")
     return 0
 
 
@@ -207,8 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("command", choices=["check", "prune", "update"], nargs="?", default="check")
     args = parser.parse_args(argv)
     if args.command == "update":
-        return update()
-    return check(prune=args.command == "prune")
+        return update(run_mypy())
+    return check(run_mypy(), prune=args.command == "prune")
 
 
 if __name__ == "__main__":

@@ -270,3 +270,21 @@ def test_math500_problems_are_left_to_the_hash_by_default_and_counted(math500_ca
     manifest = write_export(campaign=math500_campaign, fmt="trl", out=tmp_path / "x.jsonl")
     assert manifest["split"]["math500_problems_seen"] == 1
     assert manifest["counts"]["all"]["records"] == 2
+
+
+def test_math500_is_kept_as_its_500_problem_hashes_alone():
+    from exports.policy import MATH500_HASHES_PATH, is_math500, math500_hashes, problem_sha256
+
+    lines = MATH500_HASHES_PATH.read_text(encoding="ascii").splitlines()
+    assert len(lines) == len(set(lines)) == len(math500_hashes()) == 500
+    assert all(len(h) == 64 and set(h) <= set("0123456789abcdef") for h in lines)
+    assert lines == sorted(lines)
+    assert sorted(p.name for p in MATH500_HASHES_PATH.parent.iterdir()) == [
+        "LICENSE.txt",
+        "SOURCE.md",
+        "problem_sha256.txt",
+    ]
+    # the text as a campaign holds it: surrounding space aside, exact
+    assert problem_sha256(f"  {MATH500_PROBLEM}\n") == problem_sha256(MATH500_PROBLEM)
+    assert is_math500(f"\n{MATH500_PROBLEM} ")
+    assert not is_math500(MATH500_PROBLEM.replace("polar", "spherical"))

@@ -4,7 +4,7 @@ fine-tuned, with the structural tokens, into a classification head."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,18 +84,21 @@ def _write_cache(cache_dir: str, tag: str, entries: dict[str, torch.Tensor]) -> 
 def _keep_cache(
     cache_dir: str,
     tag: str,
-    known: dict[str, Any],
+    known: dict[str, torch.Tensor],
     read: list[Path],
-    fresh: dict[str, Any],
+    fresh: dict[str, torch.Tensor],
     used: set[str],
 ) -> None:
     """Add ``fresh`` as one more file; or, past the bounds of ``prm.item_cache`` (more than
     ``MAX_SHARDS`` files, or more than ``KEEP_FACTOR`` times the entries this run used), write
-    exactly the used entries as one file and delete the files read."""
+    exactly the used entries as one file and delete the files read (every used entry is in
+    ``fresh`` or ``known``)."""
     from prm.item_cache import KEEP_FACTOR, MAX_SHARDS
 
     if len(read) + 1 > MAX_SHARDS or len(known) + len(fresh) > KEEP_FACTOR * len(used):
-        target = _write_cache(cache_dir, tag, {k: fresh.get(k, known.get(k)) for k in used})
+        target = _write_cache(
+            cache_dir, tag, {k: fresh[k] if k in fresh else known[k] for k in used}
+        )
         for path in read:
             if path != target:
                 path.unlink(missing_ok=True)
@@ -224,7 +227,9 @@ class MiniLMBackbone(Backbone):
             batch["struct"], batch["struct_offsets"] = _bag([it.features["struct"] for it in items])
         return batch
 
-    def _run_layers(self, hidden: torch.Tensor, mask: torch.Tensor, layers) -> torch.Tensor:
+    def _run_layers(
+        self, hidden: torch.Tensor, mask: torch.Tensor, layers: Iterable[nn.Module]
+    ) -> torch.Tensor:
         additive = _additive_mask(mask, hidden.dtype)
         for layer in layers:
             out = layer(hidden, attention_mask=additive)
@@ -254,7 +259,8 @@ class MiniLMBackbone(Backbone):
         parts = [pooled]
         if self.structure:
             parts.append(self.struct(batch["struct"], batch["struct_offsets"]))
-        return self.head(torch.cat(parts, dim=1)).squeeze(1)
+        logits: torch.Tensor = self.head(torch.cat(parts, dim=1))
+        return logits.squeeze(1)
 
     @torch.inference_mode()
     def prepare_training(
