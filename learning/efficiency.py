@@ -2,7 +2,7 @@
 control arm's, measured on the campaign's own labels.
 
 A run places ``al_control_share`` of the queue uniformly at random (the control arm,
-``learning.strategies.place``) and records on each solution the arm that placed it and, on the
+``learning.placing.place``) and records on each solution the arm that placed it and, on the
 strategy arm, the strategy (``strategy_rows`` keeps a strategy's own labels and the control's). The
 estimate (``data_efficiency``):
 
