@@ -38,14 +38,17 @@ import re
 import socket
 import ssl
 import threading
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +62,7 @@ KINDS = {
 }
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
-KEY_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-FIELDS = {"name", "kind", "base_url", "models", "key_env", "timeout_s", "max_concurrency", "label"}
+KEY_ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,99}$"
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_CONCURRENCY = 16
 
@@ -173,6 +175,72 @@ class Endpoint:
 # --- the declaration -----------------------------------------------------------------------------
 
 
+class Declaration(BaseModel):
+    """One entry of ``STEPWISE_ENDPOINTS`` as the operator writes it, checked field by field.
+
+    Strict: a number where text is wanted, ``true`` for a count or a field nobody reads is a
+    mistake to report at start, not to coerce into something the operator did not mean.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: Annotated[str, Field(pattern=NAME_RE.pattern)]
+    kind: str
+    base_url: str
+    models: Annotated[list[Annotated[str, Field(max_length=200)]], Field(min_length=1)]
+    key_env: Annotated[str, Field(pattern=KEY_ENV_PATTERN)] | None = None
+    timeout_s: Annotated[float, Field(ge=1, le=3600)] = DEFAULT_TIMEOUT_S
+    max_concurrency: Annotated[int, Field(ge=1, le=256)] = DEFAULT_MAX_CONCURRENCY
+    label: Annotated[str, Field(max_length=100)] | None = None
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError("an unknown kind")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _plain_url(cls, value: str) -> str:
+        try:
+            return _check_url(value)
+        except EndpointRefused as e:
+            raise ValueError(str(e)) from None
+
+    @field_validator("models")
+    @classmethod
+    def _named(cls, value: list[str]) -> list[str]:
+        if not all(m.strip() for m in value):
+            raise ValueError("a blank model name")
+        return [m.strip() for m in value]
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(
+            name=self.name,
+            kind=self.kind,
+            base_url=self.base_url,
+            models=tuple(self.models),
+            key_env=self.key_env or "",
+            timeout_s=float(self.timeout_s),
+            max_concurrency=self.max_concurrency,
+            label=(self.label or "").strip(),
+        )
+
+
+# What the operator is told about a field that fails its check (``base_url`` says its own reason).
+FIELD_RULES = {
+    "name": "1-50 lower-case letters, digits, '-' or '_', starting with one of the first two.",
+    "kind": f"one of {', '.join(KINDS)}.",
+    "models": "a non-empty list of model names (the first is the default).",
+    "key_env": "the name of an environment variable (letters, digits, '_').",
+    "timeout_s": "a number of seconds between 1 and 3600.",
+    "max_concurrency": "a whole number from 1 to 256.",
+    "label": "text of at most 100 characters.",
+}
+FIELDS = frozenset(Declaration.model_fields)
+
+
 def endpoints_declared() -> dict[str, Endpoint]:
     """Every declared endpoint by name, checked (``ImproperlyConfigured`` names a bad entry)."""
     raw = getattr(settings, "STEPWISE_ENDPOINTS", None) or []
@@ -180,7 +248,7 @@ def endpoints_declared() -> dict[str, Endpoint]:
         raise ImproperlyConfigured("STEPWISE_ENDPOINTS must be a JSON list of endpoint objects.")
     found: dict[str, Endpoint] = {}
     for index, entry in enumerate(raw):
-        endpoint = _endpoint_from(index, entry)
+        endpoint = endpoint_declared(index, entry)
         if endpoint.name in found:
             raise ImproperlyConfigured(
                 f"STEPWISE_ENDPOINTS[{index}] ({endpoint.name!r}): the name is declared twice."
@@ -189,67 +257,29 @@ def endpoints_declared() -> dict[str, Endpoint]:
     return found
 
 
-def _endpoint_from(index: int, entry: Any) -> Endpoint:
+def endpoint_declared(index: int, entry: object) -> Endpoint:
+    """Entry ``index`` of ``STEPWISE_ENDPOINTS`` as an endpoint, or ``ImproperlyConfigured``
+    naming the entry (its index, and its name where it has one) and the first field at fault,
+    an unknown field before the others (a misspelt field explains the rest)."""
     where = f"STEPWISE_ENDPOINTS[{index}]"
     if not isinstance(entry, dict):
         raise ImproperlyConfigured(f"{where}: each endpoint is a JSON object.")
     name = entry.get("name")
     if isinstance(name, str) and name:
         where = f"{where} ({name!r})"
-
-    def bad(field_name: str, why: str) -> ImproperlyConfigured:
-        return ImproperlyConfigured(f"{where}, field {field_name!r}: {why}")
-
-    if unknown := sorted(set(entry) - FIELDS):
-        raise bad(unknown[0], f"unknown field (the fields are {', '.join(sorted(FIELDS))}).")
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        raise bad(
-            "name",
-            "1-50 lower-case letters, digits, '-' or '_', starting with one of the first two.",
-        )
-    kind = entry.get("kind")
-    if kind not in KINDS:
-        raise bad("kind", f"one of {', '.join(KINDS)}.")
-    base_url = entry.get("base_url")
     try:
-        base_url = _check_url(base_url if isinstance(base_url, str) else "")
-    except EndpointRefused as e:
-        raise bad("base_url", str(e)) from None
-    models = entry.get("models")
-    if (
-        not isinstance(models, list)
-        or not models
-        or not all(isinstance(m, str) and m.strip() and len(m) <= 200 for m in models)
-    ):
-        raise bad("models", "a non-empty list of model names (the first is the default).")
-    key_env = entry.get("key_env", "") or ""
-    if not isinstance(key_env, str) or (key_env and not KEY_ENV_RE.match(key_env)):
-        raise bad("key_env", "the name of an environment variable (letters, digits, '_').")
-    timeout_s = entry.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float):
-        raise bad("timeout_s", "a number of seconds.")
-    if not 1 <= timeout_s <= 3600:
-        raise bad("timeout_s", "between 1 and 3600 seconds.")
-    concurrency = entry.get("max_concurrency", DEFAULT_MAX_CONCURRENCY)
-    if (
-        isinstance(concurrency, bool)
-        or not isinstance(concurrency, int)
-        or not 1 <= concurrency <= 256
-    ):
-        raise bad("max_concurrency", "a whole number from 1 to 256.")
-    label = entry.get("label", "") or ""
-    if not isinstance(label, str) or len(label) > 100:
-        raise bad("label", "text of at most 100 characters.")
-    return Endpoint(
-        name=name,
-        kind=kind,
-        base_url=base_url,
-        models=tuple(m.strip() for m in models),
-        key_env=key_env,
-        timeout_s=float(timeout_s),
-        max_concurrency=concurrency,
-        label=label.strip(),
-    )
+        return Declaration.model_validate(entry).endpoint()
+    except ValidationError as invalid:
+        errors = sorted(invalid.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        error = errors[0]
+        field_name = str(error["loc"][0]) if error["loc"] else "?"
+        if error["type"] == "extra_forbidden":
+            why = f"unknown field (the fields are {', '.join(sorted(FIELDS))})."
+        elif field_name == "base_url" and error["type"] == "value_error":
+            why = str(error["ctx"]["error"])
+        else:
+            why = FIELD_RULES.get(field_name, error["msg"])
+        raise ImproperlyConfigured(f"{where}, field {field_name!r}: {why}") from None
 
 
 def endpoints_check() -> None:
@@ -497,6 +527,60 @@ def retry_wait(attempt: int, *, backoff_s: float, asked_s: float | None = None) 
         return min(MAX_BACKOFF_S, asked_s)
     growth: int = 2**attempt  # (typeshed: an int's power is Any, for a negative exponent)
     return min(MAX_BACKOFF_S, backoff_s * growth * (1 + random.random() / 4))
+
+
+# --- many requests ------------------------------------------------------------------------------
+
+_Request = TypeVar("_Request")
+_Result = TypeVar("_Result")
+
+
+def requests_bounded(
+    ask: Callable[[_Request], _Result],
+    requests: Iterable[_Request],
+    *,
+    concurrency: int,
+    name: str = "endpoint",
+) -> Iterator[_Result]:
+    """``ask(request)`` for each of ``requests``, at most ``concurrency`` at a time, the results
+    yielded in the order of ``requests``: the one loop every caller of a model endpoint runs
+    (generation, rollouts and a judge, a served PRM), so none floods an endpoint beyond what its
+    declaration allows and none waits for one request at a time.
+
+    ``requests`` is read lazily, one each time a request may start, so a generator that stops
+    (a token budget spent) stops the asking. Requests are started again before a result is
+    handed over, so the endpoint stays busy while the caller writes what came back. ``ask``
+    turns the failures its caller keeps (a refused sample) into results; an exception it raises
+    is fatal: no request starts after it is seen, the results before it are still yielded, and
+    it is raised in its place, once the requests in flight have ended (a thread cannot be
+    stopped half way).
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be 1 or more")
+    pending = iter(requests)
+    order: deque[Future[_Result]] = deque()
+    running: set[Future[_Result]] = set()
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=name) as pool:
+        stopped = False
+        while True:
+            while not stopped and len(running) < concurrency:
+                try:
+                    request = next(pending)
+                except StopIteration:
+                    stopped = True
+                    break
+                future = pool.submit(ask, request)
+                running.add(future)
+                order.append(future)
+            if not order:
+                return
+            if not order[0].done():
+                wait(running, return_when=FIRST_COMPLETED)
+            finished = {f for f in running if f.done()}
+            running -= finished
+            stopped = stopped or any(f.exception() is not None for f in finished)
+            while order and order[0].done():
+                yield order.popleft().result()
 
 
 # --- what managers are told -----------------------------------------------------------------------

@@ -125,6 +125,25 @@ class SolutionData:
             if lab.rating is not None or lab.human_completion is not None
         }
 
+    def machine_kept(self, policy: LabelPolicy) -> dict[int, MachineLabel]:
+        """The machine labels the policy exports: all of them under ``consensus``, those of
+        steps no human rated under ``fill``."""
+        if policy.machine_labels == "never" or not self.machine:
+            return {}
+        if policy.machine_labels == "fill":
+            rated = self.human_rated()
+            return {i: m for i, m in self.machine.items() if i not in rated}
+        return self.machine
+
+    def machine_prefix(self, policy: LabelPolicy) -> list[MachineLabel]:
+        """The kept machine labels from the first step while they last: a path, as a PRM800K
+        line needs one."""
+        kept = self.machine_kept(policy)
+        out: list[MachineLabel] = []
+        while len(out) in kept:
+            out.append(kept[len(out)])
+        return out
+
 
 # What a solution's row reads: every field of ``SolutionData`` up to its split.
 _SOLUTION_FIELDS = _columns(SolutionData, until="split")

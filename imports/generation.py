@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import httpx
@@ -32,9 +31,8 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, F, Q
-from django.utils import timezone
 
-from common.endpoints import EndpointRefused
+from common.endpoints import EndpointRefused, requests_bounded
 from common.jobs import (
     DONE,
     FAILED,
@@ -43,6 +41,7 @@ from common.jobs import (
     JobPage,
     JobSuperseded,
     job_is_silent,
+    job_retry,
     job_run,
     stage_pause,
 )
@@ -200,7 +199,8 @@ def generation_job_resume(
     *, job: GenerationJob, enqueue: bool = True, force: bool = False
 ) -> GenerationJob:
     """Queue a job again (finished with samples missing, or failed): it asks only for what is
-    missing. A person's resume starts its attempts afresh.
+    missing. A person's resume starts its attempts afresh (``common.jobs.job_retry``, the one way
+    back to waiting, which the admin's "Retry" takes too).
 
     A job whose worker died needs no resume: the jobs' sweep sends it again (``common.jobs``).
     One that is running with a live heartbeat (by the sweep's own rule) is refused, unless
@@ -212,18 +212,10 @@ def generation_job_resume(
     running = job.status == GenerationJob.Status.RUNNING
     if running and not force and not job_is_silent(GENERATION_JOBS, job):
         raise GenerationRefused("The job is running; resume it once it has stopped.")
-    fields: dict[str, Any] = {"status": GenerationJob.Status.PENDING, "finished_at": None}
-    if not running:  # nobody holds it: a new start (a running one keeps its attempt numbers)
-        fields |= {"attempts": 0, "error": ""}
-    with transaction.atomic():
-        # heartbeat_at of a waiting job is when it was sent (the sweep's bound for a lost one).
-        resumed = GenerationJob.objects.filter(
-            pk=job.pk, status=job.status, attempts=job.attempts
-        ).update(heartbeat_at=timezone.now(), **fields)
-        if not resumed:
-            raise GenerationRefused("The job changed in the meantime; look again.")
-        if enqueue:
-            GENERATION_JOBS.send(job.pk)
+    if not job_retry(
+        GENERATION_JOBS, job.pk, finished=(DONE, FAILED), running=running, send=enqueue
+    ):
+        raise GenerationRefused("The job changed in the meantime; look again.")
     job.refresh_from_db()
     return job
 
@@ -347,31 +339,15 @@ def _missing(job: GenerationJob) -> list[tuple[str, Problem]]:
 def _complete_all(
     chat: ChatClient, todo: list[tuple[str, Problem]], concurrency: int
 ) -> Iterator[Sample]:
-    """Completed samples as they come back, at most ``concurrency`` requests in flight."""
-    if not todo:
-        return
-    queue = iter(todo)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="generate") as pool:
-        running: set[Future] = set()
-
-        def submit() -> bool:
-            try:
-                key, problem = next(queue)
-            except StopIteration:
-                return False
-            sample = Sample(key=key, problem_id=problem.pk)
-            running.add(pool.submit(chat.complete, sample, prompt_values(problem)))
-            return True
-
-        for _ in range(concurrency):
-            if not submit():
-                break
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                running.discard(future)
-                submit()
-                yield future.result()
+    """Completed samples in plan order, at most ``concurrency`` requests in flight."""
+    return requests_bounded(
+        lambda item: chat.complete(
+            Sample(key=item[0], problem_id=item[1].pk), prompt_values(item[1])
+        ),
+        todo,
+        concurrency=concurrency,
+        name="generate",
+    )
 
 
 def prompt_values(problem: Problem) -> dict[str, str]:

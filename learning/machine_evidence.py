@@ -30,10 +30,11 @@ def machine_words(*, campaign: Campaign) -> dict[int, dict[int, list[float]]]:
     ).values_list("solution_id", "step__index", "value"):
         words.setdefault(solution_id, {}).setdefault(index, []).append(value)
     if campaign.al_scoring_endpoint:
-        from learning.served import served_step_scores_of
+        from learning.served import served_scores
 
         still_open = set(open_ids.values_list("pk", flat=True))
-        for solution_id, steps in served_step_scores_of(campaign=campaign).items():
+        served = served_scores(campaign=campaign).values_list("solution_id", "step_scores")
+        for solution_id, steps in served:
             if solution_id in still_open:
                 for index, value in enumerate(steps or []):
                     words.setdefault(solution_id, {}).setdefault(index, []).append(float(value))

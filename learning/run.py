@@ -195,7 +195,7 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
     if campaign.al_scoring_endpoint:  # the served PRM's scores, for the strategy that uses them
         from learning.served import served_scores
 
-        served = served_scores(campaign=campaign)
+        served = dict(served_scores(campaign=campaign).values_list("solution_id", "score"))
         scored = [replace(s, served_score=served.get(s.solution_id)) for s in scored]
         stages.timings["solutions_served_scores"] = sum(
             1 for s in scored if s.served_score is not None

@@ -49,14 +49,9 @@ def scoring_job_latest(*, campaign: Campaign):
 
 def served_count(*, campaign: Campaign, served) -> int:
     """How many solutions the served PRM ``(endpoint, model)`` has scored (0 without one)."""
-    from learning.models import ServedScore
+    from learning.served import served_scores
 
-    if not served:
-        return 0
-    endpoint, model = served
-    return ServedScore.objects.filter(
-        campaign=campaign, endpoint=endpoint.name, model=model
-    ).count()
+    return served_scores(campaign=campaign).count() if served else 0
 
 
 def prm_models(*, campaign: Campaign):

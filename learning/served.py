@@ -32,14 +32,13 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from common.endpoints import (
     POOLING,
@@ -50,6 +49,7 @@ from common.endpoints import (
     endpoint_error_message,
     endpoint_get,
     endpoints_declared,
+    requests_bounded,
     retry_after,
     retry_wait,
 )
@@ -163,8 +163,12 @@ class ServedPRM:
         else:
             chunks = [[i] for i in wanted]
             ask = self._step_scores
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            answers = list(pool.map(lambda chunk: ask([items[i] for i in chunk]), chunks))
+        answers = requests_bounded(
+            lambda chunk: ask([items[i] for i in chunk]),
+            chunks,
+            concurrency=self.concurrency,
+            name="scoring",
+        )
         for chunk, scores in zip(chunks, answers, strict=True):
             for i, s in zip(chunk, scores, strict=True):
                 out[i] = s
@@ -427,37 +431,19 @@ SCORING_JOBS = JobKind(
 # --- reading the scores ---------------------------------------------------------------------------
 
 
-def served_scores(*, campaign: Campaign) -> dict[int, float]:
-    """The campaign's served PRM's score of each solution it scored, by solution id ({} when the
-    campaign has no served PRM chosen or it is no longer declared)."""
+def served_scores(*, campaign: Campaign) -> QuerySet[ServedScore]:
+    """The stored scores of the campaign's served PRM (its chosen endpoint and model), one row
+    per solution it scored: the one read of them, for the run's order (``score``), the best-of-N
+    curve, the machines' disagreement and the item page (``step_scores``). None when the campaign
+    has no served PRM chosen or it is no longer declared."""
     try:
         chosen = campaign_scoring(campaign)
     except ScoringRefused:
-        return {}
+        chosen = None
     if chosen is None:
-        return {}
+        return ServedScore.objects.none()
     endpoint, model = chosen
-    return dict(
-        ServedScore.objects.filter(
-            campaign=campaign, endpoint=endpoint.name, model=model
-        ).values_list("solution_id", "score")
-    )
-
-
-def served_step_scores_of(*, campaign: Campaign) -> dict[int, list[float]]:
-    """Step scores by solution id of the campaign's served PRM (as ``served_scores``)."""
-    try:
-        chosen = campaign_scoring(campaign)
-    except ScoringRefused:
-        return {}
-    if chosen is None:
-        return {}
-    endpoint, model = chosen
-    return dict(
-        ServedScore.objects.filter(
-            campaign=campaign, endpoint=endpoint.name, model=model
-        ).values_list("solution_id", "step_scores")
-    )
+    return ServedScore.objects.filter(campaign=campaign, endpoint=endpoint.name, model=model)
 
 
 def served_step_scores(*, campaign_id: int, solution_id: int) -> list[float] | None:
@@ -466,15 +452,9 @@ def served_step_scores(*, campaign_id: int, solution_id: int) -> list[float] | N
     campaign = Campaign.objects.filter(pk=campaign_id).first()
     if campaign is None or not campaign.al_scoring_endpoint:
         return None
-    try:
-        chosen = campaign_scoring(campaign)
-    except ScoringRefused:
-        return None
-    if chosen is None:
-        return None
-    endpoint, model = chosen
     row = (
-        ServedScore.objects.filter(solution_id=solution_id, endpoint=endpoint.name, model=model)
+        served_scores(campaign=campaign)
+        .filter(solution_id=solution_id)
         .values_list("step_scores", flat=True)
         .first()
     )

@@ -24,7 +24,7 @@ from exports.formats.base import (
     utc_naive_iso,
     with_sources,
 )
-from exports.machine import HUMAN, MACHINE, MachineLabel, machine_prefix
+from exports.machine import HUMAN, MACHINE, MachineLabel
 from exports.policy import LabelPolicy
 from exports.reader import SolutionData
 from labeling.models import FinishReason, Solution
@@ -92,7 +92,7 @@ def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> 
             yield record, ratings, sources
         else:
             yield record, ratings
-    machine = machine_prefix(solution, policy)
+    machine = solution.machine_prefix(policy)
     if machine:
         yield _machine_line(solution, question, machine)
 
