@@ -18,7 +18,6 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Q
 
 from common.readahead import read_ahead
-from exports.machine import MachineLabel, machine_labels_read
 from exports.policy import LabelPolicy, is_math500
 from exports.pseudonyms import annotator_pseudonym
 from labeling.curation.filters import SolutionFilter
@@ -31,6 +30,7 @@ from labeling.models import (
     Step,
     StepLabel,
 )
+from machines.labels import MachineLabel, machine_labels_read
 
 Progress = Callable[[int, int], None]
 
@@ -112,7 +112,7 @@ class SolutionData:
     # Step index -> P(positive) of ``annotators="weighted"`` (``exports.weighted``).
     probabilities: dict[int, float] = field(default_factory=dict)
     # Step index -> where rollouts and a judge agree; read only when the policy's
-    # ``machine_labels`` is not ``never`` (``exports.machine``).
+    # ``machine_labels`` is not ``never`` (``machines.labels``).
     machine: dict[int, MachineLabel] = field(default_factory=dict)
 
     def human_rated(self) -> set[int]:

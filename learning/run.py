@@ -193,7 +193,7 @@ def active_learning_work(run: ActiveLearningRun, attempt: JobAttempt) -> None:
         )
     stages.timings.update({f"solutions_{k}": v for k, v in counts.items()})
     if campaign.al_scoring_endpoint:  # the served PRM's scores, for the strategy that uses them
-        from learning.served import served_scores
+        from machines.served import served_scores
 
         served = dict(served_scores(campaign=campaign).values_list("solution_id", "score"))
         scored = [replace(s, served_score=served.get(s.solution_id)) for s in scored]
@@ -352,7 +352,7 @@ def _served_scored(campaign: Campaign) -> bool:
     """Whether the campaign's served PRM has scored any of its solutions: without its scores an
     order "by the served PRM" would not be its order, and auto would measure something else."""
     from learning.selectors import served_count
-    from learning.served import ScoringRefused, campaign_scoring
+    from machines.served import ScoringRefused, campaign_scoring
 
     if not campaign.al_scoring_endpoint:
         return False

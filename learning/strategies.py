@@ -21,7 +21,7 @@ with the same functions.
   it measured best on real labels (``DEFAULT_REASON``);
 - ``mixed``: half ``uncertainty``, half ``convincing-wrong``, interleaved, each skipping what the
   other already placed;
-- ``served-prm``: PRM800K's rule by the scores of a PRM served elsewhere (``learning.served``,
+- ``served-prm``: PRM800K's rule by the scores of a PRM served elsewhere (``machines.served``,
   the campaign's ``al_scoring_endpoint``) in place of the campaign's own PRM's, which still
   trains and is evaluated beside it; solutions it has not scored come last of their kind;
 - ``ensemble``: ActPRM's ensemble uncertainty: ``ENSEMBLE_MEMBERS`` ``bow`` PRMs trained on

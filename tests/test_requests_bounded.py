@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from common.endpoints import requests_bounded
+from machines.client import requests_bounded
 
 
 class Gate:

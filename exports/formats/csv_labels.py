@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from exports.formats.base import RAW_NAMES, RAW_OPTIONS, Format, utc_naive_iso, with_sources
-from exports.machine import HUMAN, MACHINE
-from exports.policy import LabelPolicy
+from exports.policy import HUMAN, MACHINE, LabelPolicy
 from exports.reader import SolutionData
 
 CSV_COLUMNS = [

@@ -1,7 +1,7 @@
 """A PRM served elsewhere: scoring a campaign's solutions with a declared scoring endpoint.
 
 A team that owns a strong PRM (ActPRM and PRM800K steer with 7B-scale ones) serves it and lets the
-campaign steer by it. The operator declares the endpoint (``common.endpoints``, kind ``pooling``
+campaign steer by it. The operator declares the endpoint (``machines.endpoints``, kind ``pooling``
 or ``step-scores``); a manager picks it by name on the campaign's settings
 (``Campaign.al_scoring_endpoint``, ``al_scoring_model``). Scoring is one kind of job
 (``SCORING_JOBS``, task ``learning.scoring_run`` on the ``learning`` queue): it reads the open
@@ -40,23 +40,26 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 
-from common.endpoints import (
-    POOLING,
+from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
+from labeling import events
+from labeling.models import Campaign, Problem, Solution, Step
+from labeling.permissions import MANAGE
+from machines.client import (
     RETRY_STATUSES,
-    STEP_SCORES,
-    Endpoint,
-    EndpointRefused,
     endpoint_error_message,
-    endpoint_get,
-    endpoints_declared,
     requests_bounded,
     retry_after,
     retry_wait,
 )
-from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
-from labeling.models import Campaign, Problem, Solution, Step
-from labeling.permissions import MANAGE
-from learning.models import ScoringJob, ServedScore
+from machines.endpoints import (
+    POOLING,
+    STEP_SCORES,
+    Endpoint,
+    EndpointRefused,
+    endpoint_get,
+    endpoints_declared,
+)
+from machines.models import ScoringJob, ServedScore
 
 log = logging.getLogger(__name__)
 
@@ -247,9 +250,14 @@ class ServedPRM:
 # --- which endpoint ---------------------------------------------------------------------------
 
 
+def scoring_endpoints() -> list[Endpoint]:
+    """Every declared scoring endpoint (either kind), in the order declared."""
+    return [e for e in endpoints_declared().values() if e.kind in SCORING_KINDS]
+
+
 def scoring_endpoint_choices() -> list[tuple[str, str]]:
     """``(name, title)`` of every declared scoring endpoint, for the settings form."""
-    return [(e.name, e.title) for e in endpoints_declared().values() if e.kind in SCORING_KINDS]
+    return [(e.name, e.title) for e in scoring_endpoints()]
 
 
 def scoring_endpoint(name: str) -> Endpoint:
@@ -404,13 +412,9 @@ def scoring_work(job: ScoringJob, attempt: JobAttempt) -> None:
 
 
 def _after_scoring(job: ScoringJob) -> None:
-    """A campaign that steers by the served PRM reorders its queue with the new scores (an
-    active-learning run; its own PRM still trains and is evaluated beside it)."""
-    from learning.triggers import active_learning_trigger
-
-    campaign = Campaign.objects.get(pk=job.campaign_id)
-    if campaign.active_learning and campaign.al_strategy == Campaign.Strategy.SERVED_PRM:
-        active_learning_trigger(campaign=campaign, trigger="auto")
+    """Tell the apps above that new scores are stored: a campaign that steers by the served PRM
+    reorders its queue with them (``learning`` subscribes: an active-learning run)."""
+    events.publish(events.served_scores_stored, campaign_id=job.campaign_id)
 
 
 SCORING_JOBS = JobKind(
@@ -419,7 +423,7 @@ SCORING_JOBS = JobKind(
     task="learning.scoring_run",
     work=scoring_work,
     page=JobPage(
-        template="learning/_scoring_job.html",
+        template="machines/_scoring_job.html",
         url="learning:page",
         viewers=MANAGE,
         css_class="snapshot-info",

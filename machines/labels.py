@@ -1,11 +1,12 @@
-"""Machine labels in exports: where rollouts and a judge agree (policy ``machine_labels``).
+"""Machine labels: where rollouts and a judge agree on a step.
 
 The Qwen team's "Lessons of Developing Process Reward Models" kept the Monte-Carlo labels that an
 LLM judge agreed with (consensus filtering). Here a step's machine label is :func:`consensus` of
-its ``StepEvidence`` rows; :func:`machine_labels_read` reads them for a batch of solutions, the
-reader's ``SolutionData.machine_kept`` says which of them a policy exports, and
-``exports.examples`` puts them beside (``consensus``) or after (``fill``) the human labels. Every
-exported label then names its source: :data:`HUMAN`, :data:`ADJUDICATED` or :data:`MACHINE`.
+its ``StepEvidence`` rows, and :func:`machine_labels_read` reads them for a batch of solutions.
+Exports use them under the policy ``machine_labels``: the reader's ``SolutionData.machine_kept``
+says which of them a policy exports, ``exports.examples`` puts them beside (``consensus``) or
+after (``fill``) the human labels, and each is exported with the source
+``exports.policy.MACHINE``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from labeling.models import StepEvidence
-
-HUMAN = "human"
-ADJUDICATED = "adjudicated"  # a reviewer's decision (annotators="adjudicated")
-MACHINE = "machine:consensus"
 
 Kind = StepEvidence.Kind
 

@@ -18,7 +18,7 @@ Each unit (a step's k samples, or one solution's verdict) is written in one tran
 its samples are back, with the job's counters, while this attempt owns the job: a job stopped
 half way keeps its finished units and a resumed one asks only for the missing ones, so no sample
 is stored twice. ``budget_tokens`` stops the job (done, ``stopped_by_budget``) once the tokens
-paid reach it. The endpoint, its URL and its key are the operator's (``common.endpoints``);
+paid reach it. The endpoint, its URL and its key are the operator's (``machines.endpoints``);
 the key is never stored and scrubbed from every message kept.
 """
 
@@ -38,7 +38,6 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
 
-from common.endpoints import CHAT, EndpointRefused, endpoint_get, requests_bounded
 from common.jobs import (
     DONE,
     FAILED,
@@ -49,13 +48,15 @@ from common.jobs import (
     job_run,
     stage_pause,
 )
-from imports.endpoint import ChatClient, GenerationRefused, Sample, Tally, endpoint_choose
-from imports.generation import default_template, prompt_values
-from imports.models import EvidenceJob
 from labeling.curation.filters import FilterError, SolutionFilter
 from labeling.grading import Grader, extract_answer
 from labeling.models import Campaign, Solution, Step, StepEvidence
 from labeling.permissions import MANAGE
+from machines.chat import ChatClient, GenerationRefused, Sample, Tally, endpoint_choose
+from machines.client import requests_bounded
+from machines.endpoints import CHAT, EndpointRefused, endpoint_get
+from machines.generation import default_template, prompt_values
+from machines.models import EvidenceJob
 
 log = logging.getLogger(__name__)
 
@@ -502,8 +503,8 @@ EVIDENCE_JOBS = JobKind(
     task="imports.evidence_run",
     work=_evidence_work,
     page=JobPage(
-        template="imports/_evidence_job.html",
-        url="imports:evidence",
+        template="machines/_evidence_job.html",
+        url="machines:evidence",
         viewers=MANAGE,
         element="tr",
     ),

@@ -9,12 +9,12 @@ queued), publishing ``labeling.events.solutions_imported`` after each batch so t
 scores them. A job stopped half way keeps its finished batches; run again (by the jobs' sweep
 when its worker died, or resumed by a person), it asks only for the sample keys that are missing.
 
-Security: a job names an endpoint the operator declared (``common.endpoints``); its URL and the
+Security: a job names an endpoint the operator declared (``machines.endpoints``); its URL and the
 environment variable of its key are the operator's, so a manager can neither point the worker at
 a host of their choice nor send a key anywhere but to its endpoint. A free-form URL exists only
 where the operator allows them, to listed hosts checked after resolution, and never with a key.
 The key is never stored, and scrubbed from every message kept; the worker only ever POSTs JSON
-to ``<base_url>/chat/completions``. The prompt template is data (``imports.prompts``) and a
+to ``<base_url>/chat/completions``. The prompt template is data (``machines.prompts``) and a
 split pattern runs on RE2 (``imports.splitting``): no request can make the worker allocate or
 loop without bound.
 """
@@ -32,7 +32,6 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, F, Q
 
-from common.endpoints import EndpointRefused, requests_bounded
 from common.jobs import (
     DONE,
     FAILED,
@@ -45,7 +44,13 @@ from common.jobs import (
     job_run,
     stage_pause,
 )
-from imports.endpoint import (
+from imports.records import ProblemIn, SolutionIn
+from imports.splitting import SplitError, check_mode, split
+from labeling import events
+from labeling.grading import extract_answer
+from labeling.models import Campaign, Problem, Solution
+from labeling.permissions import MANAGE
+from machines.chat import (
     ChatClient,
     GenerationRefused,
     Sample,
@@ -53,14 +58,10 @@ from imports.endpoint import (
     endpoint_choose,
     job_endpoint,
 )
-from imports.models import GenerationJob
-from imports.prompts import TemplateError, template_check
-from imports.records import ProblemIn, SolutionIn
-from imports.splitting import SplitError, check_mode, split
-from labeling import events
-from labeling.grading import extract_answer
-from labeling.models import Campaign, Problem, Solution
-from labeling.permissions import MANAGE
+from machines.client import requests_bounded
+from machines.endpoints import EndpointRefused
+from machines.models import GenerationJob
+from machines.prompts import TemplateError, template_check
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ MAX_SAMPLES = 1000
 
 
 def check_template(template: str) -> str:
-    """``template`` if it can be used (``imports.prompts``), else refused naming the problem."""
+    """``template`` if it can be used (``machines.prompts``), else refused naming the problem."""
     try:
         return template_check(template)
     except TemplateError as e:
@@ -351,7 +352,7 @@ def _complete_all(
 
 
 def prompt_values(problem: Problem) -> dict[str, str]:
-    """The fields a prompt template may name (``imports.prompts.FIELDS``) for one problem."""
+    """The fields a prompt template may name (``machines.prompts.FIELDS``) for one problem."""
     return {
         "problem": problem.text,
         "answer": problem.ground_truth_answer,
@@ -475,8 +476,8 @@ GENERATION_JOBS = JobKind(
     task="imports.generation_run",
     work=_generation_work,
     page=JobPage(
-        template="imports/_generation_job.html",
-        url="imports:generations",
+        template="machines/_generation_job.html",
+        url="machines:generations",
         viewers=MANAGE,
         element="tr",
     ),
