@@ -5,7 +5,7 @@
 Loads the demo (``manage.py seed_demo``: real GSM8K, MATH and PRM800K solutions) into a fresh
 SQLite database in a temporary folder, declares a local scripted OpenAI-compatible server (a real
 HTTP server in a process of its own, answering at once) and runs a real rollout job
-(``imports.evidence.evidence_job_run``) over ``--solutions`` of the demo's solutions: the app
+(``machines.evidence.evidence_job_run``) over ``--solutions`` of the demo's solutions: the app
 builds each step's prefix in the campaign's prompt format, sends it, reads the answer, grades it
 and writes the step's value. The time spent inside the server's handler is measured and
 subtracted, so what is left is the app (request building, HTTP on loopback, grading, writing).
@@ -159,8 +159,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args, port: int) -> int:
     import httpx
 
-    from imports.evidence import evidence_job_create, evidence_job_run
     from labeling.models import Campaign, StepEvidence
+    from machines.evidence import evidence_job_create, evidence_job_run
 
     campaign = Campaign.objects.get(slug="demo")
     solutions = list(

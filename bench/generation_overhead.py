@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/generation_overhead.py [--problems 200] [-k 5] [--concurrency 4]
 
-Runs a real generation job (``imports.generation.generation_job_run``) against a fake endpoint
+Runs a real generation job (``machines.generation.generation_job_run``) against a fake endpoint
 that answers at once, in process (``httpx.MockTransport``), so what is measured is the app:
 building requests, reading answers, splitting, writing through the import path in batches,
 publishing the event, and (second run) grading. The time spent inside the fake endpoint is
@@ -65,8 +65,8 @@ def _run(args) -> int:
 
     import httpx
 
-    from imports.generation import generation_job_create, generation_job_run
     from labeling.models import Campaign, Problem
+    from machines.generation import generation_job_create, generation_job_run
 
     model_s = [0.0]
     lock = threading.Lock()

@@ -470,24 +470,40 @@ def job_unsent(kind: JobKind[Any], pk: int) -> None:
         log.warning("%s job %s: could not mark it unsent", kind.name, pk, exc_info=True)
 
 
-def job_retry(kind: JobKind[Any], pk: int) -> bool:
-    """Start a failed job again from scratch, with all its attempts (an operator's action: the
-    admin's "Retry"). Its work starts over as the first attempt's does (an import of the same
-    file adds nothing twice). False when the job had not failed (it is left alone)."""
-    fields: dict[str, Any] = {
-        "status": kind.queued,
-        "attempts": 0,
-        "error": "",
-        "heartbeat_at": None,
-        "started_at": None,
-    }
+def job_retry(
+    kind: JobKind[Any],
+    pk: int,
+    *,
+    finished: tuple[str, ...] = (FAILED,),
+    running: bool = False,
+    send: bool = True,
+) -> bool:
+    """Start a job again: the one way back to waiting for a worker, outside the sweep.
+
+    An operator's "Retry" (the admin's action) starts a failed job again from scratch, with all
+    its attempts: its work starts over as the first attempt's does (an import of the same file
+    adds nothing twice). A kind whose work carries on where it stopped (a generation asks only
+    for the samples it lacks) lets a person resume it after it ended done, too:
+    ``finished=(DONE, FAILED)`` (of the four states). ``running=True`` takes back a running job
+    whose worker the caller knows is gone; it keeps its attempt numbers, so the lost worker's
+    attempt no longer owns it (``JobAttempt``) and stops at its next write. A job sent again
+    has ``heartbeat_at`` now: a waiting job's "sent at", the sweep's bound for a lost message.
+    ``send=False``: the caller runs it (``job_run``). False when the job was in none of those
+    states (it is left alone, and nothing is sent).
+    """
+    fields: dict[str, Any] = {"status": kind.queued, "heartbeat_at": timezone.now()}
     if kind.finished_field:
         fields[kind.finished_field] = None
+    rows = kind.model.objects.filter(pk=pk)
     with transaction.atomic():
-        if not kind.model.objects.filter(pk=pk, status=kind.failed).update(**fields):
-            return False
-        kind.send(pk)
-    return True
+        again = rows.filter(status__in=[kind.status(s) for s in finished]).update(
+            attempts=0, error="", started_at=None, **fields
+        )
+        if not again and running:
+            again = rows.filter(status=kind.running).update(**fields)
+        if again and send:
+            kind.send(pk)
+    return bool(again)
 
 
 def job_fail(kind: JobKind[Any], pk: int, reason: str) -> bool:

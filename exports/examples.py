@@ -3,7 +3,7 @@
 The training formats (TRL, Math-Shepherd, ProcessBench) all start here: one annotator's labels
 along the solution's path, several annotators combined, cut at the first error, and each rated
 alternative candidate as an example of its own; with the policy's ``machine_labels``, machine
-labels beside the human ones or after them (``exports.machine``), every label with its source.
+labels beside the human ones or after them (``machines.labels``), every label with its source.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from exports.machine import ADJUDICATED, HUMAN, MACHINE
-from exports.policy import LabelPolicy
+from exports.policy import ADJUDICATED, HUMAN, MACHINE, LabelPolicy
 from exports.reader import AssignmentData, SolutionData
 
 
@@ -23,7 +22,7 @@ class LabelledPath:
 
     ``candidates`` are ``(position, text, label)``: the path before ``position`` followed by
     ``text`` is an example of its own. ``annotator`` is None when several were combined, and
-    ``exports.machine.MACHINE`` for a path of machine labels alone. ``sources`` names where each
+    ``exports.policy.MACHINE`` for a path of machine labels alone. ``sources`` names where each
     label came from; ``models`` the machines whose agreement gave its machine labels.
     """
 

@@ -13,8 +13,7 @@ from typing import Any
 from django.utils import timezone
 
 from exports.formats.base import Format
-from exports.machine import ADJUDICATED, HUMAN, MACHINE
-from exports.policy import SPLIT_HASH, LabelPolicy
+from exports.policy import ADJUDICATED, HUMAN, MACHINE, SPLIT_HASH, LabelPolicy
 from exports.reader import StreamStats
 from labeling.models import Campaign
 

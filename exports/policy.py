@@ -21,6 +21,11 @@ from labeling.models import Solution
 MATH500_HASHES_PATH = Path(__file__).resolve().parent / "data" / "math500" / "problem_sha256.txt"
 SPLIT_HASH = "sha256 of the stripped problem text, salted with split_seed"
 
+# Where an exported label came from, named on every label (``machine_labels``: machines.labels).
+HUMAN = "human"
+ADJUDICATED = "adjudicated"  # a reviewer's decision (annotators="adjudicated")
+MACHINE = "machine:consensus"  # where rollouts and a judge agree
+
 
 class ExportError(ValueError):
     """A request for an export that cannot be honoured (unknown format, bad option)."""

@@ -18,7 +18,6 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Q
 
 from common.readahead import read_ahead
-from exports.machine import MachineLabel, machine_labels_read
 from exports.policy import LabelPolicy, is_math500
 from exports.pseudonyms import annotator_pseudonym
 from labeling.curation.filters import SolutionFilter
@@ -31,6 +30,7 @@ from labeling.models import (
     Step,
     StepLabel,
 )
+from machines.labels import MachineLabel, machine_labels_read
 
 Progress = Callable[[int, int], None]
 
@@ -112,7 +112,7 @@ class SolutionData:
     # Step index -> P(positive) of ``annotators="weighted"`` (``exports.weighted``).
     probabilities: dict[int, float] = field(default_factory=dict)
     # Step index -> where rollouts and a judge agree; read only when the policy's
-    # ``machine_labels`` is not ``never`` (``exports.machine``).
+    # ``machine_labels`` is not ``never`` (``machines.labels``).
     machine: dict[int, MachineLabel] = field(default_factory=dict)
 
     def human_rated(self) -> set[int]:
@@ -124,6 +124,25 @@ class SolutionData:
             for lab in a.labels
             if lab.rating is not None or lab.human_completion is not None
         }
+
+    def machine_kept(self, policy: LabelPolicy) -> dict[int, MachineLabel]:
+        """The machine labels the policy exports: all of them under ``consensus``, those of
+        steps no human rated under ``fill``."""
+        if policy.machine_labels == "never" or not self.machine:
+            return {}
+        if policy.machine_labels == "fill":
+            rated = self.human_rated()
+            return {i: m for i, m in self.machine.items() if i not in rated}
+        return self.machine
+
+    def machine_prefix(self, policy: LabelPolicy) -> list[MachineLabel]:
+        """The kept machine labels from the first step while they last: a path, as a PRM800K
+        line needs one."""
+        kept = self.machine_kept(policy)
+        out: list[MachineLabel] = []
+        while len(out) in kept:
+            out.append(kept[len(out)])
+        return out
 
 
 # What a solution's row reads: every field of ``SolutionData`` up to its split.

@@ -1,4 +1,4 @@
-"""Import and generation jobs in Django's admin (read-only: they start from campaign pages;
+"""Import jobs in Django's admin (read-only: they start from campaign pages;
 the actions retry or fail them)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from common.admin import JOB_ACTIONS
-from imports.models import EvidenceJob, GenerationJob, ImportJob
+from imports.models import ImportJob
 
 
 @admin.register(ImportJob)
@@ -14,28 +14,6 @@ class ImportJobAdmin(admin.ModelAdmin):
     list_display = ["pk", "campaign", "file_name", "format", "status", "created_at", "finished_at"]
     list_filter = ["status", "format", "campaign"]
     readonly_fields = [f.name for f in ImportJob._meta.fields]
-    actions = JOB_ACTIONS
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-
-@admin.register(GenerationJob)
-class GenerationJobAdmin(admin.ModelAdmin):
-    list_display = ["pk", "campaign", "model", "status", "requested", "completed", "created_at"]
-    list_filter = ["status", "campaign"]
-    readonly_fields = [f.name for f in GenerationJob._meta.fields]
-    actions = JOB_ACTIONS
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-
-@admin.register(EvidenceJob)
-class EvidenceJobAdmin(admin.ModelAdmin):
-    list_display = ["pk", "campaign", "status", "created_at"]
-    list_filter = ["status", "campaign"]
-    readonly_fields = [f.name for f in EvidenceJob._meta.fields]
     actions = JOB_ACTIONS
 
     def has_add_permission(self, request) -> bool:

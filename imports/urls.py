@@ -13,7 +13,4 @@ urlpatterns = [
     path("", views.import_list, name="list"),
     path("<id:pk>/delete/", views.import_delete, name="delete"),
     path("preview/", views.import_preview, name="preview"),
-    path("generations/", views.generation_list, name="generations"),
-    path("generations/<id:pk>/resume/", views.generation_resume, name="generation-resume"),
-    path("evidence/", views.evidence_list, name="evidence"),
 ]

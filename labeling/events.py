@@ -27,6 +27,9 @@ labels_submitted = Signal()
 # An import added ``solutions_created`` solutions (and ``labels_created`` step labels) to
 # campaign ``campaign_id`` (sent once the import has committed).
 solutions_imported = Signal()
+# A served PRM's scores of campaign ``campaign_id``'s solutions were stored (a scoring job of
+# ``machines.served`` ended done).
+served_scores_stored = Signal()
 
 
 def publish(event: Signal, **payload) -> list:

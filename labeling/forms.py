@@ -10,15 +10,13 @@ from __future__ import annotations
 from django import forms
 from django.utils.text import slugify
 
-from common.endpoints import (
-    CHAT,
-    POOLING,
-    STEP_SCORES,
-    EndpointRefused,
-    endpoint_choices,
-    endpoint_get,
-)
 from labeling.backbones import backbone_choices
+from labeling.endpoints import (
+    endpoint_choices,
+    endpoint_model,
+    sampler_endpoints,
+    scorer_endpoints,
+)
 from labeling.models import Campaign, FinishReason, Rating
 
 # A step read for longer than this was not being read (the tab was left open); a solution
@@ -210,7 +208,10 @@ class CampaignForm(forms.ModelForm):
         self.fields["al_scoring_model"].required = False
         # Phase 1 mode's sampler: one of the operator's chat endpoints, by name.
         self.fields["phase1_endpoint"] = forms.ChoiceField(
-            choices=[("", "none: only the imported candidates"), *endpoint_choices(CHAT)],
+            choices=[
+                ("", "none: only the imported candidates"),
+                *endpoint_choices(sampler_endpoints()),
+            ],
             required=False,
             label=self.Meta.labels["phase1_endpoint"],
             help_text="A chat endpoint the operator declared (STEPWISE_ENDPOINTS): it samples "
@@ -282,12 +283,11 @@ class CampaignForm(forms.ModelForm):
         data = super().clean()
         name = data.get("al_scoring_endpoint") or ""
         if name:
-            kind = STEP_SCORES if name in dict(endpoint_choices(STEP_SCORES)) else POOLING
             try:
-                data["al_scoring_model"] = endpoint_get(name, kind=kind).model(
-                    data.get("al_scoring_model") or ""
+                data["al_scoring_model"] = endpoint_model(
+                    scorer_endpoints(), name, data.get("al_scoring_model") or ""
                 )
-            except EndpointRefused as e:
+            except ValueError as e:
                 self.add_error("al_scoring_model", str(e))
         else:
             data["al_scoring_model"] = ""
@@ -314,10 +314,10 @@ class CampaignForm(forms.ModelForm):
         sampler = data.get("phase1_endpoint") or ""
         if sampler:
             try:
-                data["phase1_model"] = endpoint_get(sampler, kind=CHAT).model(
-                    data.get("phase1_model") or ""
+                data["phase1_model"] = endpoint_model(
+                    sampler_endpoints(), sampler, data.get("phase1_model") or ""
                 )
-            except EndpointRefused as e:
+            except ValueError as e:
                 self.add_error("phase1_model", str(e))
         else:
             data["phase1_model"] = ""
@@ -333,7 +333,7 @@ class CampaignForm(forms.ModelForm):
 
 
 def _scoring_choices() -> list[tuple[str, str]]:
-    return endpoint_choices(POOLING) + endpoint_choices(STEP_SCORES)
+    return endpoint_choices(scorer_endpoints())
 
 
 # Paths under /campaigns/ that are not campaigns.

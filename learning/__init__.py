@@ -12,13 +12,20 @@ A run is one kind of job (``learning.run.AL_RUNS``, ``common.jobs``): its Celery
 
 Each concept has its own module:
 
-- ``learning.triggers``: ``active_learning_trigger``, the triggers after a submit and after an
-  import, ``submitted_labels`` (what a run trains on);
-- ``learning.ordering``: ``Scored``, ``queue_order``, ``head_summary``, ``solutions_rewrite``;
-- ``learning.strategies``: the selection strategies (``Campaign.al_strategy``), ``strategy_order``;
+- ``learning.triggers``: ``active_learning_trigger``, the triggers after a submit, an import and
+  stored served scores, ``submitted_labels`` (what the automatic trigger counts);
+- ``learning.run``: ``active_learning_run``, the job kind ``AL_RUNS`` and its work, which walks
+  ``learning.stages.STAGES`` (each stage's work, and when it applies);
+- ``learning.strategies``: the selection strategies (``Campaign.al_strategy``), each a registered
+  class declaring the signals and settings it uses; ``learning.placing`` places their orders with
+  a control arm; ``learning.auto`` chooses under ``auto``;
+- ``learning.ordering``: ``Scored``, ``queue_order`` (PRM800K's rule), ``head_summary``;
+- ``learning.scoring``: what the PRM scores, read from the database (``prm.batch_scoring``
+  computes); ``learning.machine_evidence``: what the machines say of the steps;
 - ``learning.bestofn``: the best-of-N curve a run stores (PRM, ORM, majority vote, oracle);
-- ``learning.run``: ``active_learning_run``, ``active_learning_work`` and its stages;
-- ``learning.rescoring``: the PRM scores of the open solutions, featurised in ``score_workers``.
+- ``learning.efficiency``: is the strategy paying, against the control arm.
+
+The queue itself is written by its owner (``labeling.queue.order.queue_reorder``).
 
 Failure safety: the new model is registered inactive, and only the last step, one transaction,
 activates it and rewrites the queue. A worker killed before that leaves the previous model active

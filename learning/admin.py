@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from common.admin import JOB_ACTIONS
-from learning.models import ActiveLearningRun, PRMModel, ScoringJob
+from learning.models import ActiveLearningRun, PRMModel
 
 
 @admin.register(PRMModel)
@@ -24,16 +24,3 @@ class ActiveLearningRunAdmin(admin.ModelAdmin):
     raw_id_fields = ["model", "requested_by"]
     readonly_fields = ["metrics", "timings", "queue_head", "heartbeat_at", "started_at"]
     actions = JOB_ACTIONS
-
-
-@admin.register(ScoringJob)
-class ScoringJobAdmin(admin.ModelAdmin):
-    """Scoring with a served PRM (retry or fail one with the actions)."""
-
-    list_display = ["pk", "campaign", "status", "attempts"]
-    list_filter = ["status", "campaign"]
-    readonly_fields = [f.name for f in ScoringJob._meta.fields]
-    actions = JOB_ACTIONS
-
-    def has_add_permission(self, request) -> bool:
-        return False

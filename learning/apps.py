@@ -21,13 +21,19 @@ class LearningConfig(AppConfig):
         from learning.run import AL_RUNS
 
         job_kind_register(AL_RUNS)
-        from learning.served import METHOD, SCORING_JOBS, served_step_scores
+        # A campaign that steers by a served PRM reorders its queue when new scores are stored
+        # (machines.served publishes it).
+        from learning.triggers import active_learning_after_scoring
 
-        job_kind_register(SCORING_JOBS)
+        events.served_scores_stored.connect(
+            active_learning_after_scoring, dispatch_uid="learning.after_scoring"
+        )
 
-        # The data browser's item page shows the active PRM's step scores.
+        # The data browser's item page shows the active PRM's step scores, then the served
+        # PRM's (registered here, after the PRM's, so that the page lists them in that order).
         from labeling.scores import step_scorer_register
         from learning.step_scores import active_prm_step_scores
+        from machines.served import METHOD, served_step_scores
 
         step_scorer_register("PRM", active_prm_step_scores)
         step_scorer_register(METHOD, served_step_scores)

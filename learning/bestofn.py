@@ -49,9 +49,9 @@ def _served_scorer(*, campaign: Campaign) -> StoredScores | None:
     """The campaign's served PRM's stored step scores of its graded solutions (None when it has
     no served PRM or it scored none of them)."""
     from labeling.models import Step
-    from learning.served import served_step_scores_of
+    from machines.served import served_scores
 
-    by_solution = served_step_scores_of(campaign=campaign)
+    by_solution = dict(served_scores(campaign=campaign).values_list("solution_id", "step_scores"))
     if not by_solution:
         return None
     graded = dict(

@@ -2,8 +2,8 @@
 solution's steps.
 
 The machines are the campaign's own PRM (the run's model), the served PRM when the campaign has
-one (``learning.served``), and the machine evidence (``labeling.models.StepEvidence``: rollout
-values and a judge's verdicts, asked for by ``imports.evidence``). ``machine_conflicts`` gathers
+one (``machines.served``), and the machine evidence (``labeling.models.StepEvidence``: rollout
+values and a judge's verdicts, asked for by ``machines.evidence``). ``machine_conflicts`` gathers
 their words on the open solutions that have any besides the PRM's and measures each with
 ``machine_conflict``; the run attaches the result to its ``Scored`` items.
 Only those solutions are scored again for their steps' P(correct) (the run's scoring keeps
@@ -49,10 +49,11 @@ def machine_words(*, campaign: Campaign) -> dict[int, dict[int, list[float]]]:
     ).values_list("solution_id", "step__index", "value"):
         words.setdefault(solution_id, {}).setdefault(index, []).append(value)
     if campaign.al_scoring_endpoint:
-        from learning.served import served_step_scores_of
+        from machines.served import served_scores
 
         still_open = set(open_ids.values_list("pk", flat=True))
-        for solution_id, steps in served_step_scores_of(campaign=campaign).items():
+        served = served_scores(campaign=campaign).values_list("solution_id", "step_scores")
+        for solution_id, steps in served:
             if solution_id in still_open:
                 for index, value in enumerate(steps or []):
                     words.setdefault(solution_id, {}).setdefault(index, []).append(float(value))

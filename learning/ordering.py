@@ -22,7 +22,7 @@ class Scored:
     # what the other selection strategies order by (``learning.strategies``)
     uncertainty: float | None = None  # mean step entropy of the PRM's P(correct)
     verifier_score: float | None = None  # imported with the solution
-    served_score: float | None = None  # a served PRM's (``learning.served``), where it scored it
+    served_score: float | None = None  # a served PRM's (``machines.served``), where it scored it
     disagreement: float | None = None  # of an ensemble on bootstrap resamples (``ensemble``)
     # of the PRM and the machine evidence on its steps (``machines-disagree``)
     machine_conflict: float | None = None

@@ -42,21 +42,16 @@ def strategy_estimates(
 
 def scoring_job_latest(*, campaign: Campaign):
     """The campaign's latest scoring job with a served PRM, or None."""
-    from learning.models import ScoringJob
+    from machines.models import ScoringJob
 
     return ScoringJob.objects.filter(campaign=campaign).order_by("-created_at", "-pk").first()
 
 
 def served_count(*, campaign: Campaign, served) -> int:
     """How many solutions the served PRM ``(endpoint, model)`` has scored (0 without one)."""
-    from learning.models import ServedScore
+    from machines.served import served_scores
 
-    if not served:
-        return 0
-    endpoint, model = served
-    return ServedScore.objects.filter(
-        campaign=campaign, endpoint=endpoint.name, model=model
-    ).count()
+    return served_scores(campaign=campaign).count() if served else 0
 
 
 def prm_models(*, campaign: Campaign):

@@ -349,9 +349,9 @@ def score(state: RunState) -> None:
 
 def served(state: RunState) -> None:
     """The served PRM's score of each open solution it scored (``served_score``)."""
-    from learning.served import served_scores
+    from machines.served import served_scores
 
-    scores = served_scores(campaign=state.campaign)
+    scores = dict(served_scores(campaign=state.campaign).values_list("solution_id", "score"))
     open_ids = {s.solution_id for s in state.scored}
     for sid, value in scores.items():
         if sid in open_ids:
@@ -525,7 +525,7 @@ def _served_scored(campaign: Campaign) -> bool:
     """Whether the campaign's served PRM has scored any of its solutions: without its scores an
     order "by the served PRM" would not be its order, and auto would measure something else."""
     from learning.selectors import served_count
-    from learning.served import ScoringRefused, campaign_scoring
+    from machines.served import ScoringRefused, campaign_scoring
 
     if not campaign.al_scoring_endpoint:
         return False

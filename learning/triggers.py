@@ -111,6 +111,16 @@ def _labels_trained_on(campaign: Campaign, last: ActiveLearningRun | None) -> in
     return next(iter(newest[:1]), 0)
 
 
+def active_learning_after_scoring(*, campaign_id: int, **_) -> ActiveLearningRun | None:
+    """After a served PRM's scores were stored: a campaign that steers by them reorders its
+    queue (a run; its own PRM still trains and is evaluated beside it). Subscribed to
+    ``labeling.events.served_scores_stored``."""
+    campaign = Campaign.objects.filter(pk=campaign_id, active_learning=True).first()
+    if campaign is None or campaign.al_strategy != Campaign.Strategy.SERVED_PRM:
+        return None
+    return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
+
+
 def active_learning_after_import(*, campaign_id: int, **_) -> ActiveLearningRun | None:
     """After an import added solutions: rescore once a model exists, or train the first one.
 

@@ -19,8 +19,8 @@ from learning.applies import setting_applies
 from learning.auto import AUTO_RULE
 from learning.bestofn import best_of_n_verdict
 from learning.charts import best_of_n_chart
-from learning.served import ScoringRefused, campaign_scoring, scoring_job_start
 from learning.triggers import active_learning_trigger
+from machines.served import ScoringRefused, campaign_scoring, scoring_job_start
 
 
 @login_required

@@ -11,6 +11,7 @@ from exports import api as exports_api
 from imports import api as imports_api
 from labeling import api as labeling_api
 from learning import api as learning_api
+from machines import api as machines_api
 
 campaign = "campaigns/<slug:slug>/"
 urlpatterns = [
@@ -18,16 +19,16 @@ urlpatterns = [
     path(campaign, labeling_api.campaign_detail, name="api-campaign"),
     path(campaign + "imports/", imports_api.ImportList.as_view(), name="api-imports"),
     path(campaign + "imports/<id:pk>/", imports_api.import_detail, name="api-import"),
-    path(campaign + "generations/", imports_api.GenerationList.as_view(), name="api-generations"),
+    path(campaign + "generations/", machines_api.GenerationList.as_view(), name="api-generations"),
     path(
         campaign + "generations/endpoints/",
-        imports_api.generation_endpoints,
+        machines_api.generation_endpoints,
         name="api-generation-endpoints",
     ),
-    path(campaign + "generations/<id:pk>/", imports_api.generation_detail, name="api-generation"),
+    path(campaign + "generations/<id:pk>/", machines_api.generation_detail, name="api-generation"),
     path(
         campaign + "generations/<id:pk>/resume/",
-        imports_api.generation_resume,
+        machines_api.generation_resume,
         name="api-generation-resume",
     ),
     path(campaign + "problems/", labeling_api.ProblemList.as_view(), name="api-problems"),

@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "labeling",
     "annotators",
     "imports",
+    "machines",
     "exports",
     "learning",
 ]
@@ -316,8 +317,8 @@ STEPWISE_MODEL_ROOT = Path(envstr("STEPWISE_MODEL_ROOT", str(VAR_DIR / "models")
 STEPWISE_CAMPAIGN_CREATORS = envstr("STEPWISE_CAMPAIGN_CREATORS", "users")
 # Largest import file accepted from the browser, in MB (bigger files: manage.py import_solutions).
 STEPWISE_MAX_UPLOAD_MB = envint("STEPWISE_MAX_UPLOAD_MB", "200")
-# Model endpoints (common/endpoints.py; docs/settings.md, "Model endpoints"): the operator declares
-# every endpoint the server may call (generation, scoring, rollouts, a judge), as a JSON list of
+# Model endpoints (machines/endpoints.py; docs/settings.md, "Model endpoints"): the operator
+# declares every endpoint the server may call (generation, scoring, rollouts, a judge), a list of
 # {name, kind, base_url, models, key_env, timeout_s, max_concurrency, label} in STEPWISE_ENDPOINTS
 # and/or the file STEPWISE_ENDPOINTS_FILE; managers choose them by name. Free-form URLs only with
 # STEPWISE_ENDPOINT_URLS on, and then only to STEPWISE_ENDPOINT_HOSTS (names, addresses,

@@ -42,6 +42,7 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("campaigns/<slug:slug>/imports/", include("imports.urls")),
+    path("campaigns/<slug:slug>/machines/", include("machines.urls")),
     path("campaigns/<slug:slug>/exports/", include("exports.urls")),
     path("campaigns/<slug:slug>/active-learning/", include("learning.urls")),
     path("api/", include("stepwise.api_urls")),

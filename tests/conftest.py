@@ -366,8 +366,9 @@ def api_seeded(db, settings, tmp_path, _keep_connection):
     from annotators.models import ApiToken
     from exports.models import Export
     from exports.services import export_run
-    from imports.models import GenerationJob, ImportJob
+    from imports.models import ImportJob
     from labeling.models import Membership
+    from machines.models import GenerationJob
     from tests.factories import (
         make_campaign,
         make_gold_solution,

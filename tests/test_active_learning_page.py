@@ -278,7 +278,7 @@ def test_the_campaign_api_says_which_strategy_orders_the_queue(client, campaign,
 def test_a_served_prm_is_shown_by_name_and_scoring_is_queued_from_the_page(
     client, campaign, manager, settings, django_capture_on_commit_callbacks
 ):
-    from learning.models import ScoringJob
+    from machines.models import ScoringJob
 
     settings.STEPWISE_ENDPOINTS = [
         {"name": "qwen-prm", "kind": "pooling", "base_url": "http://gpu:8001", "models": ["m"]}

@@ -471,7 +471,7 @@ def test_every_ensemble_member_trains_when_a_resample_draws_only_held_out_proble
 def test_auto_tries_the_served_prm_once_it_has_scored_the_campaigns_solutions(
     media, monkeypatch, settings
 ):
-    from learning.models import ServedScore
+    from machines.models import ServedScore
 
     settings.STEPWISE_ENDPOINTS = [
         {"name": "prm", "kind": "pooling", "base_url": "http://127.0.0.1:9", "models": ["m"]}

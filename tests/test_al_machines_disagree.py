@@ -152,7 +152,7 @@ def test_the_served_prms_step_scores_are_one_more_machine(settings, monkeypatch)
             "key_env": "SERVED_PRM_KEY",
         }
     ]
-    from learning.models import ServedScore
+    from machines.models import ServedScore
 
     campaign = make_campaign(al_scoring_endpoint="prm")
     scored, gone = (make_solution(campaign=campaign, steps=STEPS) for _ in range(2))

@@ -1,4 +1,4 @@
-"""Model endpoints (``common.endpoints``): declared by the operator, a key only to its endpoint,
+"""Model endpoints (``machines.endpoints``): declared by the operator, a key only to its endpoint,
 free-form URLs only to listed hosts after resolution, nothing connected for a refused probe.
 
 Every probe aims at a real socket server of the test on 127.0.0.1 (or ::1): it records each
@@ -16,16 +16,15 @@ import httpx
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from common import endpoints
-from common.endpoints import (
+from machines import endpoints
+from machines.client import UNREACHABLE, endpoint_error_message
+from machines.endpoints import (
     CHAT,
-    UNREACHABLE,
     URL_REFUSED,
     Endpoint,
     EndpointRefused,
     address_allowed,
     endpoint_choices,
-    endpoint_error_message,
     endpoint_for_url,
     endpoint_get,
     endpoints_check,
@@ -108,7 +107,7 @@ def test_the_settings_read_the_declaration_from_the_environment_and_a_file(tmp_p
     }
     code = (
         "import django; django.setup();"
-        "from common.endpoints import endpoint_choices; print(endpoint_choices('chat'))"
+        "from machines.endpoints import endpoint_choices; print(endpoint_choices('chat'))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "[('from-file', 'from-file'), ('from-env', 'B (from-env)')]"

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from exports.formats import CSV_COLUMNS, FORMATS, LabelPolicy, write_export
 from exports.formats.csv_labels import SOURCE_COLUMNS
-from exports.machine import consensus
 from labeling.models import Adjudication, StepEvidence
+from machines.labels import consensus
 from tests.factories import make_campaign, make_labelled, make_problem, make_solution, make_user
 
 pytestmark = pytest.mark.django_db

@@ -20,11 +20,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from imports import generation
-from imports.generation import GenerationRefused, generation_job_create, generation_job_run
-from imports.models import PRM800K_PROMPT, GenerationJob
 from labeling import events
 from labeling.models import Solution, Step
+from machines import generation
+from machines.generation import GenerationRefused, generation_job_create, generation_job_run
+from machines.models import PRM800K_PROMPT, GenerationJob
 from tests.conftest import _database_url
 from tests.factories import make_campaign, make_problem, make_solution
 from tests.generation_servers import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from imports.models import GenerationJob
+from machines.models import GenerationJob
 from tests.factories import api_client_for, make_campaign, make_member, make_problem
 
 pytestmark = pytest.mark.django_db
@@ -73,7 +73,7 @@ def test_a_manager_queues_a_job_from_the_page_and_sees_it(
 ):
     monkeypatch.setenv("STEPWISE_GENERATION_API_KEY", SECRET)
     client.force_login(manager)
-    url = reverse("imports:generations", kwargs={"slug": campaign.slug})
+    url = reverse("machines:generations", kwargs={"slug": campaign.slug})
     page = client.get(url)
     assert page.status_code == 200
     html = page.content.decode()
@@ -122,7 +122,7 @@ def test_a_manager_queues_a_job_from_the_page_and_sees_it(
 )
 def test_the_page_refuses_a_bad_request_with_its_reason(client, campaign, manager, fields, message):
     client.force_login(manager)
-    url = reverse("imports:generations", kwargs={"slug": campaign.slug})
+    url = reverse("machines:generations", kwargs={"slug": campaign.slug})
     response = client.post(url, _form(**fields))
     assert response.status_code == 400
     assert message in response.content.decode()
@@ -205,7 +205,7 @@ def test_with_free_form_urls_on_the_page_takes_a_url_to_a_listed_host(
     settings.STEPWISE_ENDPOINT_URLS = True
     settings.STEPWISE_ENDPOINT_HOSTS = ["127.0.0.1/32"]
     client.force_login(manager)
-    url = reverse("imports:generations", kwargs={"slug": campaign.slug})
+    url = reverse("machines:generations", kwargs={"slug": campaign.slug})
     assert 'name="base_url"' in client.get(url).content.decode()
     fields = {"model": "url:", "base_url": "http://127.0.0.1:9/v1", "url_model": "mine"}
     assert client.post(url, _form(**fields)).status_code == 302
@@ -218,7 +218,7 @@ def test_with_free_form_urls_on_the_page_takes_a_url_to_a_listed_host(
 
 def test_the_form_starts_from_the_last_jobs_endpoint_and_model(client, campaign, manager, settings):
     client.force_login(manager)
-    url = reverse("imports:generations", kwargs={"slug": campaign.slug})
+    url = reverse("machines:generations", kwargs={"slug": campaign.slug})
     assert "selected" not in _model_select(client.get(url))  # no job yet: nothing chosen
     assert client.post(url, _form(model="hosted:gpt-x")).status_code == 302
     assert '<option value="hosted:gpt-x" selected>' in _model_select(client.get(url))
@@ -247,8 +247,8 @@ def test_only_a_finished_job_with_samples_missing_offers_resume(
         campaign=campaign, endpoint="gpu", model="m", status=status, requested=8
     )
     client.force_login(manager)
-    html = client.get(reverse("imports:generations", kwargs={"slug": campaign.slug})).content
-    resume = reverse("imports:generation-resume", kwargs={"slug": campaign.slug, "pk": job.pk})
+    html = client.get(reverse("machines:generations", kwargs={"slug": campaign.slug})).content
+    resume = reverse("machines:generation-resume", kwargs={"slug": campaign.slug, "pk": job.pk})
     assert (resume in html.decode()) is offered
 
 
@@ -271,7 +271,7 @@ def test_a_failed_job_can_be_resumed_from_the_page(
         campaign=campaign, base_url="http://localhost:8000/v1", model="m", status="failed"
     )
     client.force_login(manager)
-    url = reverse("imports:generation-resume", kwargs={"slug": campaign.slug, "pk": job.pk})
+    url = reverse("machines:generation-resume", kwargs={"slug": campaign.slug, "pk": job.pk})
     with django_capture_on_commit_callbacks() as queued:
         assert client.post(url).status_code == 302
     job.refresh_from_db()

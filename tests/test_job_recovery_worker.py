@@ -26,7 +26,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from annotators.models import CampaignSnapshot
 from annotators.snapshots import snapshot_request
 from exports.services import export_create
-from imports.generation import generation_job_create
 from imports.models import ImportJob
 from imports.services import import_job_create
 from labeling.curation import actions
@@ -34,6 +33,7 @@ from labeling.curation.filters import SolutionFilter
 from labeling.models import Solution, SolutionBulkAction, SolutionEvent
 from learning.models import ActiveLearningRun, PRMModel
 from learning.triggers import active_learning_trigger
+from machines.generation import generation_job_create
 from tests.al_data import demo_campaign
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_problem, make_solution
@@ -233,9 +233,9 @@ def test_a_worker_killed_mid_generation_keeps_its_batch_and_the_sweep_asks_only_
 def test_a_worker_killed_mid_evidence_keeps_its_units_and_the_sweep_asks_only_for_the_rest(
     celery_workers, settings
 ):
-    from imports.evidence import evidence_job_create
-    from imports.models import EvidenceJob
     from labeling.models import StepEvidence
+    from machines.evidence import evidence_job_create
+    from machines.models import EvidenceJob
 
     campaign = make_campaign(slug="killed-evidence")
     problem = make_problem(campaign=campaign, text="What is $1+1$?", ground_truth_answer="2")

@@ -11,9 +11,10 @@ from django.utils import timezone
 
 from annotators.models import CampaignSnapshot
 from exports.models import Export
-from imports.models import GenerationJob, ImportJob
+from imports.models import ImportJob
 from labeling.models import Membership, SolutionBulkAction
 from learning.models import ActiveLearningRun
+from machines.models import GenerationJob
 from tests.factories import make_campaign, make_member
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +57,7 @@ def _job(kind: str, campaign, status: str = "running"):
 # The page that shows each kind of job.
 PAGES = {
     "imports": lambda c, job: reverse("imports:list", kwargs={"slug": c.slug}),
-    "generation": lambda c, job: reverse("imports:generations", kwargs={"slug": c.slug}),
+    "generation": lambda c, job: reverse("machines:generations", kwargs={"slug": c.slug}),
     "exports": lambda c, job: reverse("exports:list", kwargs={"slug": c.slug}),
     "snapshots": lambda c, job: reverse("annotators:dashboard", kwargs={"slug": c.slug}),
     "active_learning": lambda c, job: reverse("learning:page", kwargs={"slug": c.slug}),

@@ -26,10 +26,11 @@ from common.jobs import (
 )
 from exports.models import Export
 from exports.services import EXPORT_JOBS, export_run
-from imports.models import EvidenceJob, GenerationJob, ImportJob
+from imports.models import ImportJob
 from imports.services import IMPORT_JOBS, import_job_create, import_job_run
 from labeling.models import Solution, SolutionBulkAction
-from learning.models import ActiveLearningRun, ScoringJob
+from learning.models import ActiveLearningRun
+from machines.models import EvidenceJob, GenerationJob, ScoringJob
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_solution
 

@@ -1,4 +1,4 @@
-"""Machine evidence beside human labels (``imports.evidence``, ``labeling.models.evidence``):
+"""Machine evidence beside human labels (``machines.evidence``, ``labeling.models.evidence``):
 rollouts from a step and a judge's first error, from a declared chat endpoint (a scripted HTTP
 server in a thread of the test: ``tests.generation_servers``), stored per step, resumed without
 asking twice, shown on the item page, filtered as conflicts, never shown to annotators.
@@ -13,15 +13,15 @@ import threading
 import pytest
 from django.urls import reverse
 
-from imports.evidence import (
+from labeling.curation.filters import SolutionFilter
+from labeling.models import Membership, Solution, StepEvidence
+from machines.evidence import (
     EvidenceRefused,
     evidence_job_create,
     evidence_job_run,
     judge_first_error,
 )
-from imports.models import EvidenceJob
-from labeling.curation.filters import SolutionFilter
-from labeling.models import Membership, Solution, StepEvidence
+from machines.models import EvidenceJob
 from tests.factories import (
     make_campaign,
     make_evidence,
@@ -266,7 +266,7 @@ def test_managers_ask_from_the_item_page_see_the_evidence_and_annotators_never_d
     manager = make_member(campaign=campaign, role=Membership.Role.MANAGER).user
     annotator = make_member(campaign=campaign).user
     item = reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": solution.pk})
-    ask = reverse("imports:evidence", kwargs={"slug": campaign.slug})
+    ask = reverse("machines:evidence", kwargs={"slug": campaign.slug})
     form = {
         "kind": "rollouts",
         "model": "sampler:stub",

@@ -11,8 +11,8 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from imports.models import EvidenceJob
 from labeling.models import Membership, StepEvidence
+from machines.models import EvidenceJob
 from tests.factories import make_campaign, make_labelled, make_member, make_problem, make_solution
 from tests.generation_servers import Script, StubServer
 

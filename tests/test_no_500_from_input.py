@@ -78,7 +78,7 @@ def test_a_bulk_action_filter_with_an_id_out_of_range_is_refused_before_a_job(ca
         f"/campaigns/inputs/label/{HUGE}/rate/",
         f"/campaigns/inputs/label/{HUGE}/submit/",
         f"/campaigns/inputs/browse/{HUGE}/",
-        f"/campaigns/inputs/imports/generations/{HUGE}/resume/",
+        f"/campaigns/inputs/machines/generations/{HUGE}/resume/",
         f"/campaigns/inputs/imports/{HUGE}/delete/",
     ],
 )

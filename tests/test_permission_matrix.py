@@ -27,10 +27,11 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from annotators.models import CampaignSnapshot
 from annotators.services import api_token_create, invitation_create
 from exports.models import Export
-from imports.models import EvidenceJob, GenerationJob, ImportJob
+from imports.models import ImportJob
 from labeling.models import Membership, SolutionBulkAction
 from labeling.queue import assignment_next
-from learning.models import ActiveLearningRun, ScoringJob
+from learning.models import ActiveLearningRun
+from machines.models import EvidenceJob, GenerationJob, ScoringJob
 from tests.factories import (
     make_campaign,
     make_gold_solution,
@@ -116,11 +117,11 @@ ROUTES: dict[str, Route] = {
     # Deleting a failed import (this one is pending: refused with a message, back to the list).
     "imports:delete": Route("manage", {"POST": 302}, ("slug", "import_job")),
     "imports:preview": Route("manage", {"POST": 400}, ("slug",)),
-    "imports:generations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "machines:generations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
     # A pending job cannot be resumed: refused with a message, back to the list.
-    "imports:generation-resume": Route("manage", {"POST": 302}, ("slug", "generation_job")),
+    "machines:generation-resume": Route("manage", {"POST": 302}, ("slug", "generation_job")),
     # Machine evidence: the jobs list; an empty request is refused past the permission check.
-    "imports:evidence": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "machines:evidence": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),
     "annotators:members": Route("manage", {"GET": 200}, ("slug",)),
     "annotators:member": Route("manage", {"GET": 200, "POST": 400}, ("slug", "membership")),
     "annotators:invitations": Route("manage", {"GET": 200, "POST": 400}, ("slug",)),

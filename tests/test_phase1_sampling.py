@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from imports.phase1_sampling import first_step
 from labeling import queue
 from labeling.forms import CampaignForm
 from labeling.models import StepCandidate
+from machines.phase1_sampling import first_step
 from tests.factories import make_campaign, make_member, make_problem, make_solution
 from tests.generation_servers import Script, StubServer
 

@@ -36,7 +36,7 @@ MANAGER_PAGES = [
     "annotators:adjudications",
     "exports:list",
     "imports:list",
-    "imports:generations",
+    "machines:generations",
     "learning:page",
     "annotators:profile",
 ]

@@ -1,4 +1,4 @@
-"""Prompt templates are data (``imports.prompts``): named fields only, no format spec, no
+"""Prompt templates are data (``machines.prompts``): named fields only, no format spec, no
 attribute or index access, a bound on the size; a bad one is a 400 naming the problem, and
 checking one allocates nothing that the template asks for (tracemalloc's peak, not time)."""
 
@@ -9,9 +9,9 @@ import tracemalloc
 import pytest
 from django.urls import reverse
 
-from imports.generation import generation_job_run
-from imports.models import GenerationJob
-from imports.prompts import (
+from machines.generation import generation_job_run
+from machines.models import GenerationJob
+from machines.prompts import (
     MAX_PLACEHOLDERS,
     MAX_PROMPT_CHARS,
     MAX_TEMPLATE_CHARS,
@@ -95,7 +95,7 @@ def _peak_during(call) -> tuple[object, int]:
 @pytest.mark.parametrize("template", [WIDE, ATTRIBUTE, "{problem.foo}"])
 def test_the_page_answers_400_and_memory_stays_flat(client, campaign, template):
     client.force_login(make_member(campaign=campaign, role="manager").user)
-    url = reverse("imports:generations", kwargs={"slug": campaign.slug})
+    url = reverse("machines:generations", kwargs={"slug": campaign.slug})
     form = {
         "model": "gpu:m",
         "samples_per_problem": "1",

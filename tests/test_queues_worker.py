@@ -15,9 +15,9 @@ from django.urls import reverse
 
 from common.queues import queue_consumers
 from exports.services import export_create
-from imports.generation import generation_job_create
 from imports.services import import_job_create
 from labeling.models import Membership
+from machines.generation import generation_job_create
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_member, make_problem, make_solution
 from tests.generation_servers import StubServer

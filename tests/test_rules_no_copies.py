@@ -8,7 +8,17 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-APPS = ("common", "labeling", "annotators", "imports", "exports", "learning", "stepwise", "bench")
+APPS = (
+    "common",
+    "labeling",
+    "annotators",
+    "imports",
+    "machines",
+    "exports",
+    "learning",
+    "stepwise",
+    "bench",
+)
 HOMES = {ROOT / "labeling" / "models"}
 
 COPIES = {

@@ -19,9 +19,9 @@ import pytest
 
 from common.jobs import job_kind_sweep, job_run
 from labeling.models import Solution
-from learning.models import ScoringJob, ServedScore
 from learning.ordering import Scored, queue_order
-from learning.served import (
+from machines.models import ScoringJob, ServedScore
+from machines.served import (
     SCORING_JOBS,
     ScoringRefused,
     pooling_text,

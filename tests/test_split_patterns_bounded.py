@@ -143,7 +143,7 @@ def test_a_worker_splits_with_the_catastrophic_pattern(
 def test_a_generation_job_splits_its_samples_with_the_catastrophic_pattern(campaign, settings):
     import httpx
 
-    from imports.generation import generation_job_create, generation_job_run
+    from machines.generation import generation_job_create, generation_job_run
     from tests.factories import make_problem
 
     settings.STEPWISE_ENDPOINTS = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from imports.models import GenerationJob
 from labeling import queue
 from labeling.models import Assignment
+from machines.models import GenerationJob
 from tests.factories import make_campaign, make_labelled, make_member, make_solution
 
 pytestmark = pytest.mark.django_db

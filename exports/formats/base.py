@@ -11,8 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from exports.machine import MACHINE
-from exports.policy import POLICY_OPTIONS, LabelPolicy
+from exports.policy import MACHINE, POLICY_OPTIONS, LabelPolicy
 from exports.reader import SolutionData
 
 # The options that only select labels; the raw formats keep every rating as it was given.

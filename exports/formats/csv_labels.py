@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from exports.formats.base import RAW_NAMES, RAW_OPTIONS, Format, utc_naive_iso, with_sources
-from exports.machine import HUMAN, MACHINE, machine_kept
-from exports.policy import LabelPolicy
+from exports.policy import HUMAN, MACHINE, LabelPolicy
 from exports.reader import SolutionData
 
 CSV_COLUMNS = [
@@ -80,7 +79,7 @@ def csv_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iter
                 (lab.rating,),
                 *(((HUMAN,),) if sourced else ()),
             )
-    for index, machine in sorted(machine_kept(solution, policy).items()):
+    for index, machine in sorted(solution.machine_kept(policy).items()):
         # One row per machine label, with no assignment: the columns of people are empty.
         yield (
             [

@@ -7,7 +7,7 @@ Rejected work and superseded versions (policy options ``include_rejected``,
 Only the selection options of the policy apply: the lines keep every rating as it was given,
 so an imported PRM800K file comes back as it went in. Under ``machine_labels`` each line names
 its labels' sources (``stepwise_label_sources``) and the machine labels come as one more line
-(``exports.machine``).
+(``machines.labels``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from exports.formats.base import (
     utc_naive_iso,
     with_sources,
 )
-from exports.machine import HUMAN, MACHINE, MachineLabel, machine_prefix
-from exports.policy import LabelPolicy
+from exports.policy import HUMAN, MACHINE, LabelPolicy
 from exports.reader import SolutionData
 from labeling.models import FinishReason, Solution
+from machines.labels import MachineLabel
 
 
 def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
@@ -92,7 +92,7 @@ def prm800k_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> 
             yield record, ratings, sources
         else:
             yield record, ratings
-    machine = machine_prefix(solution, policy)
+    machine = solution.machine_prefix(policy)
     if machine:
         yield _machine_line(solution, question, machine)
 

@@ -16,8 +16,7 @@ from exports.formats.base import (
     add_sources,
     with_sources,
 )
-from exports.machine import HUMAN
-from exports.policy import LabelPolicy
+from exports.policy import HUMAN, LabelPolicy
 from exports.reader import SolutionData
 
 

@@ -20,8 +20,7 @@ from exports.formats.base import (
     with_sources,
 )
 from exports.lengths import TRL_DEFAULT_MAX_LENGTH, TRL_DEFAULT_SEPARATOR, LengthFit
-from exports.machine import MACHINE
-from exports.policy import LabelPolicy
+from exports.policy import MACHINE, LabelPolicy
 from exports.reader import SolutionData
 
 

@@ -26,9 +26,9 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from common.endpoints import CHAT, endpoints_of
 from common.pages import query_id
 from labeling.curation import actions, filters, history
+from labeling.endpoints import sampler_endpoints
 from labeling.models import (
     Assignment,
     Membership,
@@ -438,7 +438,7 @@ def solution_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         membership is not None and membership.role in MANAGE
     )
     context["evidence_models"] = (
-        [(f"{e.name}:{m}", f"{m} ({e.title})") for e in endpoints_of(CHAT) for m in e.models]
+        [(f"{e.name}:{m}", f"{m} ({e.title})") for e in sampler_endpoints() for m in e.models]
         if context["may_act"]
         else []
     )

@@ -156,7 +156,7 @@ class Campaign(models.Model):
     )
     # A PRM served elsewhere (a declared ``pooling`` or ``step-scores`` endpoint, by name; the
     # URL and key are the operator's): its scores steer the ``served-prm`` strategy and are
-    # shown beside the campaign's own PRM (learning.served).
+    # shown beside the campaign's own PRM (machines.served).
     al_scoring_endpoint = models.CharField(
         max_length=50,
         blank=True,

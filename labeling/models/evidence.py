@@ -6,7 +6,7 @@ correctness by sampling completions from it and grading their final answers; the
 that rollouts and an LLM judge agree on. A ``StepEvidence`` row is one machine's word on one
 step: a **rollout** value (the share of ``samples`` completions from the step that reach the
 right answer) or a **judge**'s verdict (1.0: the judge finds no error up to this step; 0.0: this
-is the first wrong step it names). The job that asks the machines is ``imports.evidence``.
+is the first wrong step it names). The job that asks the machines is ``machines.evidence``.
 
 Evidence is for managers and reviewers (the data browser's item page and filters); annotators
 never see it on the labelling page, as PRM800K showed its labelers no model opinion.

@@ -1,7 +1,7 @@
 """A PRM served elsewhere: scoring a campaign's solutions with a declared scoring endpoint.
 
 A team that owns a strong PRM (ActPRM and PRM800K steer with 7B-scale ones) serves it and lets the
-campaign steer by it. The operator declares the endpoint (``common.endpoints``, kind ``pooling``
+campaign steer by it. The operator declares the endpoint (``machines.endpoints``, kind ``pooling``
 or ``step-scores``); a manager picks it by name on the campaign's settings
 (``Campaign.al_scoring_endpoint``, ``al_scoring_model``). Scoring is one kind of job
 (``SCORING_JOBS``, task ``learning.scoring_run`` on the ``learning`` queue): it reads the open
@@ -32,31 +32,34 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 
-from common.endpoints import (
-    POOLING,
+from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
+from labeling import events
+from labeling.models import Campaign, Problem, Solution, Step
+from labeling.permissions import MANAGE
+from machines.client import (
     RETRY_STATUSES,
-    STEP_SCORES,
-    Endpoint,
-    EndpointRefused,
     endpoint_error_message,
-    endpoint_get,
-    endpoints_declared,
+    requests_bounded,
     retry_after,
     retry_wait,
 )
-from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
-from labeling.models import Campaign, Problem, Solution, Step
-from labeling.permissions import MANAGE
-from learning.models import ScoringJob, ServedScore
+from machines.endpoints import (
+    POOLING,
+    STEP_SCORES,
+    Endpoint,
+    EndpointRefused,
+    endpoint_get,
+    endpoints_declared,
+)
+from machines.models import ScoringJob, ServedScore
 
 log = logging.getLogger(__name__)
 
@@ -163,8 +166,12 @@ class ServedPRM:
         else:
             chunks = [[i] for i in wanted]
             ask = self._step_scores
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            answers = list(pool.map(lambda chunk: ask([items[i] for i in chunk]), chunks))
+        answers = requests_bounded(
+            lambda chunk: ask([items[i] for i in chunk]),
+            chunks,
+            concurrency=self.concurrency,
+            name="scoring",
+        )
         for chunk, scores in zip(chunks, answers, strict=True):
             for i, s in zip(chunk, scores, strict=True):
                 out[i] = s
@@ -243,9 +250,14 @@ class ServedPRM:
 # --- which endpoint ---------------------------------------------------------------------------
 
 
+def scoring_endpoints() -> list[Endpoint]:
+    """Every declared scoring endpoint (either kind), in the order declared."""
+    return [e for e in endpoints_declared().values() if e.kind in SCORING_KINDS]
+
+
 def scoring_endpoint_choices() -> list[tuple[str, str]]:
     """``(name, title)`` of every declared scoring endpoint, for the settings form."""
-    return [(e.name, e.title) for e in endpoints_declared().values() if e.kind in SCORING_KINDS]
+    return [(e.name, e.title) for e in scoring_endpoints()]
 
 
 def scoring_endpoint(name: str) -> Endpoint:
@@ -400,13 +412,9 @@ def scoring_work(job: ScoringJob, attempt: JobAttempt) -> None:
 
 
 def _after_scoring(job: ScoringJob) -> None:
-    """A campaign that steers by the served PRM reorders its queue with the new scores (an
-    active-learning run; its own PRM still trains and is evaluated beside it)."""
-    from learning.triggers import active_learning_trigger
-
-    campaign = Campaign.objects.get(pk=job.campaign_id)
-    if campaign.active_learning and campaign.al_strategy == Campaign.Strategy.SERVED_PRM:
-        active_learning_trigger(campaign=campaign, trigger="auto")
+    """Tell the apps above that new scores are stored: a campaign that steers by the served PRM
+    reorders its queue with them (``learning`` subscribes: an active-learning run)."""
+    events.publish(events.served_scores_stored, campaign_id=job.campaign_id)
 
 
 SCORING_JOBS = JobKind(
@@ -415,7 +423,7 @@ SCORING_JOBS = JobKind(
     task="learning.scoring_run",
     work=scoring_work,
     page=JobPage(
-        template="learning/_scoring_job.html",
+        template="machines/_scoring_job.html",
         url="learning:page",
         viewers=MANAGE,
         css_class="snapshot-info",
@@ -427,37 +435,19 @@ SCORING_JOBS = JobKind(
 # --- reading the scores ---------------------------------------------------------------------------
 
 
-def served_scores(*, campaign: Campaign) -> dict[int, float]:
-    """The campaign's served PRM's score of each solution it scored, by solution id ({} when the
-    campaign has no served PRM chosen or it is no longer declared)."""
+def served_scores(*, campaign: Campaign) -> QuerySet[ServedScore]:
+    """The stored scores of the campaign's served PRM (its chosen endpoint and model), one row
+    per solution it scored: the one read of them, for the run's order (``score``), the best-of-N
+    curve, the machines' disagreement and the item page (``step_scores``). None when the campaign
+    has no served PRM chosen or it is no longer declared."""
     try:
         chosen = campaign_scoring(campaign)
     except ScoringRefused:
-        return {}
+        chosen = None
     if chosen is None:
-        return {}
+        return ServedScore.objects.none()
     endpoint, model = chosen
-    return dict(
-        ServedScore.objects.filter(
-            campaign=campaign, endpoint=endpoint.name, model=model
-        ).values_list("solution_id", "score")
-    )
-
-
-def served_step_scores_of(*, campaign: Campaign) -> dict[int, list[float]]:
-    """Step scores by solution id of the campaign's served PRM (as ``served_scores``)."""
-    try:
-        chosen = campaign_scoring(campaign)
-    except ScoringRefused:
-        return {}
-    if chosen is None:
-        return {}
-    endpoint, model = chosen
-    return dict(
-        ServedScore.objects.filter(
-            campaign=campaign, endpoint=endpoint.name, model=model
-        ).values_list("solution_id", "step_scores")
-    )
+    return ServedScore.objects.filter(campaign=campaign, endpoint=endpoint.name, model=model)
 
 
 def served_step_scores(*, campaign_id: int, solution_id: int) -> list[float] | None:
@@ -466,15 +456,9 @@ def served_step_scores(*, campaign_id: int, solution_id: int) -> list[float] | N
     campaign = Campaign.objects.filter(pk=campaign_id).first()
     if campaign is None or not campaign.al_scoring_endpoint:
         return None
-    try:
-        chosen = campaign_scoring(campaign)
-    except ScoringRefused:
-        return None
-    if chosen is None:
-        return None
-    endpoint, model = chosen
     row = (
-        ServedScore.objects.filter(solution_id=solution_id, endpoint=endpoint.name, model=model)
+        served_scores(campaign=campaign)
+        .filter(solution_id=solution_id)
         .values_list("step_scores", flat=True)
         .first()
     )

@@ -2,7 +2,7 @@
 
 ``labeling.queue.phase1`` asks for candidates when an annotator's path reaches a prefix its
 solution's tree has none for; this app owns generation, so it answers (registered in
-``imports.apps``). The request is the rollouts' (``imports.evidence``): the problem in the
+``imports.apps``). The request is the rollouts' (``machines.evidence``): the problem in the
 campaign's prompt format (``default_template``: its last generation's, else PRM800K's) as the
 user's turn and the steps so far as the beginning of the assistant's reply, continued
 (``continue_final_message``, as vLLM's chat API reads it). Each completion's first step is a
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.endpoints import CHAT, EndpointRefused, endpoint_error_message, endpoint_get
-from imports.generation import default_template, prompt_values
-from imports.prompts import prompt_render
 from labeling.models import Campaign, Problem
+from machines.client import endpoint_error_message
+from machines.endpoints import CHAT, EndpointRefused, endpoint_get
+from machines.generation import default_template, prompt_values
+from machines.prompts import prompt_render
 
 ANSWER_MARK = "# Answer"
 MAX_TOKENS = 512

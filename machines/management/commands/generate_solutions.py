@@ -11,15 +11,15 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from common.endpoints import CHAT, endpoints_of
-from imports.generation import (
+from labeling.models import Campaign
+from machines.endpoints import CHAT, endpoints_of
+from machines.generation import (
     GenerationRefused,
     generation_job_create,
     generation_job_resume,
     generation_job_run,
 )
-from imports.models import GenerationJob
-from labeling.models import Campaign
+from machines.models import GenerationJob
 
 
 class Command(BaseCommand):

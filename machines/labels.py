@@ -1,27 +1,20 @@
-"""Machine labels in exports: where rollouts and a judge agree (policy ``machine_labels``).
+"""Machine labels: where rollouts and a judge agree on a step.
 
 The Qwen team's "Lessons of Developing Process Reward Models" kept the Monte-Carlo labels that an
 LLM judge agreed with (consensus filtering). Here a step's machine label is :func:`consensus` of
-its ``StepEvidence`` rows; :func:`machine_labels_read` reads them for a batch of solutions, and
-``exports.examples`` puts them beside (``consensus``) or after (``fill``) the human labels. Every
-exported label then names its source: :data:`HUMAN`, :data:`ADJUDICATED` or :data:`MACHINE`.
+its ``StepEvidence`` rows, and :func:`machine_labels_read` reads them for a batch of solutions.
+Exports use them under the policy ``machine_labels``: the reader's ``SolutionData.machine_kept``
+says which of them a policy exports, ``exports.examples`` puts them beside (``consensus``) or
+after (``fill``) the human labels, and each is exported with the source
+``exports.policy.MACHINE``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from labeling.models import StepEvidence
-
-if TYPE_CHECKING:
-    from exports.policy import LabelPolicy
-    from exports.reader import SolutionData
-
-HUMAN = "human"
-ADJUDICATED = "adjudicated"  # a reviewer's decision (annotators="adjudicated")
-MACHINE = "machine:consensus"
 
 Kind = StepEvidence.Kind
 
@@ -74,25 +67,4 @@ def machine_labels_read(solutions) -> dict[int, dict[int, MachineLabel]]:
         label = consensus(rows)
         if label is not None:
             out.setdefault(solution_id, {})[index] = label
-    return out
-
-
-def machine_kept(solution: SolutionData, policy: LabelPolicy) -> dict[int, MachineLabel]:
-    """The machine labels of a solution (``exports.reader.SolutionData``) that the policy
-    exports: all of them under ``consensus``, those of steps no human rated under ``fill``."""
-    if policy.machine_labels == "never" or not solution.machine:
-        return {}
-    if policy.machine_labels == "fill":
-        rated = solution.human_rated()
-        return {i: m for i, m in solution.machine.items() if i not in rated}
-    return solution.machine
-
-
-def machine_prefix(solution: SolutionData, policy: LabelPolicy) -> list[MachineLabel]:
-    """The kept machine labels from the solution's first step while they last: a path, as a
-    PRM800K line needs one."""
-    kept = machine_kept(solution, policy)
-    out: list[MachineLabel] = []
-    while len(out) in kept:
-        out.append(kept[len(out)])
     return out

@@ -7,7 +7,7 @@ endpoint from here, so one declaration and one set of rules hold for all of them
 - **Declared endpoints** come from ``settings.STEPWISE_ENDPOINTS`` (the JSON of the environment
   variable ``STEPWISE_ENDPOINTS`` and/or the file ``STEPWISE_ENDPOINTS_FILE``): a list of
   ``{name, kind, base_url, models, key_env, timeout_s, max_concurrency, label}``. They are checked
-  when the app starts (``endpoints_check``, from ``common.apps``): a bad entry stops the process
+  when the app starts (``endpoints_check``, from ``machines.apps``): a bad entry stops the process
   with ``ImproperlyConfigured`` naming the entry and the field. A manager picks one by ``name``
   and one of its ``models``; the URL is the operator's and is not shown to managers.
 - **A key goes only to its endpoint**: ``key_env`` names the environment variable that holds it;
@@ -23,9 +23,9 @@ endpoint from here, so one declaration and one set of rules hold for all of them
   resolved again between the check and the connection, so DNS rebinding gains nothing).
 - **Clients** built here follow no redirect (one could point anywhere) and ignore the proxy
   variables of the environment.
-- **Errors shown to managers** (``endpoint_error_message``) say what failed in words that do not
-  map the network: for a free-form URL, a refused connection, a closed port, a timeout and a
-  protocol error read the same. The operator's log keeps the detail.
+- **Errors shown to managers** (``machines.client.endpoint_error_message``) say what failed in
+  words that do not map the network: for a free-form URL, a refused connection, a closed port,
+  a timeout and a protocol error read the same. The operator's log keeps the detail.
 """
 
 from __future__ import annotations
@@ -33,19 +33,19 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
-import random
 import re
 import socket
 import ssl
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,7 @@ KINDS = {
 }
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
-KEY_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-FIELDS = {"name", "kind", "base_url", "models", "key_env", "timeout_s", "max_concurrency", "label"}
+KEY_ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,99}$"
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_CONCURRENCY = 16
 
@@ -72,15 +71,13 @@ URL_REFUSED = (
     "This endpoint URL is not allowed: a URL may only name a host the operator lists in "
     "STEPWISE_ENDPOINT_HOSTS, at a public address unless the operator lists that address."
 )
-UNREACHABLE = "the endpoint could not be reached or did not answer over HTTP"
-# Answers worth asking again after a pause (every client of a model endpoint: generation,
-# scoring): timeouts, conflicts, rate limits and server errors; ``Retry-After`` is honoured.
-RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
-MAX_BACKOFF_S = 60.0
 
 
-class EndpointRefused(Exception):
-    """An endpoint that may not be used as asked; the text is safe to show to the person."""
+class EndpointRefused(ValueError):
+    """An endpoint that may not be used as asked; the text is safe to show to the person.
+
+    A ``ValueError``, so that the pages of lower apps, which offer endpoints without importing
+    this app (``labeling.endpoints``), can say why a choice is refused."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +170,72 @@ class Endpoint:
 # --- the declaration -----------------------------------------------------------------------------
 
 
+class Declaration(BaseModel):
+    """One entry of ``STEPWISE_ENDPOINTS`` as the operator writes it, checked field by field.
+
+    Strict: a number where text is wanted, ``true`` for a count or a field nobody reads is a
+    mistake to report at start, not to coerce into something the operator did not mean.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: Annotated[str, Field(pattern=NAME_RE.pattern)]
+    kind: str
+    base_url: str
+    models: Annotated[list[Annotated[str, Field(max_length=200)]], Field(min_length=1)]
+    key_env: Annotated[str, Field(pattern=KEY_ENV_PATTERN)] | None = None
+    timeout_s: Annotated[float, Field(ge=1, le=3600)] = DEFAULT_TIMEOUT_S
+    max_concurrency: Annotated[int, Field(ge=1, le=256)] = DEFAULT_MAX_CONCURRENCY
+    label: Annotated[str, Field(max_length=100)] | None = None
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError("an unknown kind")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _plain_url(cls, value: str) -> str:
+        try:
+            return _check_url(value)
+        except EndpointRefused as e:
+            raise ValueError(str(e)) from None
+
+    @field_validator("models")
+    @classmethod
+    def _named(cls, value: list[str]) -> list[str]:
+        if not all(m.strip() for m in value):
+            raise ValueError("a blank model name")
+        return [m.strip() for m in value]
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(
+            name=self.name,
+            kind=self.kind,
+            base_url=self.base_url,
+            models=tuple(self.models),
+            key_env=self.key_env or "",
+            timeout_s=float(self.timeout_s),
+            max_concurrency=self.max_concurrency,
+            label=(self.label or "").strip(),
+        )
+
+
+# What the operator is told about a field that fails its check (``base_url`` says its own reason).
+FIELD_RULES = {
+    "name": "1-50 lower-case letters, digits, '-' or '_', starting with one of the first two.",
+    "kind": f"one of {', '.join(KINDS)}.",
+    "models": "a non-empty list of model names (the first is the default).",
+    "key_env": "the name of an environment variable (letters, digits, '_').",
+    "timeout_s": "a number of seconds between 1 and 3600.",
+    "max_concurrency": "a whole number from 1 to 256.",
+    "label": "text of at most 100 characters.",
+}
+FIELDS = frozenset(Declaration.model_fields)
+
+
 def endpoints_declared() -> dict[str, Endpoint]:
     """Every declared endpoint by name, checked (``ImproperlyConfigured`` names a bad entry)."""
     raw = getattr(settings, "STEPWISE_ENDPOINTS", None) or []
@@ -180,7 +243,7 @@ def endpoints_declared() -> dict[str, Endpoint]:
         raise ImproperlyConfigured("STEPWISE_ENDPOINTS must be a JSON list of endpoint objects.")
     found: dict[str, Endpoint] = {}
     for index, entry in enumerate(raw):
-        endpoint = _endpoint_from(index, entry)
+        endpoint = endpoint_declared(index, entry)
         if endpoint.name in found:
             raise ImproperlyConfigured(
                 f"STEPWISE_ENDPOINTS[{index}] ({endpoint.name!r}): the name is declared twice."
@@ -189,67 +252,29 @@ def endpoints_declared() -> dict[str, Endpoint]:
     return found
 
 
-def _endpoint_from(index: int, entry: Any) -> Endpoint:
+def endpoint_declared(index: int, entry: object) -> Endpoint:
+    """Entry ``index`` of ``STEPWISE_ENDPOINTS`` as an endpoint, or ``ImproperlyConfigured``
+    naming the entry (its index, and its name where it has one) and the first field at fault,
+    an unknown field before the others (a misspelt field explains the rest)."""
     where = f"STEPWISE_ENDPOINTS[{index}]"
     if not isinstance(entry, dict):
         raise ImproperlyConfigured(f"{where}: each endpoint is a JSON object.")
     name = entry.get("name")
     if isinstance(name, str) and name:
         where = f"{where} ({name!r})"
-
-    def bad(field_name: str, why: str) -> ImproperlyConfigured:
-        return ImproperlyConfigured(f"{where}, field {field_name!r}: {why}")
-
-    if unknown := sorted(set(entry) - FIELDS):
-        raise bad(unknown[0], f"unknown field (the fields are {', '.join(sorted(FIELDS))}).")
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        raise bad(
-            "name",
-            "1-50 lower-case letters, digits, '-' or '_', starting with one of the first two.",
-        )
-    kind = entry.get("kind")
-    if kind not in KINDS:
-        raise bad("kind", f"one of {', '.join(KINDS)}.")
-    base_url = entry.get("base_url")
     try:
-        base_url = _check_url(base_url if isinstance(base_url, str) else "")
-    except EndpointRefused as e:
-        raise bad("base_url", str(e)) from None
-    models = entry.get("models")
-    if (
-        not isinstance(models, list)
-        or not models
-        or not all(isinstance(m, str) and m.strip() and len(m) <= 200 for m in models)
-    ):
-        raise bad("models", "a non-empty list of model names (the first is the default).")
-    key_env = entry.get("key_env", "") or ""
-    if not isinstance(key_env, str) or (key_env and not KEY_ENV_RE.match(key_env)):
-        raise bad("key_env", "the name of an environment variable (letters, digits, '_').")
-    timeout_s = entry.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float):
-        raise bad("timeout_s", "a number of seconds.")
-    if not 1 <= timeout_s <= 3600:
-        raise bad("timeout_s", "between 1 and 3600 seconds.")
-    concurrency = entry.get("max_concurrency", DEFAULT_MAX_CONCURRENCY)
-    if (
-        isinstance(concurrency, bool)
-        or not isinstance(concurrency, int)
-        or not 1 <= concurrency <= 256
-    ):
-        raise bad("max_concurrency", "a whole number from 1 to 256.")
-    label = entry.get("label", "") or ""
-    if not isinstance(label, str) or len(label) > 100:
-        raise bad("label", "text of at most 100 characters.")
-    return Endpoint(
-        name=name,
-        kind=kind,
-        base_url=base_url,
-        models=tuple(m.strip() for m in models),
-        key_env=key_env,
-        timeout_s=float(timeout_s),
-        max_concurrency=concurrency,
-        label=label.strip(),
-    )
+        return Declaration.model_validate(entry).endpoint()
+    except ValidationError as invalid:
+        errors = sorted(invalid.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        error = errors[0]
+        field_name = str(error["loc"][0]) if error["loc"] else "?"
+        if error["type"] == "extra_forbidden":
+            why = f"unknown field (the fields are {', '.join(sorted(FIELDS))})."
+        elif field_name == "base_url" and error["type"] == "value_error":
+            why = str(error["ctx"]["error"])
+        else:
+            why = FIELD_RULES.get(field_name, error["msg"])
+        raise ImproperlyConfigured(f"{where}, field {field_name!r}: {why}") from None
 
 
 def endpoints_check() -> None:
@@ -475,50 +500,6 @@ def _is_ip_literal(host: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-# --- retries ------------------------------------------------------------------------------------
-
-
-def retry_after(response: httpx.Response) -> float | None:
-    """The seconds a ``Retry-After`` header asks for (in seconds form), or None."""
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
-def retry_wait(attempt: int, *, backoff_s: float, asked_s: float | None = None) -> float:
-    """How long to wait before retry ``attempt + 1``: what the server asked for, else an
-    exponential backoff from ``backoff_s`` with up to a quarter of jitter; at most
-    ``MAX_BACKOFF_S``."""
-    if asked_s is not None:
-        return min(MAX_BACKOFF_S, asked_s)
-    growth: int = 2**attempt  # (typeshed: an int's power is Any, for a negative exponent)
-    return min(MAX_BACKOFF_S, backoff_s * growth * (1 + random.random() / 4))
-
-
-# --- what managers are told -----------------------------------------------------------------------
-
-
-def endpoint_error_message(endpoint: Endpoint, error: BaseException) -> str:
-    """Words for a failed request that a manager may see, scrubbed of the key. A declared
-    endpoint's failure says what kind it was (timeout, no connection, broken answer); a
-    free-form URL's says one thing for all of them, so the answers cannot map the network.
-    The detail goes to the operator's log."""
-    log.warning(
-        "endpoint %s: %s: %r", endpoint.name or endpoint.base_url, type(error).__name__, error
-    )
-    if isinstance(error, EndpointRefused):
-        return str(error)
-    if not endpoint.declared:
-        return UNREACHABLE
-    if isinstance(error, httpx.TimeoutException):
-        return f"no answer from {endpoint.name} within {endpoint.timeout_s:g} s"
-    if isinstance(error, httpx.ConnectError):
-        return f"could not connect to {endpoint.name}"
-    return endpoint.scrub(f"the request to {endpoint.name} failed ({type(error).__name__})")
 
 
 def scrub_secret(message: str, secret: str) -> str:

@@ -1,4 +1,4 @@
-"""A generation job's chat endpoint: which declared endpoint (``common.endpoints``) a job
+"""A generation job's chat endpoint: which declared endpoint (``machines.endpoints``) a job
 talks to, and a client for it with a timeout per request, bounded concurrency and retries with
 backoff (``Retry-After`` honoured) on 408/409/429/5xx.
 
@@ -18,20 +18,17 @@ import httpx
 from django.conf import settings
 from django.db.models import F
 
-from common.endpoints import (
+from machines.client import RETRY_STATUSES, endpoint_error_message, retry_after, retry_wait
+from machines.endpoints import (
     CHAT,
-    RETRY_STATUSES,
     Endpoint,
     EndpointRefused,
     endpoint_by_url,
-    endpoint_error_message,
     endpoint_for_url,
     endpoint_get,
-    retry_after,
-    retry_wait,
 )
-from imports.models import GenerationJob
-from imports.prompts import PromptTemplate, TemplateError
+from machines.models import GenerationJob
+from machines.prompts import PromptTemplate, TemplateError
 
 
 class GenerationRefused(Exception):
@@ -45,7 +42,7 @@ class GenerationRefused(Exception):
 
 def endpoint_choose(*, endpoint: str = "", base_url: str = "") -> Endpoint:
     """The chat endpoint a new job asks: a declared one by name, or a free-form URL where the
-    operator allows them (``common.endpoints``); refused with the reason otherwise."""
+    operator allows them (``machines.endpoints``); refused with the reason otherwise."""
     try:
         if (endpoint or "").strip():
             return endpoint_get(endpoint, kind=CHAT)

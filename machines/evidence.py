@@ -18,7 +18,7 @@ Each unit (a step's k samples, or one solution's verdict) is written in one tran
 its samples are back, with the job's counters, while this attempt owns the job: a job stopped
 half way keeps its finished units and a resumed one asks only for the missing ones, so no sample
 is stored twice. ``budget_tokens`` stops the job (done, ``stopped_by_budget``) once the tokens
-paid reach it. The endpoint, its URL and its key are the operator's (``common.endpoints``);
+paid reach it. The endpoint, its URL and its key are the operator's (``machines.endpoints``);
 the key is never stored and scrubbed from every message kept.
 """
 
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,6 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
 
-from common.endpoints import CHAT, EndpointRefused, endpoint_get
 from common.jobs import (
     DONE,
     FAILED,
@@ -49,13 +48,15 @@ from common.jobs import (
     job_run,
     stage_pause,
 )
-from imports.endpoint import ChatClient, GenerationRefused, Sample, Tally, endpoint_choose
-from imports.generation import default_template, prompt_values
-from imports.models import EvidenceJob
 from labeling.curation.filters import FilterError, SolutionFilter
 from labeling.grading import Grader, extract_answer
 from labeling.models import Campaign, Solution, Step, StepEvidence
 from labeling.permissions import MANAGE
+from machines.chat import ChatClient, GenerationRefused, Sample, Tally, endpoint_choose
+from machines.client import requests_bounded
+from machines.endpoints import CHAT, EndpointRefused, endpoint_get
+from machines.generation import default_template, prompt_values
+from machines.models import EvidenceJob
 
 log = logging.getLogger(__name__)
 
@@ -353,41 +354,31 @@ def _units_todo(job: EvidenceJob) -> list[Unit]:
     return units
 
 
-def _ask_all(chat: EvidenceClient, units: list[Unit], job: EvidenceJob, writer: _UnitWriter):
-    """Units whose samples are all back, as they complete; no new request once over budget."""
-    requests: Iterator[tuple[Unit, dict[str, Any]]] = (
-        (unit, chat.judge_values(unit) if unit.index == JUDGE else chat.rollout_values(unit))
-        for unit in units
-        for _ in range(unit.want)
-    )
-    with ThreadPoolExecutor(max_workers=job.concurrency, thread_name_prefix="evidence") as pool:
-        running: dict[Future, Unit] = {}
+def _ask_all(
+    chat: EvidenceClient, units: list[Unit], job: EvidenceJob, writer: _UnitWriter
+) -> Iterator[Unit]:
+    """Units whose samples are all back, in plan order; no new request once over budget (each
+    sample's tokens are counted as it comes back, before the next request may start)."""
 
-        def submit() -> bool:
-            if writer.over_budget:
-                return False
-            try:
-                unit, values = next(requests)
-            except StopIteration:
-                return False
-            running[
-                pool.submit(chat.complete, Sample(unit.key, unit.solution.problem_id), values)
-            ] = unit
-            return True
+    def requests() -> Iterator[tuple[Unit, dict[str, Any]]]:
+        for unit in units:
+            values = chat.judge_values(unit) if unit.index == JUDGE else chat.rollout_values(unit)
+            for _ in range(unit.want):
+                if writer.over_budget:
+                    return
+                yield unit, values
 
-        for _ in range(job.concurrency):
-            if not submit():
-                break
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                unit = running.pop(future)
-                sample = future.result()
-                unit.samples.append(sample)
-                writer.spend(sample)
-                if len(unit.samples) == unit.want:
-                    yield unit
-                submit()
+    def ask(request: tuple[Unit, dict[str, Any]]) -> tuple[Unit, Sample]:
+        unit, values = request
+        sample = chat.complete(Sample(unit.key, unit.solution.problem_id), values)
+        return unit, writer.spend(sample)
+
+    for unit, sample in requests_bounded(
+        ask, requests(), concurrency=job.concurrency, name="evidence"
+    ):
+        unit.samples.append(sample)
+        if len(unit.samples) == unit.want:
+            yield unit
 
 
 class _UnitWriter:
@@ -401,12 +392,16 @@ class _UnitWriter:
         self.tally = Tally()
         self.spent = job.prompt_tokens + job.completion_tokens
         self.over_budget = bool(job.budget_tokens) and self.spent >= job.budget_tokens
+        self.lock = threading.Lock()  # ``spend`` runs in the request threads
 
-    def spend(self, sample: Sample) -> None:
-        self.tally.add(sample)
-        self.spent += sample.prompt_tokens + sample.completion_tokens
-        if self.job.budget_tokens and self.spent >= self.job.budget_tokens:
-            self.over_budget = True
+    def spend(self, sample: Sample) -> Sample:
+        """Count what ``sample`` cost, as it comes back (in its request's thread)."""
+        with self.lock:
+            self.tally.add(sample)
+            self.spent += sample.prompt_tokens + sample.completion_tokens
+            if self.job.budget_tokens and self.spent >= self.job.budget_tokens:
+                self.over_budget = True
+        return sample
 
     def error(self, key: str, message: str) -> None:
         self.errors = [*self.errors, {"key": key, "message": message}][-MAX_ERRORS_KEPT:]
@@ -486,7 +481,9 @@ class _UnitWriter:
         job = self.job
         done = self.completed_before + self.completed
         samples, self.samples = self.samples, 0
-        fields: dict[str, Any] = self.tally.take() | {
+        with self.lock:
+            cost = self.tally.take()
+        fields: dict[str, Any] = cost | {
             "completed": done,
             "failed": self.failed,
             "samples": F("samples") + samples,
@@ -506,8 +503,8 @@ EVIDENCE_JOBS = JobKind(
     task="imports.evidence_run",
     work=_evidence_work,
     page=JobPage(
-        template="imports/_evidence_job.html",
-        url="imports:evidence",
+        template="machines/_evidence_job.html",
+        url="machines:evidence",
         viewers=MANAGE,
         element="tr",
     ),

@@ -9,12 +9,12 @@ queued), publishing ``labeling.events.solutions_imported`` after each batch so t
 scores them. A job stopped half way keeps its finished batches; run again (by the jobs' sweep
 when its worker died, or resumed by a person), it asks only for the sample keys that are missing.
 
-Security: a job names an endpoint the operator declared (``common.endpoints``); its URL and the
+Security: a job names an endpoint the operator declared (``machines.endpoints``); its URL and the
 environment variable of its key are the operator's, so a manager can neither point the worker at
 a host of their choice nor send a key anywhere but to its endpoint. A free-form URL exists only
 where the operator allows them, to listed hosts checked after resolution, and never with a key.
 The key is never stored, and scrubbed from every message kept; the worker only ever POSTs JSON
-to ``<base_url>/chat/completions``. The prompt template is data (``imports.prompts``) and a
+to ``<base_url>/chat/completions``. The prompt template is data (``machines.prompts``) and a
 split pattern runs on RE2 (``imports.splitting``): no request can make the worker allocate or
 loop without bound.
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import httpx
@@ -32,9 +31,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, F, Q
-from django.utils import timezone
 
-from common.endpoints import EndpointRefused
 from common.jobs import (
     DONE,
     FAILED,
@@ -43,10 +40,17 @@ from common.jobs import (
     JobPage,
     JobSuperseded,
     job_is_silent,
+    job_retry,
     job_run,
     stage_pause,
 )
-from imports.endpoint import (
+from imports.records import ProblemIn, SolutionIn
+from imports.splitting import SplitError, check_mode, split
+from labeling import events
+from labeling.grading import extract_answer
+from labeling.models import Campaign, Problem, Solution
+from labeling.permissions import MANAGE
+from machines.chat import (
     ChatClient,
     GenerationRefused,
     Sample,
@@ -54,14 +58,10 @@ from imports.endpoint import (
     endpoint_choose,
     job_endpoint,
 )
-from imports.models import GenerationJob
-from imports.prompts import TemplateError, template_check
-from imports.records import ProblemIn, SolutionIn
-from imports.splitting import SplitError, check_mode, split
-from labeling import events
-from labeling.grading import extract_answer
-from labeling.models import Campaign, Problem, Solution
-from labeling.permissions import MANAGE
+from machines.client import requests_bounded
+from machines.endpoints import EndpointRefused
+from machines.models import GenerationJob
+from machines.prompts import TemplateError, template_check
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ MAX_SAMPLES = 1000
 
 
 def check_template(template: str) -> str:
-    """``template`` if it can be used (``imports.prompts``), else refused naming the problem."""
+    """``template`` if it can be used (``machines.prompts``), else refused naming the problem."""
     try:
         return template_check(template)
     except TemplateError as e:
@@ -200,7 +200,8 @@ def generation_job_resume(
     *, job: GenerationJob, enqueue: bool = True, force: bool = False
 ) -> GenerationJob:
     """Queue a job again (finished with samples missing, or failed): it asks only for what is
-    missing. A person's resume starts its attempts afresh.
+    missing. A person's resume starts its attempts afresh (``common.jobs.job_retry``, the one way
+    back to waiting, which the admin's "Retry" takes too).
 
     A job whose worker died needs no resume: the jobs' sweep sends it again (``common.jobs``).
     One that is running with a live heartbeat (by the sweep's own rule) is refused, unless
@@ -212,18 +213,10 @@ def generation_job_resume(
     running = job.status == GenerationJob.Status.RUNNING
     if running and not force and not job_is_silent(GENERATION_JOBS, job):
         raise GenerationRefused("The job is running; resume it once it has stopped.")
-    fields: dict[str, Any] = {"status": GenerationJob.Status.PENDING, "finished_at": None}
-    if not running:  # nobody holds it: a new start (a running one keeps its attempt numbers)
-        fields |= {"attempts": 0, "error": ""}
-    with transaction.atomic():
-        # heartbeat_at of a waiting job is when it was sent (the sweep's bound for a lost one).
-        resumed = GenerationJob.objects.filter(
-            pk=job.pk, status=job.status, attempts=job.attempts
-        ).update(heartbeat_at=timezone.now(), **fields)
-        if not resumed:
-            raise GenerationRefused("The job changed in the meantime; look again.")
-        if enqueue:
-            GENERATION_JOBS.send(job.pk)
+    if not job_retry(
+        GENERATION_JOBS, job.pk, finished=(DONE, FAILED), running=running, send=enqueue
+    ):
+        raise GenerationRefused("The job changed in the meantime; look again.")
     job.refresh_from_db()
     return job
 
@@ -347,35 +340,19 @@ def _missing(job: GenerationJob) -> list[tuple[str, Problem]]:
 def _complete_all(
     chat: ChatClient, todo: list[tuple[str, Problem]], concurrency: int
 ) -> Iterator[Sample]:
-    """Completed samples as they come back, at most ``concurrency`` requests in flight."""
-    if not todo:
-        return
-    queue = iter(todo)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="generate") as pool:
-        running: set[Future] = set()
-
-        def submit() -> bool:
-            try:
-                key, problem = next(queue)
-            except StopIteration:
-                return False
-            sample = Sample(key=key, problem_id=problem.pk)
-            running.add(pool.submit(chat.complete, sample, prompt_values(problem)))
-            return True
-
-        for _ in range(concurrency):
-            if not submit():
-                break
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                running.discard(future)
-                submit()
-                yield future.result()
+    """Completed samples in plan order, at most ``concurrency`` requests in flight."""
+    return requests_bounded(
+        lambda item: chat.complete(
+            Sample(key=item[0], problem_id=item[1].pk), prompt_values(item[1])
+        ),
+        todo,
+        concurrency=concurrency,
+        name="generate",
+    )
 
 
 def prompt_values(problem: Problem) -> dict[str, str]:
-    """The fields a prompt template may name (``imports.prompts.FIELDS``) for one problem."""
+    """The fields a prompt template may name (``machines.prompts.FIELDS``) for one problem."""
     return {
         "problem": problem.text,
         "answer": problem.ground_truth_answer,
@@ -499,8 +476,8 @@ GENERATION_JOBS = JobKind(
     task="imports.generation_run",
     work=_generation_work,
     page=JobPage(
-        template="imports/_generation_job.html",
-        url="imports:generations",
+        template="machines/_generation_job.html",
+        url="machines:generations",
         viewers=MANAGE,
         element="tr",
     ),

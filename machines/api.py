@@ -1,0 +1,221 @@
+"""The machines' API: generation jobs (K solutions per problem from a declared chat endpoint)
+and the chat endpoints they may name (managers)."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, generics, serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from common.api import CursorPagination, ErrorSerializer, idempotent_job
+from imports.splitting import MAX_PATTERN_CHARS
+from labeling.permissions import MANAGE, campaign_for
+from machines.endpoints import CHAT, endpoints_of
+from machines.models import GenerationJob
+from machines.prompts import MAX_TEMPLATE_CHARS
+
+
+class GenerationJobSerializer(serializers.ModelSerializer):
+    """A generation job: ``status`` pending → running → done or failed, with its counts.
+
+    ``endpoint`` is the declared endpoint's name (its URL and key are the operator's and are
+    not shown); ``base_url`` is set only for a free-form URL.
+    """
+
+    class Meta:
+        model = GenerationJob
+        fields = [
+            "id",
+            "endpoint",
+            "base_url",
+            "model",
+            "generator",
+            "samples_per_problem",
+            "selection",
+            "problem_filter",
+            "prompt_template",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "split",
+            "concurrency",
+            "timeout_s",
+            "max_retries",
+            "grade",
+            "status",
+            "requested",
+            "completed",
+            "failed",
+            "solutions_created",
+            "prompt_tokens",
+            "completion_tokens",
+            "retries",
+            "progress",
+            "errors",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class GenerationCreateSerializer(serializers.Serializer):
+    endpoint = serializers.CharField(
+        max_length=50,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The name of a chat endpoint the operator declared (GET "
+        "generations/endpoints/ lists them with their models).",
+    )
+    model = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="One of the endpoint's models; blank: its first.",
+    )
+    base_url = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Instead of endpoint, a free-form OpenAI-compatible base URL: only where the "
+        "operator allows them (STEPWISE_ENDPOINT_URLS), to the hosts listed; no key is sent.",
+    )
+    samples_per_problem = serializers.IntegerField(min_value=1, max_value=1000, default=4)
+    selection = serializers.ChoiceField(choices=GenerationJob.Selection.values, default="all")
+    problem_filter = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        default=dict,
+        help_text="{subject, level, search} for selection 'filter'.",
+    )
+    prompt_template = serializers.CharField(
+        max_length=MAX_TEMPLATE_CHARS,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="With {problem}, and optionally {answer}, {subject}, {level}; no format "
+        "specs or attribute access; default: the campaign's last one, else PRM800K's format.",
+    )
+    temperature = serializers.FloatField(min_value=0, max_value=2, default=1.0)
+    top_p = serializers.FloatField(min_value=0.000001, max_value=1, default=1.0)
+    max_tokens = serializers.IntegerField(min_value=1, max_value=131072, default=1024)
+    split = serializers.CharField(max_length=MAX_PATTERN_CHARS, default="auto")
+    concurrency = serializers.IntegerField(min_value=1, max_value=256, default=4)
+    timeout_s = serializers.FloatField(
+        min_value=1,
+        max_value=3600,
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="Seconds per request; default: the endpoint's.",
+    )
+    max_retries = serializers.IntegerField(min_value=0, max_value=20, default=5)
+    generator = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    grade = serializers.BooleanField(default=True)
+
+
+class GenerationList(generics.ListAPIView):
+    """The campaign's generation jobs (managers); POST asks an endpoint for K solutions each."""
+
+    pagination_class = CursorPagination
+    serializer_class = GenerationJobSerializer
+
+    def get_queryset(self):
+        campaign, _ = campaign_for(self.request.user, self.kwargs["slug"], roles=MANAGE)
+        return GenerationJob.objects.filter(campaign=campaign)
+
+    @extend_schema(tags=["generation"])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["generation"],
+        request=GenerationCreateSerializer,
+        responses={202: GenerationJobSerializer},
+        description="Queue a generation job: K solutions per selected problem from an "
+        "OpenAI-compatible endpoint, split into steps, graded, scored and queued in batches. "
+        "Poll the job until its status is done or failed.",
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        from machines import generation
+
+        campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+        data = GenerationCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        values["prompt_template"] = values.get("prompt_template") or None
+        try:
+            job = idempotent_job(
+                request,
+                scope=f"generations:{campaign.pk}",
+                create=lambda: generation.generation_job_create(
+                    campaign=campaign, created_by=request.user, **values
+                ),
+            )
+        except generation.GenerationRefused as error:
+            raise exceptions.ValidationError({error.field or "detail": [str(error)]}) from error
+        return Response(GenerationJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class EndpointSerializer(serializers.Serializer):
+    """A chat endpoint the operator declared: what a generation job names (never its URL)."""
+
+    name = serializers.CharField()
+    label = serializers.CharField()
+    models = serializers.ListField(
+        child=serializers.CharField(), help_text="The first is the default."
+    )
+    timeout_s = serializers.FloatField()
+    max_concurrency = serializers.IntegerField()
+
+
+@extend_schema(tags=["generation"], responses={200: EndpointSerializer(many=True)})
+@api_view(["GET"])
+def generation_endpoints(request: Request, slug: str) -> Response:
+    """The chat endpoints a generation job may name, with their models (managers)."""
+    campaign_for(request.user, slug, roles=MANAGE)
+    rows = [
+        {
+            "name": e.name,
+            "label": e.label or e.name,
+            "models": list(e.models),
+            "timeout_s": e.timeout_s,
+            "max_concurrency": e.max_concurrency,
+        }
+        for e in endpoints_of(CHAT)
+    ]
+    return Response(EndpointSerializer(rows, many=True).data)
+
+
+@extend_schema(tags=["generation"], responses={200: GenerationJobSerializer})
+@api_view(["GET"])
+def generation_detail(request: Request, slug: str, pk: int) -> Response:
+    """One generation job's status, progress, token counts and last errors (managers)."""
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    job = get_object_or_404(GenerationJob, campaign=campaign, pk=pk)
+    return Response(GenerationJobSerializer(job).data)
+
+
+@extend_schema(
+    tags=["generation"],
+    request=None,
+    responses={202: GenerationJobSerializer, 409: ErrorSerializer},
+)
+@api_view(["POST"])
+def generation_resume(request: Request, slug: str, pk: int) -> Response:
+    """Queue a stopped or failed job again; it asks only for the samples still missing."""
+    from machines import generation
+
+    campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
+    job = get_object_or_404(GenerationJob, campaign=campaign, pk=pk)
+    try:
+        job = generation.generation_job_resume(job=job)
+    except generation.GenerationRefused as error:
+        return Response({"code": "conflict", "detail": str(error)}, status=status.HTTP_409_CONFLICT)
+    return Response(GenerationJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
