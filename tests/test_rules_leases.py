@@ -18,7 +18,7 @@ from labeling import queue
 from labeling.curation.filters import SolutionFilter
 from labeling.models import Assignment, Solution
 from labeling.queue.claim import _assignment_live
-from labeling.selectors import campaigns_progress
+from labeling.selectors.home import campaigns_progress
 from tests.factories import make_campaign, make_member, make_solution
 
 pytestmark = pytest.mark.django_db

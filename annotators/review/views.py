@@ -22,7 +22,6 @@ from annotators.selectors import low_qc_annotators
 from annotators.services import ManageError
 from annotators.views import imported_switch
 from common.pages import page_number, posted
-from labeling import selectors as labeling_selectors
 from labeling.models import Assignment, Membership, Review
 from labeling.permissions import (
     LABEL,
@@ -30,6 +29,7 @@ from labeling.permissions import (
     campaign_for,
     campaign_page,
 )
+from labeling.selectors import my_work as my_work_selectors
 
 
 @login_required
@@ -206,7 +206,7 @@ def my_reviews(request: HttpRequest, slug: str) -> HttpResponse:
     """An annotator's reviewed work: accepted or rejected, the comment, corrected ratings."""
     campaign, membership = campaign_for(request.user, slug, roles=LABEL)
     page = page_number(request)
-    reviews, has_next = labeling_selectors.my_reviews(
+    reviews, has_next = my_work_selectors.my_reviews(
         campaign=campaign, user=request.user, page=page
     )
     return campaign_page(

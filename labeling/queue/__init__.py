@@ -66,17 +66,9 @@ from labeling.queue.gold import (
     gold_set_warnings,
 )
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
-from labeling.queue.phase1 import (
-    Phase1View,
-    candidate_choose,
-    candidate_rate,
-    candidate_sampler_register,
-    phase1_applies,
-    phase1_open,
-    phase1_page,
-    phase1_undo,
-    step_write,
-)
+from labeling.queue.phase1.drafts import candidate_choose, candidate_rate, phase1_undo, step_write
+from labeling.queue.phase1.sampling import candidate_sampler_register
+from labeling.queue.phase1.view import Phase1View, phase1_applies, phase1_open, phase1_page
 from labeling.queue.qc_pause import qc_window_score
 from labeling.queue.review import assignment_review_outcome
 from labeling.queue.screening import screening_score

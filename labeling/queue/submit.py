@@ -25,7 +25,9 @@ from labeling.models import (
 from labeling.queue.drafts import _human_completion
 from labeling.queue.errors import AssignmentClosed, LabelsInvalid
 from labeling.queue.leases import _assignment_lock, _slot_hold
-from labeling.queue.phase1 import phase1_applies, phase1_drafts_drop, phase1_store
+from labeling.queue.phase1.drafts import phase1_drafts_drop
+from labeling.queue.phase1.submit import phase1_store
+from labeling.queue.phase1.view import phase1_applies
 from labeling.queue.qc_pause import _qc_pause_evaluate
 from labeling.queue.screening import _screening_evaluate
 from labeling.queue.shared import RATINGS, human_completion_load
