@@ -11,14 +11,13 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotators import snapshots
-from annotators.forms import (
+from annotators.review import selectors, services
+from annotators.review.forms import (
     AdjudicationFilterForm,
     AdjudicationForm,
     ReviewFilterForm,
     ReviewForm,
 )
-from annotators.review import selectors, services
-from annotators.selectors import low_qc_annotators
 from annotators.services import ManageError
 from annotators.views import imported_switch
 from common.pages import page_number, posted
@@ -51,7 +50,7 @@ def review_list(request: HttpRequest, slug: str) -> HttpResponse:
     annotator_ids = None
     if data.get("low_qc"):
         snapshot = snapshots.snapshot_current(campaign=campaign)
-        annotator_ids = low_qc_annotators(campaign=campaign, snapshot=snapshot)
+        annotator_ids = selectors.low_qc_annotators(campaign=campaign, snapshot=snapshot)
     page = page_number(request)
     rows, has_next = selectors.review_queue(
         campaign=campaign,

@@ -15,8 +15,8 @@ from django.db.models import Count, QuerySet
 from django.db.models.functions import Left
 from django.shortcuts import get_object_or_404
 
-from common.pages import query_id
-from labeling.curation import actions, filters, history
+from labeling.curation import filters, history
+from labeling.gold.services import consensus
 from labeling.models import (
     Assignment,
     Campaign,
@@ -238,7 +238,7 @@ def solution_item(*, campaign: Campaign, pk: int) -> dict[str, Any]:
                 step=step,
                 labels=cells,
                 scores=[s[step.index] if step.index < len(s) else None for s in scores.values()],
-                consensus=actions.consensus([c.rating if c else None for c in cells]),
+                consensus=consensus([c.rating if c else None for c in cells]),
                 evidence=evidence.get(step.pk, []),
             )
         )
@@ -257,25 +257,3 @@ def solution_item(*, campaign: Campaign, pk: int) -> dict[str, Any]:
         "history": history.solution_history(solution=solution),
         "has_gold": any(s.gold_rating is not None for s in steps),
     }
-
-
-def gold_from_labels(*, solution: Solution, source: str) -> list[int | None]:
-    """Gold ratings from one submitted assignment's ratings (``source``: its id), or from the
-    consensus of all (``"consensus"``); ``CurationError`` for an assignment not submitted here."""
-    steps = list(
-        Step.objects.filter(solution=solution).order_by("index").values_list("pk", "index")
-    )
-    submitted = Assignment.objects.filter(solution=solution, status=Assignment.Status.SUBMITTED)
-    if source == "consensus":
-        by_step: dict[int, list[int | None]] = {}
-        for step_id, rating in StepLabel.objects.filter(assignment__in=submitted).values_list(
-            "step_id", "rating"
-        ):
-            by_step.setdefault(step_id, []).append(rating)
-        return [actions.consensus(by_step.get(step_id, [])) for step_id, _ in steps]
-    if query_id(source) is None or not submitted.filter(pk=int(source)).exists():
-        raise actions.CurationError("Choose a submitted assignment of this solution.")
-    ratings = dict(
-        StepLabel.objects.filter(assignment_id=int(source)).values_list("step_id", "rating")
-    )
-    return [ratings.get(step_id) for step_id, _ in steps]

@@ -26,6 +26,8 @@ from django.views.decorators.http import require_GET, require_POST
 from common.endpoints import CHAT, endpoints_of
 from common.pages import query_id
 from labeling.curation import actions, filters, selectors
+from labeling.gold import selectors as gold_selectors
+from labeling.gold import services as gold_services
 from labeling.models import (
     Solution,
     SolutionBulkAction,
@@ -320,9 +322,13 @@ def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpRespon
                 content_type="text/plain",
             )
         try:
-            gold = selectors.gold_from_labels(solution=solution, source=form.cleaned_data["source"])
-            actions.solution_gold_set(solution=solution, kind=form.cleaned_data["kind"], gold=gold)
-        except actions.CurationError as error:
+            gold = gold_selectors.gold_from_labels(
+                solution=solution, source=form.cleaned_data["source"]
+            )
+            gold_services.solution_gold_set(
+                solution=solution, kind=form.cleaned_data["kind"], gold=gold
+            )
+        except gold_services.GoldError as error:
             messages.error(request, str(error))
         else:
             actions.solution_event_add(

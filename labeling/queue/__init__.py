@@ -58,13 +58,6 @@ from labeling.queue.errors import (
     NotLeaseHolder,
     ScreeningFailed,
 )
-from labeling.queue.gold import (
-    GoldScore,
-    first_error_found,
-    gold_agreement,
-    gold_score,
-    gold_set_warnings,
-)
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
 from labeling.queue.phase1.drafts import candidate_choose, candidate_rate, phase1_undo, step_write
 from labeling.queue.phase1.sampling import candidate_sampler_register
@@ -88,7 +81,6 @@ __all__ = [
     "RECLAIM_EVERY_SECONDS",
     "AssignmentClosed",
     "CampaignPaused",
-    "GoldScore",
     "LabelingError",
     "LabelsInvalid",
     "LeaseTaken",
@@ -108,10 +100,6 @@ __all__ = [
     "candidate_choose",
     "candidate_rate",
     "candidate_sampler_register",
-    "first_error_found",
-    "gold_agreement",
-    "gold_score",
-    "gold_set_warnings",
     "human_completion_load",
     "leases_reclaim",
     "model_columns",

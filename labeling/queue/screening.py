@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from labeling.gold.scores import GoldScore, gold_score
 from labeling.models import Assignment, Campaign, Membership, Solution, Step, StepLabel
 from labeling.queue.errors import MembershipInactive, NotAMember, ScreeningFailed
-from labeling.queue.gold import GoldScore, gold_score
 from labeling.queue.shared import _for_update, model_columns, model_fetch
 
 
@@ -33,7 +33,7 @@ def _check_may_work(*, campaign: Campaign, membership: Membership) -> None:
 
 
 def screening_score(*, campaign: Campaign, annotator_id: int) -> GoldScore:
-    """The annotator's score (``labeling.queue.gold``) over their submitted screening solutions."""
+    """The annotator's score (``labeling.gold.scores``) over their submitted screening solutions."""
     done = Assignment.objects.filter(
         campaign=campaign,
         annotator_id=annotator_id,
@@ -62,7 +62,7 @@ def _screening_evaluate(*, campaign: Campaign, membership: Membership) -> str:
     """Score the annotator once no screening solution is left for them; returns the state.
 
     Score: ``screening_score(...).score`` (kappa with gold and the share of first errors found,
-    ``labeling.queue.gold``) over all their submitted screening solutions; passed when it reaches
+    ``labeling.gold.scores``) over all their submitted screening solutions; passed when it reaches
     ``campaign.screening_threshold``. Stays pending while a screening solution is left for them,
     and while they have submitted none (a campaign without screening solutions has no gate to
     pass). With no scored step at all the gate passes.

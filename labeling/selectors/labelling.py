@@ -15,6 +15,7 @@ from django.db.models import Min
 from django.db.models.functions import Left
 from django.utils import timezone
 
+from labeling.gold.scores import first_error_found
 from labeling.models import (
     Assignment,
     Campaign,
@@ -28,7 +29,6 @@ from labeling.models import (
 from labeling.queue import (
     MembershipInactive,
     NotLeaseHolder,
-    first_error_found,
     human_completion_load,
     model_columns,
     model_from_row,
