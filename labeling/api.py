@@ -362,10 +362,9 @@ def _campaign_body(request: Request, campaign: Campaign, status_code: int = 200)
     return Response(body, status=status_code)
 
 
-class CampaignList(generics.ListAPIView):
+class CampaignList(CursorListView):
     """The campaigns the caller belongs to (every campaign for site admins), with their role."""
 
-    pagination_class = CursorPagination
     serializer_class = CampaignSerializer
 
     def get_queryset(self):
