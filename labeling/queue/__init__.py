@@ -67,7 +67,6 @@ from labeling.queue.review import assignment_review_outcome
 from labeling.queue.screening import screening_score
 from labeling.queue.shared import (
     RATINGS,
-    _first,
     human_completion_load,
     model_columns,
     model_fetch,
@@ -91,7 +90,6 @@ __all__ = [
     "Phase1View",
     "ScreeningFailed",
     "SubmitResult",
-    "_first",
     "assignment_amend",
     "assignment_next",
     "assignment_review_outcome",

@@ -72,7 +72,7 @@ def pause_reason_text(*, score: GoldScore, questions: int, threshold: float, whe
     )
 
 
-def _qc_pause_evaluate(*, campaign: Campaign, membership: Membership) -> bool:
+def qc_pause_evaluate(*, campaign: Campaign, membership: Membership) -> bool:
     """Pause the annotator if the rule says so; True when it did (see the module docstring).
 
     ``membership`` is the row the submit locked. Their live leases end at once, as when a

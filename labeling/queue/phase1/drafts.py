@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from labeling.models import Assignment, CandidateLabel, Rating, StepCandidate, prefix_hash
 from labeling.queue.errors import LabelsInvalid
-from labeling.queue.leases import _assignment_for_drafts
+from labeling.queue.leases import assignment_for_drafts
 from labeling.queue.phase1.tree import (
     ANSWER_MARK,
     LETTERS,
@@ -41,7 +41,7 @@ def candidate_rate(
     if rating not in RATINGS or isinstance(rating, bool):
         raise LabelsInvalid("rating", f"A rating is -1, 0 or 1, not {rating!r}.")
     with transaction.atomic():
-        locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
+        locked = assignment_for_drafts(assignment=assignment, annotator=annotator)
         candidate = _candidate_here(locked, candidate_id)
         label, _ = CandidateLabel.objects.update_or_create(
             assignment=locked,
@@ -65,7 +65,7 @@ def candidate_choose(
     Choosing the candidate already chosen (a retried request) changes nothing.
     """
     with transaction.atomic():
-        locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
+        locked = assignment_for_drafts(assignment=assignment, annotator=annotator)
         done = CandidateLabel.objects.filter(
             assignment=locked, candidate_id=candidate_id, chosen=True
         ).first()
@@ -96,7 +96,7 @@ def step_write(
     if not text:
         raise LabelsInvalid("text", "Write the step first: it is empty.")
     with transaction.atomic():
-        locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
+        locked = assignment_for_drafts(assignment=assignment, annotator=annotator)
         path = chosen_path(locked)
         if (
             position < len(path)
@@ -135,7 +135,7 @@ def phase1_undo(
     written step is removed with it). With ``candidate_id`` only while it is that candidate's,
     so a retried undo cannot take back the action before it. Returns the candidate's id."""
     with transaction.atomic():
-        locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
+        locked = assignment_for_drafts(assignment=assignment, annotator=annotator)
         last = undo_target(locked)
         if last is None or (candidate_id is not None and last.candidate_id != candidate_id):
             return None

@@ -27,11 +27,11 @@ from labeling.models import (
     StepLabel,
     prefix_hash,
 )
-from labeling.queue.drafts import _human_completion
 from labeling.queue.errors import LabelsInvalid
-from labeling.queue.leases import _slot_hold
+from labeling.queue.leases import slot_hold
 from labeling.queue.phase1.tree import ANSWER_MARK, chosen_path, shared_candidates
 from labeling.queue.phase1.view import Phase1View, phase1_view
+from labeling.queue.shared import human_completion_from_text
 
 
 @dataclass
@@ -53,7 +53,7 @@ def phase1_store(*, assignment: Assignment, finish_reason: str | None) -> tuple[
     slot) to another solution (see the module's docstring). Returns the number of rated steps
     and the finish reason.
     """
-    _slot_hold(assignment=assignment)
+    slot_hold(assignment=assignment)
     view = phase1_view(assignment)
     reason = _finish_reason(view, finish_reason)
     labels = _path_labels(assignment)
@@ -126,7 +126,7 @@ def _path_labels(assignment: Assignment) -> list[_PathLabel]:
             own, chosen, human, text = 0, None, None, shared[0].text
         elif path[position].candidate.source == StepCandidate.Source.HUMAN:
             text = path[position].candidate.text
-            own, chosen, human = None, None, _human_completion(text)
+            own, chosen, human = None, None, human_completion_from_text(text)
         else:
             text, human = path[position].candidate.text, None
             own = chosen = [c.pk for c in shared].index(path[position].candidate_id)
