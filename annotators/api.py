@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, generics, serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotators import services
 from annotators.models import ApiToken
-from common.api import CursorPagination
+from common.api import CursorListView
 
 # --- API tokens (the caller's own) ------------------------------------------------------------
 
@@ -41,10 +41,9 @@ class ApiTokenCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100, help_text="What the key is for.")
 
 
-class TokenList(generics.ListAPIView):
+class TokenList(CursorListView):
     """The caller's API tokens, live and revoked."""
 
-    pagination_class = CursorPagination
     serializer_class = ApiTokenSerializer
 
     def get_queryset(self):

@@ -9,7 +9,7 @@ spans, so "falling since" is a date. Past ``MAX_BLOCKS`` blocks an annotator's b
 of one size again), so a series keeps at most 24 points. Two kinds of block:
 
 - **QC blocks**: ``QC_BLOCK`` (10) consecutive quality-control questions, scored as the screening
-  gate and the pause rule score (``labeling.queue.gold_score``: kappa with the gold ratings and
+  gate and the pause rule score (``labeling.gold.scores``: kappa with the gold ratings and
   the share of gold first errors found);
 - **work blocks**: ``WORK_BLOCK`` (25) consecutive submitted solutions (regular and QC; screening is
   everyone's unscreened first work and is left out, as in the agreement figures), with
@@ -36,8 +36,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
+from labeling.gold.scores import gold_score
 from labeling.models import Adjudication, Assignment, Campaign, Solution, StepLabel
-from labeling.queue import gold_score
 
 QC_BLOCK = 10
 WORK_BLOCK = 25

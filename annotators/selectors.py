@@ -1,26 +1,19 @@
-"""Reads behind the manager's and reviewer's pages. No writes here.
+"""Reads behind the members, invitations and figures pages. No writes here.
 
-Lists that grow with the labels (the review queue) are cut in the database with an indexed order
-and no total count; lists that grow with the people (members) are small enough to merge with the
-snapshot's per-annotator figures in memory.
+Lists that grow with the people (members) are small enough to merge with the snapshot's
+per-annotator figures in memory. The review pages' reads are ``annotators.review.selectors``,
+the gold pages' ``labeling.gold.selectors``.
 """
 
 from __future__ import annotations
 
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Left
-
 from annotators.models import CampaignSnapshot
-from labeling import queue
 from labeling.models import (
     Assignment,
     Campaign,
     Invitation,
     Membership,
-    Solution,
-    Step,
 )
-from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
 
 
 def annotator_figures(snapshot: CampaignSnapshot | None) -> dict[int, dict]:
@@ -40,16 +33,6 @@ def snapshot_quality(snapshot: CampaignSnapshot | None, *, user_id: int) -> dict
         .values_list(f"quality__u{user_id}", flat=True)
         .first()
     )
-
-
-def low_qc_annotators(*, campaign: Campaign, snapshot: CampaignSnapshot | None) -> list[int]:
-    """Annotators whose QC score (``labeling.queue.gold_score``, what screening passes on) is
-    below the campaign's screening threshold."""
-    return [
-        uid
-        for uid, row in annotator_figures(snapshot).items()
-        if row.get("qc_score") is not None and row["qc_score"] < campaign.screening_threshold
-    ]
 
 
 def imported_user_ids(*, campaign: Campaign) -> set[int]:
@@ -126,47 +109,3 @@ def invitations_list(*, campaign: Campaign) -> list[Invitation]:
         .select_related("created_by")
         .order_by("-created_at", "-id")[:200]
     )
-
-
-def gold_solutions(*, campaign: Campaign, page: int = 1, per_page: int = 50) -> tuple[list, bool]:
-    """A page of quality-control and screening solutions, with how many steps carry gold."""
-    steps = Step.objects.filter(solution=OuterRef("pk")).order_by().values("solution")
-    start = (max(page, 1) - 1) * per_page
-    rows = list(
-        Solution.objects.filter(campaign=campaign)
-        .exclude(kind=Solution.Kind.REGULAR)
-        .order_by("kind", "id")
-        .values("id", "kind", "assignment_count", "is_open")
-        .annotate(
-            problem=Left("problem__text", EXCERPT_SOURCE_CHARS),
-            steps_n=Subquery(steps.annotate(n=Count("id")).values("n")),
-            gold_n=Subquery(
-                steps.filter(gold_rating__isnull=False).annotate(n=Count("id")).values("n")
-            ),
-        )[start : start + per_page + 1]
-    )
-    return rows[:per_page], len(rows) > per_page
-
-
-def gold_warnings(*, campaign: Campaign) -> list[str]:
-    """Why the campaign's screening or QC set cannot tell good annotators from bad ones
-    (``labeling.queue.gold_set_warnings``, per kind). Gold sets are small: every gold step read."""
-    by_kind: dict[str, dict[int, list[tuple[int, int | None]]]] = {}
-    for kind, solution_id, index, rating in (
-        Step.objects.filter(solution__campaign=campaign)
-        .exclude(solution__kind=Solution.Kind.REGULAR)
-        .order_by("solution_id", "index")
-        .values_list("solution__kind", "solution_id", "index", "gold_rating")
-    ):
-        by_kind.setdefault(kind, {}).setdefault(solution_id, []).append((index, rating))
-    names = {Solution.Kind.SCREENING: "screening", Solution.Kind.QUALITY_CONTROL: "quality-control"}
-    return [
-        warning
-        for kind in (Solution.Kind.SCREENING, Solution.Kind.QUALITY_CONTROL)
-        if kind in by_kind
-        for warning in queue.gold_set_warnings(
-            by_kind[kind].values(),
-            stop_at_first_error=campaign.stop_at_first_error,
-            kind=names[kind],
-        )
-    ]

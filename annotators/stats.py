@@ -8,7 +8,7 @@ Definitions, all over submitted assignments:
 - seconds per step: an assignment's total time over its rated steps (both recorded by the queue
   and by PRM800K's ``total_time``); the median over assignments, overall and per annotator;
 - QC score: on quality-control solutions, the queue's own score against gold
-  (``labeling.queue.gold_score``: the mean of Cohen's kappa with the gold ratings and the share of
+  (``labeling.gold.scores``: the mean of Cohen's kappa with the gold ratings and the share of
   gold first errors found, what screening passes on), with its parts and the old figure, the
   share of scored steps equal to the gold rating (steps with a gold rating, up to the first gold
   negative with stop-at-first-error; an unrated step disagrees);
@@ -35,8 +35,8 @@ from django.db.models import Count, Q
 
 from annotators import agreement
 from annotators.quality import quality_over_time, quality_summary
+from labeling.gold.scores import gold_score
 from labeling.models import Assignment, Campaign, Membership, Review, Solution, Step, StepLabel
-from labeling.queue import gold_score
 
 # The queue's head: how many solutions the next annotators will be served (active learning puts
 # convincing wrong answers there).

@@ -31,7 +31,8 @@ from common import charts
 from common.pages import page_number, posted, query_id
 from common.tables import Column, table
 from labeling import queue
-from labeling.curation.actions import CurationError, solution_gold_set
+from labeling.gold import selectors as gold_selectors
+from labeling.gold.services import GoldError, solution_gold_set
 from labeling.models import Campaign, Invitation, Membership, Solution, Step
 from labeling.permissions import (
     MANAGE,
@@ -263,7 +264,7 @@ def gold_list(request: HttpRequest, slug: str) -> HttpResponse:
             return redirect("annotators:gold-edit", slug=campaign.slug, pk=pk)
         messages.error(request, f"This campaign has no solution {wanted}.")
     page = page_number(request)
-    solutions, has_next = selectors.gold_solutions(campaign=campaign, page=page)
+    solutions, has_next = gold_selectors.gold_solutions(campaign=campaign, page=page)
     return campaign_page(
         request,
         "annotators/gold_list.html",
@@ -274,7 +275,7 @@ def gold_list(request: HttpRequest, slug: str) -> HttpResponse:
             "page": page,
             "has_next": has_next,
             "query": "",
-            "gold_warnings": selectors.gold_warnings(campaign=campaign),
+            "gold_warnings": gold_selectors.gold_warnings(campaign=campaign),
         },
     )
 
@@ -294,7 +295,7 @@ def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             solution_gold_set(solution=solution, kind=form.cleaned_data["kind"], gold=form.gold())
-        except CurationError as error:
+        except GoldError as error:
             form.add_error(None, str(error))
         else:
             messages.success(request, f"Solution {solution.pk} saved.")
@@ -308,7 +309,7 @@ def gold_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "solution": solution,
             "rows": [(s, form[f"gold_{s.index}"]) for s in steps],
             "form": form,
-            "gold_warnings": selectors.gold_warnings(campaign=campaign),
+            "gold_warnings": gold_selectors.gold_warnings(campaign=campaign),
         },
         status=400 if form.errors else 200,
     )

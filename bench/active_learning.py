@@ -62,7 +62,7 @@ MEASURE_NAMES = {
 }
 
 
-def _default_data() -> Path:
+def default_data() -> Path:
     """``../shared/data`` beside the checkout, or ``$STEPWISE_SHARED_DATA`` (as bench/prm_*)."""
     shared = os.environ.get("STEPWISE_SHARED_DATA") or ROOT.parent / "shared" / "data"
     return Path(shared) / "prm800k_phase1_human_labels"
@@ -562,7 +562,7 @@ def main(argv: list[str] | None = None) -> None:
     NAMES = [n for n in NAMES if n != SERVED_PRM]
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=_default_data(), help="the phase 1 folder")
+    parser.add_argument("--data", type=Path, default=default_data(), help="the phase 1 folder")
     parser.add_argument("--budgets", type=int, nargs="+", default=[200, 400, 800, 1600, 3200])
     parser.add_argument(
         "--uniform-extra",

@@ -96,13 +96,13 @@ def main(argv: list[str] | None = None) -> None:
     import django
 
     django.setup()
-    from bench.active_learning import TRAJECTORIES, _default_data, phase1_rows
+    from bench.active_learning import TRAJECTORIES, default_data, phase1_rows
     from learning.efficiency import ArmLabels, error_yield
     from learning.placing import with_control
     from learning.strategies import strategy_order
 
     t0 = time.perf_counter()
-    rows, source = phase1_rows(_default_data() / TRAJECTORIES)
+    rows, source = phase1_rows(default_data() / TRAJECTORIES)
     base = sum(1 for r in rows if not all(r.labels)) / len(rows)
     print(
         f"pool: {len(rows):,} paths of {len({r.problem for r in rows}):,} problems ({source}), "

@@ -1,5 +1,5 @@
 """Screening and QC scores of simulated raters: the old rule (share of gold steps rated alike)
-against the new one (``labeling.queue.gold``: kappa over gold steps and "found the first error").
+against the new one (``labeling.gold.scores``: kappa over gold steps and "found the first error").
 
 Gold sets, all real:
 
@@ -138,7 +138,7 @@ RATERS: dict[str, tuple[Rater, bool]] = {
 
 def rater_scores(gold_set: list[GoldSolution], rater: Rater, rng: random.Random):
     """(old rule, new rule) of one rater's pass over ``gold_set``."""
-    from labeling.queue.gold import gold_score
+    from labeling.gold.scores import gold_score
 
     items = []
     for _texts, gold in gold_set:
@@ -161,8 +161,8 @@ def main() -> None:
     import django
 
     django.setup()
+    from labeling.gold.scores import DEFAULT_THRESHOLD
     from labeling.models.campaigns import OLD_SCREENING_THRESHOLD_DEFAULT as OLD_THRESHOLD
-    from labeling.queue.gold import DEFAULT_THRESHOLD
 
     sets: dict[str, list[list[GoldSolution]]] = {
         "demo-qc": [processbench_gold()],

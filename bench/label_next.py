@@ -243,18 +243,19 @@ def main() -> None:
         f"in {time.perf_counter() - started:.1f} s"
     )
 
-    from labeling import queue, selectors, views
+    from labeling import queue, views
+    from labeling.selectors import home, labelling
 
     phases = Phases()
-    phases.wrap(selectors, "assignment_get", "read the assignment")
+    phases.wrap(labelling, "assignment_get", "read the assignment")
     phases.wrap(queue, "assignment_submit", "assignment_submit (1 commit)")
     phases.wrap(queue, "assignment_next", "assignment_next (1 commit)")
-    phases.wrap(selectors, "assignment_view", "assignment_view")
+    phases.wrap(labelling, "assignment_view", "assignment_view")
     phases.wrap(views, "render", "render the workspace")
     # What the page says about where one is (issue 27: kept counts, never the campaign's).
-    phases.wrap(selectors, "campaign_counts", "campaign counts (kept)")
-    phases.wrap(selectors, "my_figures", "my figures (left, today, session)")
-    phases.wrap(selectors, "my_recent_rejections", "my recent rejections")
+    phases.wrap(home, "campaign_counts", "campaign counts (kept)")
+    phases.wrap(home, "my_figures", "my figures (left, today, session)")
+    phases.wrap(labelling, "my_recent_rejections", "my recent rejections")
 
     load_before = os.getloadavg()[0]
     commit_ms = commit_probe(connection, "labeling_solution", campaign.solutions.first().pk)

@@ -52,19 +52,21 @@ def baseline(dataset) -> dict:
     best = None
     for c in GRID:
         model = LogisticRegression(C=c, max_iter=3000).fit(x_train, y_train)
-        probs = _row_probs(model, vec, val_rows)
+        probs = row_probs(model, vec, val_rows)
         p, y, _ = unique_steps(val_rows, probs)
         score = auroc(y, p)
         if best is None or score > best[0]:
             best = (score, c, model)
     _, c, model = best
     threshold = best_first_error_threshold(
-        _row_probs(model, vec, val_rows), [s.first_error for s in val_rows]
+        row_probs(model, vec, val_rows), [s.first_error for s in val_rows]
     )
     return {"C": c, "model": model, "vectorizer": vec, "threshold": threshold}
 
 
-def _row_probs(model, vec, rows):
+def row_probs(model, vec, rows):
+    """The baseline's step probabilities, one array per solution of ``rows`` (one prediction
+    over all their steps at once); ``bench.prm_eval`` scores the held-out rows with it too."""
     flat = [step for s in rows for step in s.steps]
     probs = model.predict_proba(vec.transform(flat))[:, 1] if flat else np.zeros(0)
     out, pos = [], 0
@@ -101,7 +103,7 @@ def main() -> None:
     started = time.perf_counter()
     base = baseline(dataset)
     seconds = time.perf_counter() - started
-    probs = _row_probs(base["model"], base["vectorizer"], test)
+    probs = row_probs(base["model"], base["vectorizer"], test)
     print(
         report(
             "TF-IDF + LR (step alone)",

@@ -205,7 +205,7 @@ def main() -> None:
 
     # 5: baseline and evaluation on the same held-out problems
     import prm
-    from bench.prm_baseline import _row_probs, baseline, report
+    from bench.prm_baseline import baseline, report, row_probs
     from bench.prm_throughput import solutions as fresh_solutions
     from prm.evaluation import evaluate, format_report
 
@@ -214,7 +214,7 @@ def main() -> None:
     started = time.perf_counter()
     base = baseline(dataset)
     base_seconds = time.perf_counter() - started
-    probs = _row_probs(base["model"], base["vectorizer"], test)
+    probs = row_probs(base["model"], base["vectorizer"], test)
     print(report("TF-IDF + LR (step alone)", test, probs, base["threshold"]))
     base_eval = _baseline_metrics(test, probs, base["threshold"])
     base_eval["train_seconds"] = round(base_seconds, 1)

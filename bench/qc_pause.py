@@ -4,7 +4,7 @@ Each simulated annotator answers ``--questions`` quality-control questions drawn
 a gold set (the demo's 30 PRM800K phase 1 solutions, or all 900 phase 1 trajectories from
 ``../shared/data`` when present; ``bench.gold_scores.prm800k_gold``), rating in order and
 stopping at their first -1, as the labelling page makes them. After each answer the rule scores
-the last N answers with the screening gate's score (``labeling.queue.gold``) and pauses under
+the last N answers with the screening gate's score (``labeling.gold.scores``) and pauses under
 the threshold, exactly as ``labeling.queue.qc_pause`` does. The table gives, per rater and per
 (N, threshold), the share of annotators paused within the questions, and the median question at
 which they were.
@@ -32,7 +32,7 @@ SETTINGS = [(10, 0.35), (10, 0.2), (15, 0.25), (20, 0.35), (20, 0.3), (20, 0.25)
 
 def paused_at(gold_set, rater, rng, *, window: int, threshold: float, questions: int):
     """The question (from 1) at which the rule pauses this annotator, or None."""
-    from labeling.queue.gold import gold_score
+    from labeling.gold.scores import gold_score
 
     answered = []
     for q in range(1, questions + 1):

@@ -1,6 +1,6 @@
 """Cohen's kappa, the chance-corrected agreement of two coders: one home for the formula.
 
-Pure: the screening gate (``labeling.queue.gold_score``) scores an annotator against gold with it,
+Pure: the screening gate (``labeling.gold.scores``) scores an annotator against gold with it,
 and the inter-annotator figures (``annotators.agreement``) score pairs of annotators.
 """
 

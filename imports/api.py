@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import exceptions, generics, serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import CursorPagination, ErrorSerializer, idempotent_job
+from common.api import CursorListView, ErrorSerializer, idempotent_job
 from imports import services
 from imports.forms import UploadForm
 from imports.models import ImportJob
@@ -80,10 +80,9 @@ def _too_large(request: Request) -> Response | None:
     return None
 
 
-class ImportList(generics.ListAPIView):
+class ImportList(CursorListView):
     """The campaign's imports, newest last (managers); POST uploads a file to import."""
 
-    pagination_class = CursorPagination
     serializer_class = ImportJobSerializer
     parser_classes = [MultiPartParser, FormParser]
 

@@ -1,5 +1,5 @@
 """The labelling REST API: thin views over ``labeling.queue``, ``labeling.services`` and
-``labeling.selectors``: campaigns (list, create, settings; the campaign's rules are
+``labeling.selectors.labelling``: campaigns (list, create, settings; the campaign's rules are
 ``CampaignForm``'s, so the API refuses what the page refuses, with the same words), the queue
 (next, submit, skip), and browsing a campaign's problems, solutions and labels (managers and
 reviewers).
@@ -31,7 +31,7 @@ from common.api import (
     query_int,
     query_text,
 )
-from labeling import queue, selectors, services
+from labeling import queue, services
 from labeling.backbones import backbone_choices
 from labeling.curation import filters
 from labeling.forms import CampaignForm
@@ -45,6 +45,7 @@ from labeling.permissions import (
     campaigns_visible_to,
     may_create_campaigns,
 )
+from labeling.selectors import labelling
 from labeling.serializers import (
     AssignmentSerializer,
     NextSerializer,
@@ -98,7 +99,7 @@ def campaign_next(request: Request, slug: str) -> Response:
     except queue.LabelingError as error:
         return _refusal(error)
     if assignment is None:
-        nothing = selectors.queue_no_work(campaign=campaign, annotator=request.user)
+        nothing = labelling.queue_no_work(campaign=campaign, annotator=request.user)
         body = {
             "assignment": None,
             "reason": nothing.reason,
@@ -106,7 +107,7 @@ def campaign_next(request: Request, slug: str) -> Response:
             "retry_after": nothing.retry_after,
         }
         return Response(NextSerializer(body).data)
-    view = selectors.assignment_view(assignment=assignment)
+    view = labelling.assignment_view(assignment=assignment)
     body = {"assignment": view, "reason": None, "detail": None, "retry_after": None}
     return Response(NextSerializer(body).data)
 
@@ -116,10 +117,10 @@ def campaign_next(request: Request, slug: str) -> Response:
 def assignment_detail(request: Request, pk: int) -> Response:
     """The assignment with its steps and the caller's own labels so far."""
     try:
-        assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
+        assignment = labelling.assignment_get(assignment_id=pk, user=request.user)
     except queue.LabelingError as error:
         return _refusal(error)
-    return Response(AssignmentSerializer(selectors.assignment_view(assignment=assignment)).data)
+    return Response(AssignmentSerializer(labelling.assignment_view(assignment=assignment)).data)
 
 
 @extend_schema(
@@ -133,7 +134,7 @@ def assignment_submit_api(request: Request, pk: int) -> Response:
     data = SubmitSerializer(data=request.data)
     data.is_valid(raise_exception=True)
     try:
-        assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
+        assignment = labelling.assignment_get(assignment_id=pk, user=request.user)
         result = queue.assignment_submit(
             assignment=assignment, annotator=request.user, **data.validated_data
         )
@@ -148,7 +149,7 @@ def assignment_submit_api(request: Request, pk: int) -> Response:
 def assignment_skip_api(request: Request, pk: int) -> Response:
     """Hand the solution back unlabelled; it is not served to the caller again."""
     try:
-        assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
+        assignment = labelling.assignment_get(assignment_id=pk, user=request.user)
         skipped = queue.assignment_skip(assignment=assignment, annotator=request.user)
     except queue.LabelingError as error:
         return _refusal(error)
@@ -361,10 +362,9 @@ def _campaign_body(request: Request, campaign: Campaign, status_code: int = 200)
     return Response(body, status=status_code)
 
 
-class CampaignList(generics.ListAPIView):
+class CampaignList(CursorListView):
     """The campaigns the caller belongs to (every campaign for site admins), with their role."""
 
-    pagination_class = CursorPagination
     serializer_class = CampaignSerializer
 
     def get_queryset(self):

@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from common.pages import page_number, posted
-from labeling import queue, selectors, services
+from labeling import queue, services
 from labeling.forms import (
     AmendForm,
     CampaignForm,
@@ -28,6 +28,23 @@ from labeling.permissions import (
     campaigns_visible_to,
     may_create_campaigns,
 )
+from labeling.selectors import home as home_selectors
+from labeling.selectors import my_work as my_work_selectors
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """The campaigns this person belongs to, with what is left for them and what they did today."""
+    campaigns = list(home_selectors.campaigns_progress(user=request.user))
+    figures = home_selectors.my_figures(user=request.user, campaigns=campaigns)
+    for campaign in campaigns:
+        campaign.mine = figures[campaign.pk]
+    return render(
+        request,
+        "labeling/home.html",
+        {"campaigns": campaigns, "pauses": home_selectors.my_pauses(user=request.user)},
+    )
 
 
 @login_required
@@ -70,7 +87,7 @@ def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """The campaign's home: instructions, the viewer's standing (screening), links by role."""
     campaign, membership = campaign_for(request.user, slug, roles=LABEL)
     reviewed = (
-        selectors.my_reviews(campaign=campaign, user=request.user, per_page=5)[0]
+        my_work_selectors.my_reviews(campaign=campaign, user=request.user, per_page=5)[0]
         if membership
         else []
     )
@@ -119,7 +136,7 @@ def my_work(request: HttpRequest, slug: str) -> HttpResponse:
     """The solutions I submitted: my ratings, the review's outcome and comment, newest first."""
     campaign, membership = campaign_for(request.user, slug, roles=LABEL)
     page = page_number(request)
-    rows, has_next = selectors.my_work(campaign=campaign, user=request.user, page=page)
+    rows, has_next = my_work_selectors.my_work(campaign=campaign, user=request.user, page=page)
     return campaign_page(
         request,
         "labeling/my_work.html",
@@ -134,7 +151,7 @@ def my_work(request: HttpRequest, slug: str) -> HttpResponse:
 def my_work_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """One solution as I rated it (read-only), its review; before review, an amendment."""
     campaign, membership = campaign_for(request.user, slug, roles=LABEL)
-    item = selectors.my_work_item(campaign=campaign, user=request.user, assignment_id=pk)
+    item = my_work_selectors.my_work_item(campaign=campaign, user=request.user, assignment_id=pk)
     if item is None:
         raise Http404("No such work of yours")
     rated = {label.step_index: label for label in item.view.labels}

@@ -28,7 +28,7 @@ class ProblemSerializer(serializers.Serializer):
 
 
 class AssignmentSerializer(serializers.Serializer):
-    """An assignment as its annotator sees it (``labeling.selectors.AssignmentView``)."""
+    """An assignment as its annotator sees it (``labeling.selectors.labelling.AssignmentView``)."""
 
     id = serializers.IntegerField()
     campaign = serializers.CharField()

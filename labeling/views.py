@@ -1,4 +1,4 @@
-"""Campaign pages ("my campaigns", a campaign's home, its settings) and the labelling page.
+"""The labelling page.
 
 The labelling page is one template with named partials: ``workspace`` (one solution, or why there
 is none) and ``steps`` (the steps revealed so far and the controls of the current one). Every
@@ -8,13 +8,12 @@ returns ``steps``, a submission returns the *next* solution's ``workspace`` in t
 response (submit and claim in one round trip), so no extra request stands between two solutions.
 
 Views only parse input and call ``labeling.queue`` (every labelling rule lives there) or
-``labeling.selectors`` (which never read gold ratings or other annotators' labels).
+``labeling.selectors.labelling`` (which never reads gold ratings or other annotators' labels).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import wraps
 
@@ -31,7 +30,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import retarget
 
-from labeling import queue, selectors
+from labeling import queue
 from labeling.forms import (
     STEP_TIME_MAX_MS,
     TOTAL_TIME_MAX_MS,
@@ -45,143 +44,15 @@ from labeling.forms import (
     UndoForm,
     clamp_ms,
 )
-from labeling.models import Assignment, Campaign, FinishReason, Membership, Rating, Solution
+from labeling.label_page import LabelPage
+from labeling.models import Assignment, Campaign, FinishReason, Membership, Solution
 from labeling.permissions import (
     campaign_for,
 )
+from labeling.selectors import home as home_selectors
+from labeling.selectors import labelling
 
 TEMPLATE = "labeling/label.html"
-
-# --- My campaigns ------------------------------------------------------------------------------
-
-
-@login_required
-@require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    """The campaigns this person belongs to, with what is left for them and what they did today."""
-    campaigns = list(selectors.campaigns_progress(user=request.user))
-    figures = selectors.my_figures(user=request.user, campaigns=campaigns)
-    for campaign in campaigns:
-        campaign.mine = figures[campaign.pk]
-    return render(
-        request,
-        "labeling/home.html",
-        {"campaigns": campaigns, "pauses": selectors.my_pauses(user=request.user)},
-    )
-
-
-# --- What the page shows ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PageStep:
-    """One step on the labelling page, with the annotator's own label once rated."""
-
-    index: int
-    text: str
-    label: selectors.LabelView | None
-
-    @property
-    def number(self) -> int:
-        return self.index + 1
-
-
-@dataclass(frozen=True)
-class LabelPage:
-    """One assignment as the page lays it out: steps rated so far, the current one, the end.
-
-    Steps are revealed one at a time: the rated prefix, then the current step. The solution is
-    finished when every step is rated or, with stop-at-first-error, when a step is negative.
-    """
-
-    view: selectors.AssignmentView
-    rated: list[PageStep]
-    current: PageStep | None
-    found_error: bool
-    submission_key: str
-
-    @classmethod
-    def build(cls, view: selectors.AssignmentView) -> LabelPage:
-        labels = {label.step_index: label for label in view.labels}
-        rated: list[PageStep] = []
-        found_error = False
-        for step in view.steps:
-            label = labels.get(step.index)
-            if label is None:
-                break
-            rated.append(PageStep(index=step.index, text=step.text, label=label))
-            if label.rating == Rating.NEGATIVE:
-                found_error = True
-                if view.stop_at_first_error:
-                    break
-        ended = (found_error and view.stop_at_first_error) or len(rated) == len(view.steps)
-        current = None
-        if not ended:
-            step = view.steps[len(rated)]
-            current = PageStep(index=step.index, text=step.text, label=None)
-        return cls(
-            view=view,
-            rated=rated,
-            current=current,
-            found_error=found_error,
-            # One key per assignment: every submission of it from the page (a retried request,
-            # a second tab, the no-JavaScript form) is the same submission.
-            submission_key=f"web-{view.id}-{view.solution_id}",
-        )
-
-    @property
-    def finished(self) -> bool:
-        return self.current is None
-
-    @property
-    def last_rated(self) -> PageStep | None:
-        return self.rated[-1] if self.rated else None
-
-    @property
-    def error_step(self) -> PageStep | None:
-        return next((r for r in self.rated if r.label.rating == Rating.NEGATIVE), None)
-
-    @property
-    def missing(self) -> list[int]:
-        """Numbers (from 1) of the steps still to rate before the solution can be submitted."""
-        if self.finished:
-            return []
-        return list(range(len(self.rated) + 1, len(self.view.steps) + 1))
-
-    @property
-    def missing_text(self) -> str:
-        """What Enter says before the solution is finished: which steps are not rated yet."""
-        numbers = self.missing
-        if not numbers:
-            return ""
-        if len(numbers) == 1:
-            which = f"Step {numbers[0]} is"
-        elif len(numbers) == 2:
-            which = f"Steps {numbers[0]} and {numbers[1]} are"
-        else:
-            which = f"Steps {numbers[0]} to {numbers[-1]} are"
-        first_error = " (a negative one ends the solution)" if self.view.stop_at_first_error else ""
-        return (
-            f"Not submitted: {len(self.rated)} of {len(self.view.steps)} steps are rated; "
-            f"{which.lower()} not rated yet. Rate step {numbers[0]} with 1, 2 or 3"
-            f"{first_error}, or give up or report a bad problem below."
-        )
-
-    @property
-    def announcement(self) -> str:
-        """What a screen reader hears after each change (the page's live region reads it)."""
-        parts = []
-        if self.last_rated is not None:
-            last = self.last_rated
-            parts.append(f"Step {last.number} rated {Rating(last.label.rating).label}.")
-        if self.current is not None:
-            parts.append(f"Step {self.current.number} of {len(self.view.steps)}.")
-        elif self.found_error and self.view.stop_at_first_error:
-            parts.append("Error found: add a correction if you like, then submit.")
-        else:
-            parts.append("All steps rated: press Enter to submit.")
-        return " ".join(parts)
-
 
 # --- The labelling page ------------------------------------------------------------------------
 
@@ -212,7 +83,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
         campaign, _ = campaign_for(request.user, slug)
     except Http404:
         # A paused member hears why no work is served (the queue's refusal says it).
-        paused = selectors.paused_campaign_for(user=request.user, slug=slug)
+        paused = labelling.paused_campaign_for(user=request.user, slug=slug)
         if paused is None:
             raise
         campaign = paused
@@ -415,13 +286,13 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             and not assignment.campaign.phase1_mode
         ):
             # A tab that fell behind (or a form posted by hand): say which steps are missing.
-            page = LabelPage.build(selectors.assignment_view(assignment=assignment))
+            page = LabelPage.build(labelling.assignment_view(assignment=assignment))
             return _refused(request, assignment, page.missing_text or error.detail)
         return _refused(request, assignment, error)
     except queue.LabelingError as error:
         return _refused(request, assignment, error)
     notice = _submitted_notice(result)
-    if result.solution_kind == Solution.Kind.QUALITY_CONTROL and selectors.qc_first_error_missed(
+    if result.solution_kind == Solution.Kind.QUALITY_CONTROL and labelling.qc_first_error_missed(
         assignment_id=result.assignment_id, user=request.user
     ):
         notice += QC_MISSED
@@ -449,7 +320,7 @@ def _assignment(request: HttpRequest, *, slug: str, pk: int) -> Assignment:
     Superusers may read any assignment through the selector, but only the holder may act on it.
     """
     try:
-        assignment = selectors.assignment_get(assignment_id=pk, user=request.user)
+        assignment = labelling.assignment_get(assignment_id=pk, user=request.user)
     except queue.NotLeaseHolder:
         raise Http404("No such assignment") from None
     except queue.MembershipInactive:
@@ -497,33 +368,33 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
         assignment, refusal = None, error.detail
     # After the claim, as Home would count now (the served solution is no longer "left").
     # One query for the page's head: what is left, today, this session, and any rejections.
-    mine = selectors.my_figures(
+    mine = home_selectors.my_figures(
         user=request.user, campaigns=[campaign], session_since=_session_since(request, campaign)
     )[campaign.pk]
     context["mine"] = mine
     context["session"] = mine.session
     context["rejections"] = (
-        selectors.my_recent_rejections(campaign=campaign, user=request.user)
+        labelling.my_recent_rejections(campaign=campaign, user=request.user)
         if mine.rejected_recently
         else []
     )
     if refusal is not None:
         return {**context, "refusal": refusal}
     if assignment is None:
-        nothing = selectors.queue_no_work(campaign=campaign, annotator=request.user)
+        nothing = labelling.queue_no_work(campaign=campaign, annotator=request.user)
         # The page looks again by itself when a lease is due to expire, at least once a minute.
         retry_in = min(nothing.retry_after, 60) if nothing.retry_after else None
         return {**context, "no_work": nothing, "retry_in": retry_in}
     assignment.campaign = campaign
     return {
         **context,
-        "page": LabelPage.build(selectors.assignment_view(assignment=assignment)),
+        "page": LabelPage.build(labelling.assignment_view(assignment=assignment)),
         "p1": queue.phase1_page(assignment=assignment),
     }
 
 
 def _page_context(assignment: Assignment, *, error: str | None = None) -> dict:
-    view = selectors.assignment_view(assignment=assignment)
+    view = labelling.assignment_view(assignment=assignment)
     return {
         "campaign": assignment.campaign,
         "page": LabelPage.build(view),

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, generics, serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import CursorPagination, ErrorSerializer, idempotent_job
+from common.api import CursorListView, ErrorSerializer, idempotent_job
 from imports.splitting import MAX_PATTERN_CHARS
 from labeling.permissions import MANAGE, campaign_for
 from machines.endpoints import CHAT, endpoints_of
@@ -120,10 +120,9 @@ class GenerationCreateSerializer(serializers.Serializer):
     grade = serializers.BooleanField(default=True)
 
 
-class GenerationList(generics.ListAPIView):
+class GenerationList(CursorListView):
     """The campaign's generation jobs (managers); POST asks an endpoint for K solutions each."""
 
-    pagination_class = CursorPagination
     serializer_class = GenerationJobSerializer
 
     def get_queryset(self):

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from labeling import views as labeling_views
+from labeling import campaign_views
 from stepwise import observability, security
 from stepwise.security import LoginView, ThrottledAdminAuthenticationForm, throttled_admin_login
 
@@ -12,7 +12,7 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 admin.site.login = throttled_admin_login(admin.site.login)
 
 urlpatterns = [
-    path("", labeling_views.home, name="home"),
+    path("", campaign_views.home, name="home"),
     path("healthz", observability.healthz, name="healthz"),
     path("readyz", observability.readyz, name="readyz"),
     path("metrics", observability.metrics, name="metrics"),

@@ -14,7 +14,7 @@ from annotators.snapshots import snapshot_current, snapshot_request, snapshot_ru
 from annotators.stats import campaign_stats, qc_agreement
 from common import charts
 from labeling import queue
-from labeling.curation.actions import CurationError, solution_gold_set
+from labeling.gold.services import GoldError, solution_gold_set
 from labeling.models import Solution, Step
 from tests.factories import (
     make_campaign,
@@ -210,7 +210,7 @@ def test_a_manager_marks_a_solution_as_screening_and_the_queue_serves_it_first(c
 def test_gold_needs_a_rating_and_regular_clears_it(campaign):
     solution = make_gold_solution(campaign=campaign, kind="qc", gold=[1, 0])
 
-    with pytest.raises(CurationError, match="at least one gold rating"):
+    with pytest.raises(GoldError, match="at least one gold rating"):
         solution_gold_set(solution=solution, kind="qc", gold=[None, None])
     regular = solution_gold_set(solution=solution, kind="regular", gold=[1, 0])
 

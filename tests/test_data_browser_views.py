@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from exports.models import Export
 from exports.services import export_run
-from labeling.curation.views import facet_counts
+from labeling.curation.selectors import facet_counts
 from labeling.models import Membership, Solution, SolutionBulkAction, Step
 from labeling.scores import step_scorer_register, step_scorer_unregister
 from tests.factories import (

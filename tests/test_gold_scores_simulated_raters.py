@@ -18,8 +18,8 @@ import pytest
 from annotators.stats import qc_agreement
 from bench.gold_scores import constant, noisy, prm800k_gold, processbench_gold, uniform
 from labeling import queue
+from labeling.gold.scores import DEFAULT_THRESHOLD
 from labeling.models import Campaign, Membership
-from labeling.queue.gold import DEFAULT_THRESHOLD
 from tests.factories import api_client_for, make_campaign, make_gold_solution, make_member
 
 pytestmark = pytest.mark.django_db

@@ -117,7 +117,7 @@ def _queries_of_a_submit(client, campaign, annotator) -> list[str]:
 def test_a_submit_counts_nothing_over_the_campaign_once_counts_are_kept(
     client, campaign, annotator, monkeypatch
 ):
-    from labeling import selectors
+    from labeling.selectors import home as selectors
 
     for _ in range(30):
         make_solution(campaign=campaign, steps=["a"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from labeling import queue
+from labeling.gold.scores import gold_agreement
 from labeling.models import Membership
 from tests.factories import make_campaign, make_gold_solution, make_member, make_solution
 
@@ -67,10 +68,10 @@ def test_an_annotator_below_the_threshold_fails_and_gets_no_more_work():
 
 
 def test_unrated_gold_steps_count_as_disagreement():
-    assert queue.gold_agreement(
+    assert gold_agreement(
         gold=[(0, 1), (1, 0), (2, -1), (3, 1)], ratings={0: 1}, stop_at_first_error=True
     ) == (1, 3)
-    assert queue.gold_agreement(
+    assert gold_agreement(
         gold=[(0, 1), (1, None), (2, -1), (3, 1)],
         ratings={0: 1, 2: -1, 3: 0},
         stop_at_first_error=False,

@@ -17,8 +17,8 @@ from django.utils import timezone
 from labeling import queue
 from labeling.curation.filters import SolutionFilter
 from labeling.models import Assignment, Solution
-from labeling.queue.claim import _assignment_live
-from labeling.selectors import campaigns_progress
+from labeling.queue.claim import assignment_live
+from labeling.selectors.home import campaigns_progress
 from tests.factories import make_campaign, make_member, make_solution
 
 pytestmark = pytest.mark.django_db
@@ -108,7 +108,7 @@ def test_the_claims_own_lookup_finds_each_annotators_first_live_lease(leases):
             .order_by("leased_at")
             .first()
         )
-        found = _assignment_live(campaign=campaign, annotator=row.annotator, now=now)
+        found = assignment_live(campaign=campaign, annotator=row.annotator, now=now)
         assert (found and found.pk) == (expected and expected.pk), name
 
 

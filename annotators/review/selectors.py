@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Left
 
+from annotators.models import CampaignSnapshot
+from annotators.selectors import annotator_figures
 from labeling.models import (
     Adjudication,
     AdjudicationRequest,
@@ -399,3 +401,13 @@ def adjudication_detail(*, campaign: Campaign, step_id: int) -> DisputedStep | N
         current=current,
         history=[d for d in decisions if d is not current],
     )
+
+
+def low_qc_annotators(*, campaign: Campaign, snapshot: CampaignSnapshot | None) -> list[int]:
+    """Annotators whose QC score in the snapshot's figures (``labeling.gold.scores``, what
+    screening passes on) is below the campaign's screening threshold: the review list's filter."""
+    return [
+        uid
+        for uid, row in annotator_figures(snapshot).items()
+        if row.get("qc_score") is not None and row["qc_score"] < campaign.screening_threshold
+    ]

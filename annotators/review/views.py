@@ -11,18 +11,16 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotators import snapshots
-from annotators.forms import (
+from annotators.review import selectors, services
+from annotators.review.forms import (
     AdjudicationFilterForm,
     AdjudicationForm,
     ReviewFilterForm,
     ReviewForm,
 )
-from annotators.review import selectors, services
-from annotators.selectors import low_qc_annotators
 from annotators.services import ManageError
 from annotators.views import imported_switch
 from common.pages import page_number, posted
-from labeling import selectors as labeling_selectors
 from labeling.models import Assignment, Membership, Review
 from labeling.permissions import (
     LABEL,
@@ -30,6 +28,7 @@ from labeling.permissions import (
     campaign_for,
     campaign_page,
 )
+from labeling.selectors import my_work as my_work_selectors
 
 
 @login_required
@@ -51,7 +50,7 @@ def review_list(request: HttpRequest, slug: str) -> HttpResponse:
     annotator_ids = None
     if data.get("low_qc"):
         snapshot = snapshots.snapshot_current(campaign=campaign)
-        annotator_ids = low_qc_annotators(campaign=campaign, snapshot=snapshot)
+        annotator_ids = selectors.low_qc_annotators(campaign=campaign, snapshot=snapshot)
     page = page_number(request)
     rows, has_next = selectors.review_queue(
         campaign=campaign,
@@ -206,7 +205,7 @@ def my_reviews(request: HttpRequest, slug: str) -> HttpResponse:
     """An annotator's reviewed work: accepted or rejected, the comment, corrected ratings."""
     campaign, membership = campaign_for(request.user, slug, roles=LABEL)
     page = page_number(request)
-    reviews, has_next = labeling_selectors.my_reviews(
+    reviews, has_next = my_work_selectors.my_reviews(
         campaign=campaign, user=request.user, page=page
     )
     return campaign_page(

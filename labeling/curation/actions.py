@@ -1,5 +1,5 @@
 """Curating a campaign's solutions from the data browser: requeue, archive, restore, make gold
-(from the consensus, one annotator's ratings, or the gold editor), ground truth, send to
+(from the consensus: ``labeling.gold`` sets it), ground truth, send to
 adjudication or for review (``AdjudicationRequest``, ``ReviewRequest``).
 
 One solution or many: the bulk functions take a queryset (a selection, or everything a
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections import Counter
 
 from django.db import transaction
 from django.db.models import F, Q, QuerySet
@@ -27,13 +26,13 @@ from django.utils import timezone
 
 from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
 from labeling.curation.filters import SolutionFilter
+from labeling.gold.services import solutions_gold_from_consensus
 from labeling.grading import solutions_grade
 from labeling.models import (
     AdjudicationRequest,
     Assignment,
     Campaign,
     Problem,
-    Rating,
     ReviewRequest,
     Solution,
     SolutionBulkAction,
@@ -160,53 +159,6 @@ def problem_ground_truth_set(*, problem: Problem, answer: str, actor=None) -> in
     return solutions_grade(solutions=solutions, regrade=True).graded
 
 
-class CurationError(ValueError):
-    """A curation request that breaks a rule; the text is shown to the person."""
-
-    code = "refused"
-
-
-def solution_gold_set(*, solution: Solution, kind: str, gold: list[int | None]) -> Solution:
-    """Make a solution a quality-control or screening question with these gold step ratings,
-    or a regular one again (gold ratings cleared).
-
-    ``gold`` has one entry per step, -1/0/1 or None (not scored). A gold solution needs at least
-    one gold rating, or it would score nobody.
-    """
-    steps = list(Step.objects.filter(solution=solution).order_by("index"))
-    if kind not in Solution.Kind.values:
-        raise CurationError(f"Unknown kind {kind!r}.")
-    if len(gold) != len(steps):
-        raise CurationError(f"The solution has {len(steps)} steps; {len(gold)} ratings were given.")
-    if any(g not in (None, *Rating.values) for g in gold):
-        raise CurationError("A gold rating is -1, 0, 1 or empty.")
-    if kind == Solution.Kind.REGULAR:
-        gold = [None] * len(steps)
-    elif all(g is None for g in gold):
-        raise CurationError(
-            "A quality-control or screening solution needs at least one gold rating."
-        )
-    with transaction.atomic():
-        for step, rating in zip(steps, gold, strict=True):
-            step.gold_rating = rating
-        Step.objects.bulk_update(steps, ["gold_rating"])
-        Solution.objects.filter(pk=solution.pk).update(kind=kind)
-        # Gold solutions are open to everyone, regular ones up to the overlap: recount.
-        Solution.objects.filter(pk=solution.pk).refresh_queue_state()
-    solution.refresh_from_db()
-    return solution
-
-
-def consensus(ratings: list[int | None]) -> int | None:
-    """The majority rating of a step (ties: the more negative); None when nobody rated it."""
-    rated = [r for r in ratings if r is not None]
-    if not rated:
-        return None
-    counts = Counter(rated)
-    best = max(counts.values())
-    return min(r for r, n in counts.items() if n == best)
-
-
 def solutions_make_gold(
     *, campaign: Campaign, solutions: QuerySet, kind: str, actor=None, progress=None
 ) -> int:
@@ -220,24 +172,7 @@ def solutions_make_gold(
     with transaction.atomic():
         ids = _locked_ids(solutions.filter(campaign=campaign))
         for chunk in _chunks(ids):
-            ratings: dict[int, list[int | None]] = {}
-            for step_id, rating in StepLabel.objects.filter(
-                assignment__solution_id__in=chunk, assignment__status=Assignment.Status.SUBMITTED
-            ).values_list("step_id", "rating"):
-                ratings.setdefault(step_id, []).append(rating)
-            steps = list(Step.objects.filter(solution_id__in=chunk))
-            gold = {}
-            for step in steps:
-                step.gold_rating = consensus(ratings.get(step.pk, []))
-                if step.gold_rating is not None:
-                    gold[step.solution_id] = True
-            Step.objects.bulk_update(
-                [s for s in steps if s.solution_id in gold], ["gold_rating"], batch_size=1000
-            )
-            rows = Solution.objects.filter(pk__in=list(gold))
-            rows.update(kind=kind)
-            rows.refresh_queue_state()
-            made += list(gold)
+            made += solutions_gold_from_consensus(solution_ids=chunk, kind=kind)
             if progress:
                 progress(len(chunk))
         _events(made, SolutionEvent.Action.MADE_GOLD, actor, {"kind": kind, "from": "consensus"})

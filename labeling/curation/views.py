@@ -18,50 +18,23 @@ from dataclasses import dataclass
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
-from django.db.models import Count
-from django.db.models.functions import Left
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from common.pages import query_id
-from labeling.curation import actions, filters, history
+from labeling.curation import actions, filters, selectors
 from labeling.endpoints import sampler_endpoints
+from labeling.gold import selectors as gold_selectors
+from labeling.gold import services as gold_services
 from labeling.models import (
-    Assignment,
-    Membership,
-    Problem,
-    Review,
     Solution,
     SolutionBulkAction,
     SolutionEvent,
-    Step,
-    StepEvidence,
-    StepLabel,
 )
 from labeling.permissions import MANAGE, REVIEW, campaign_for, campaign_page
-from labeling.scores import step_scores
-from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
 
-PAGE_SIZE = 50
-GENERATORS_CACHE_SECONDS = 300
-# The page counts matches up to here ("more than 1,000"): an exact count of a broad filter would
-# cost more than the page; a bulk action counts exactly when it runs.
-COUNT_CAP = 1000
-ROW_FIELDS = (
-    "id",
-    "problem_id",
-    "kind",
-    "archived",
-    "is_open",
-    "answer_is_correct",
-    "generator",
-    "assignment_count",
-    "prm_score",
-    "priority",
-)
 BULK_ACTIONS = (
     ("requeue", "Requeue for more labels"),
     ("archive", "Archive"),
@@ -81,54 +54,27 @@ def _filter_from(request: HttpRequest) -> tuple[filters.SolutionFilter, str | No
         return filters.SolutionFilter(), f"{error.field}: {error.message}"
 
 
-def state_of(solution: Solution, leased: bool) -> str:
-    """The solution's queue state as the browser's ``state`` filter names it."""
-    if solution.archived:
-        return "archived"
-    if leased:
-        return "leased"
-    return "open" if solution.is_open else "complete"
-
-
 @login_required
 @require_GET
 def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
     """Every solution of the campaign, searched, filtered and sorted as the query string says."""
     campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
     solution_filter, error = _filter_from(request)
-    matching = solution_filter.apply(Solution.objects.filter(campaign=campaign))
-    # The problem's text is read for the page's rows only, after the page is cut (a join here
-    # would be computed for every match before the sort).
-    rows = matching.only(*ROW_FIELDS).annotate(leased=filters.live_lease())
-    try:
-        page = filters.solutions_page(
-            rows, solution_filter, cursor=request.GET.get("cursor"), size=PAGE_SIZE
-        )
-    except filters.FilterError as problem:
-        error = problem.message
-        page = filters.solutions_page(rows, solution_filter, cursor=None, size=PAGE_SIZE)
-    excerpts = dict(
-        Problem.objects.filter(pk__in={s.problem_id for s in page.solutions})
-        .annotate(excerpt=Left("text", EXCERPT_SOURCE_CHARS))
-        .values_list("pk", "excerpt")
+    cursor = request.GET.get("cursor")
+    job_id = request.GET.get("job", "").strip()
+    browse = selectors.solutions_browse(
+        campaign=campaign,
+        solution_filter=solution_filter,
+        cursor=cursor,
+        job_id=_int(job_id) if job_id else None,
+        error=error,
     )
-    for s in page.solutions:
-        s.state = state_of(s, s.leased)
-        s.problem_excerpt = excerpts.get(s.problem_id, "")
-    if page.next_cursor is None and not request.GET.get("cursor"):
-        count, more = len(page.solutions), False  # all of them are on this page
-    else:
-        count, more = filters.count_capped(matching, cap=COUNT_CAP)
     query = solution_filter.querystring()
     next_url = None
-    if page.next_cursor:
-        next_url = "?" + (query + "&" if query else "") + f"cursor={page.next_cursor}"
-    job = None
-    if job_id := request.GET.get("job", "").strip():
-        job = SolutionBulkAction.objects.filter(campaign=campaign, pk=_int(job_id)).first()
+    if browse.page.next_cursor:
+        next_url = "?" + (query + "&" if query else "") + f"cursor={browse.page.next_cursor}"
     can_manage = request.user.is_superuser or (membership and membership.role in MANAGE)
-    annotators = _annotators(campaign)
-    facets = {} if more or error else facet_counts(matching)
+    facets = browse.facets
     return campaign_page(
         request,
         "labeling/browser.html",
@@ -137,10 +83,10 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "filter": solution_filter,
             "values": solution_filter.values,
-            "error": error,
-            "page": page,
-            "count": count,
-            "more": more,
+            "error": browse.error,
+            "page": browse.page,
+            "count": browse.count,
+            "more": browse.more,
             "query": solution_filter.querystring(with_sort=False),
             "view_query": query,
             "next_url": next_url,
@@ -158,27 +104,15 @@ def solution_browser(request: HttpRequest, slug: str) -> HttpResponse:
                 for n in ("negative", "flagged", "disagree")
             ],
             "sorts": filters.SORTS,
-            "generators": _generators(campaign),
-            "annotators": annotators,
-            "chips": filter_chips(solution_filter, annotators=dict(annotators)),
-            "job": job,
+            "generators": browse.generators,
+            "annotators": browse.annotators,
+            "chips": filter_chips(solution_filter, annotators=dict(browse.annotators)),
+            "job": browse.job,
             "actions": BULK_ACTIONS,
             "may_act": can_manage,
         },
-        status=400 if error else 200,
+        status=400 if browse.error else 200,
     )
-
-
-def facet_counts(matching) -> dict[str, dict[str, int]]:
-    """How many of the matches fall under each kind and each final answer, from one grouped
-    query (only asked when the matches are few enough to count: ``COUNT_CAP``)."""
-    counts: dict[str, dict[str, int]] = {"kind": {}, "answer": {}}
-    rows = matching.order_by().values_list("kind", "answer_is_correct").annotate(n=Count("pk"))
-    for kind, correct, n in rows:
-        answer = "ungraded" if correct is None else "right" if correct else "wrong"
-        counts["kind"][kind] = counts["kind"].get(kind, 0) + n
-        counts["answer"][answer] = counts["answer"].get(answer, 0) + n
-    return counts
 
 
 def _with_counts(spec: filters.FilterSpec, counts: dict[str, int] | None) -> list[tuple]:
@@ -222,36 +156,6 @@ def filter_chips(solution_filter: filters.SolutionFilter, *, annotators: dict) -
 
 def _int(raw: str) -> int:
     return int(raw) if is_db_id(raw) else 0
-
-
-def _generators(campaign) -> list[str]:
-    """The campaign's generator names, for the filter's list (a scan of every solution: cached)."""
-    key = f"browser-generators:{campaign.pk}"
-    names = cache.get(key)
-    if names is None:
-        names = list(
-            Solution.objects.filter(campaign=campaign)
-            .exclude(generator="")
-            .order_by("generator")
-            .values_list("generator", flat=True)
-            .distinct()[:200]
-        )
-        cache.set(key, names, GENERATORS_CACHE_SECONDS)
-    return names
-
-
-def _annotators(campaign) -> list[tuple[int, str]]:
-    """The "Labelled by" choices: people by name, accounts an import made by a short id
-    (``imported 340d89bc``), as every other page names them; people first."""
-    rows = (
-        Membership.objects.filter(campaign=campaign, role=Membership.Role.ANNOTATOR)
-        .order_by("is_imported", "user__username")
-        .values_list("user_id", "user__username", "is_imported")
-    )
-    return [
-        (user_id, Membership.short_name(name, imported=imported))
-        for user_id, name, imported in rows
-    ]
 
 
 def is_db_id(value: object) -> bool:
@@ -330,22 +234,6 @@ def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
 # --- The item page ---------------------------------------------------------------------------
 
 
-@dataclass
-class AnnotatorColumn:
-    assignment: Assignment
-    username: str
-    review: Review | None
-
-
-@dataclass
-class StepRow:
-    step: Step
-    labels: list[StepLabel | None]  # one per AnnotatorColumn
-    scores: list[float | None]  # one per scorer (``labeling.scores``), in the page's order
-    consensus: int | None
-    evidence: list[StepEvidence]  # what machines say about the step (``labeling.models.evidence``)
-
-
 class GoldFromLabelsForm(forms.Form):
     kind = forms.ChoiceField(choices=[c for c in Solution.Kind.choices if c[0] != "regular"])
     source = forms.CharField(
@@ -363,76 +251,13 @@ class GroundTruthForm(forms.Form):
     ground_truth_answer = forms.CharField(max_length=2000, required=False, strip=True)
 
 
-def _item_context(campaign, solution: Solution) -> dict:
-    submitted = list(
-        Assignment.objects.filter(solution=solution, status=Assignment.Status.SUBMITTED)
-        .select_related("annotator")
-        .order_by("submitted_at", "pk")
-    )
-    reviews = {
-        r.assignment_id: r
-        for r in Review.objects.filter(assignment__in=submitted).select_related("reviewer")
-    }
-    imported = set(
-        Membership.objects.filter(
-            campaign=campaign, user__in={a.annotator_id for a in submitted}, is_imported=True
-        ).values_list("user_id", flat=True)
-    )
-    columns = [
-        AnnotatorColumn(
-            a,
-            Membership.short_name(a.annotator.get_username(), imported=a.annotator_id in imported),
-            reviews.get(a.pk),
-        )
-        for a in submitted
-    ]
-    labels = {
-        (label.assignment_id, label.step_id): label
-        for label in StepLabel.objects.filter(assignment__in=submitted)
-    }
-    steps = list(Step.objects.filter(solution=solution).order_by("index"))
-    scores = step_scores(campaign_id=campaign.pk, solution_id=solution.pk)
-    evidence: dict[int, list[StepEvidence]] = {}
-    for item in StepEvidence.objects.filter(solution=solution).order_by("kind", "model"):
-        evidence.setdefault(item.step_id, []).append(item)
-    rows = []
-    for step in steps:
-        cells = [labels.get((c.assignment.pk, step.pk)) for c in columns]
-        rows.append(
-            StepRow(
-                step=step,
-                labels=cells,
-                scores=[s[step.index] if step.index < len(s) else None for s in scores.values()],
-                consensus=actions.consensus([c.rating if c else None for c in cells]),
-                evidence=evidence.get(step.pk, []),
-            )
-        )
-    leases = list(
-        Assignment.objects.live_leases().filter(solution=solution).select_related("annotator")
-    )
-    return {
-        "solution": solution,
-        "columns": columns,
-        "rows": rows,
-        "scorers": list(scores),
-        "has_evidence": bool(evidence),
-        "leases": leases,
-        "state": state_of(solution, bool(leases)),
-        "wanted": campaign.overlap + solution.extra_labels,
-        "history": history.solution_history(solution=solution),
-        "has_gold": any(s.gold_rating is not None for s in steps),
-    }
-
-
 @login_required
 @require_GET
 def solution_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """One solution with every label on it (managers and reviewers)."""
     campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
-    solution = get_object_or_404(
-        Solution.objects.select_related("problem"), campaign=campaign, pk=pk
-    )
-    context = _item_context(campaign, solution)
+    context = selectors.solution_item(campaign=campaign, pk=pk)
+    solution = context["solution"]
     context["back_query"] = request.GET.get("back", "")
     context["may_act"] = request.user.is_superuser or (
         membership is not None and membership.role in MANAGE
@@ -457,9 +282,7 @@ ITEM_ACTIONS = {"requeue", "archive", "restore", "gold", "ground_truth"}
 def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """One action on one solution (managers): requeue, archive, restore, make gold, ground truth."""
     campaign, _ = campaign_for(request.user, slug, roles=MANAGE)
-    solution = get_object_or_404(
-        Solution.objects.select_related("problem"), campaign=campaign, pk=pk
-    )
+    solution = selectors.campaign_solution(campaign=campaign, pk=pk)
     action = request.POST.get("action", "")
     item_url = reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": pk})
     if back := request.POST.get("back", ""):
@@ -469,7 +292,7 @@ def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpRespon
         item_url += "?" + query.urlencode()
     if action not in ITEM_ACTIONS:
         return HttpResponse("Unknown action.", status=400)
-    one = Solution.objects.filter(pk=solution.pk)
+    one = selectors.solution_selection(solution=solution)
     if action == "requeue":
         n = actions.solutions_requeue(campaign=campaign, solutions=one, actor=request.user)
         _say(request, n, "Requeued for one more label.", "An archived solution: restore it first.")
@@ -499,9 +322,13 @@ def solution_item_action(request: HttpRequest, slug: str, pk: int) -> HttpRespon
                 content_type="text/plain",
             )
         try:
-            gold = _gold_from(solution, form.cleaned_data["source"])
-            actions.solution_gold_set(solution=solution, kind=form.cleaned_data["kind"], gold=gold)
-        except actions.CurationError as error:
+            gold = gold_selectors.gold_from_labels(
+                solution=solution, source=form.cleaned_data["source"]
+            )
+            gold_services.solution_gold_set(
+                solution=solution, kind=form.cleaned_data["kind"], gold=gold
+            )
+        except gold_services.GoldError as error:
             messages.error(request, str(error))
         else:
             actions.solution_event_add(
@@ -519,24 +346,3 @@ def _say(request: HttpRequest, n: int, done: str, nothing: str) -> None:
         messages.success(request, done)
     else:
         messages.info(request, nothing)
-
-
-def _gold_from(solution: Solution, source: str) -> list[int | None]:
-    """Gold ratings from one submitted assignment's ratings, or from the consensus of all."""
-    steps = list(
-        Step.objects.filter(solution=solution).order_by("index").values_list("pk", "index")
-    )
-    submitted = Assignment.objects.filter(solution=solution, status=Assignment.Status.SUBMITTED)
-    if source == "consensus":
-        by_step: dict[int, list[int | None]] = {}
-        for step_id, rating in StepLabel.objects.filter(assignment__in=submitted).values_list(
-            "step_id", "rating"
-        ):
-            by_step.setdefault(step_id, []).append(rating)
-        return [actions.consensus(by_step.get(step_id, [])) for step_id, _ in steps]
-    if not is_db_id(source) or not submitted.filter(pk=int(source)).exists():
-        raise actions.CurationError("Choose a submitted assignment of this solution.")
-    ratings = dict(
-        StepLabel.objects.filter(assignment_id=int(source)).values_list("step_id", "rating")
-    )
-    return [ratings.get(step_id) for step_id, _ in steps]

@@ -15,8 +15,9 @@ Names follow PRM800K where it has them. A PRM800K label line maps onto these tab
 That mapping is lossless: ``exports`` rebuilds every line field for field.
 
 The models live in six modules of this package (campaigns, solutions, labels, curation,
-evidence: what machines say about steps, candidates: PRM800K phase 1's candidate next steps); every
-name is importable from ``labeling.models``.
+evidence: what machines say about steps, candidates: PRM800K phase 1's candidate next steps), and
+the disputed-step rule's SQL, which solutions and labels both read, in a seventh (disputes);
+every name is importable from ``labeling.models``.
 """
 
 from labeling.models.campaigns import (
@@ -34,13 +35,13 @@ from labeling.models.curation import (
     SolutionBulkAction,
     SolutionEvent,
 )
+from labeling.models.disputes import disputed_step_count
 from labeling.models.evidence import StepEvidence
 from labeling.models.labels import (
     Adjudication,
     Assignment,
     Review,
     StepLabel,
-    disputed_step_count,
     ratings_disagree,
 )
 from labeling.models.solutions import (

@@ -55,7 +55,7 @@ class CampaignQuerySet(models.QuerySet):
         )
 
 
-# The screening and QC pass mark on ``labeling.queue.gold``'s score, set from measurement
+# The screening and QC pass mark on ``labeling.gold.scores``' score, set from measurement
 # (``bench/gold_scores.py``): constant and uniformly random raters score at most 0.23 (95th
 # percentile) on every gold set measured, raters who reproduce gold with 10% of steps changed at
 # least 0.38 (5th percentile).

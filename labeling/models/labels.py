@@ -8,7 +8,6 @@ from datetime import datetime
 from django.conf import settings
 from django.db import models
 from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from labeling.models.campaigns import Campaign, FinishReason, Rating
@@ -202,32 +201,6 @@ class StepLabelQuerySet(models.QuerySet):
             .annotate(n=Count("id"), low=Min("rating"), high=Max("rating"))
             .filter(n__gte=2, low__lt=F("high"))
         )
-
-
-# ``StepLabelQuerySet.disputed_steps`` counted per solution, in SQL for the outermost query (it
-# names the solution table, which a subquery would alias). Only a solution with two submitted
-# assignments can have any: that is checked first (one probe of an index), so the labels of the
-# others are never read. A sort by it still computes it for every match.
-_DISPUTED_STEP_COUNT_SQL = """
-    CASE WHEN EXISTS (
-        SELECT 1 FROM labeling_assignment a2
-        WHERE a2.solution_id = labeling_solution.id AND a2.status = 'submitted'
-        LIMIT 1 OFFSET 1
-    ) THEN (
-        SELECT count(*) FROM (
-            SELECT l.step_id FROM labeling_steplabel l
-            JOIN labeling_assignment a ON a.id = l.assignment_id
-            WHERE a.solution_id = labeling_solution.id AND a.status = 'submitted'
-              AND l.rating IS NOT NULL
-            GROUP BY l.step_id HAVING min(l.rating) <> max(l.rating)
-        ) d
-    ) ELSE 0 END
-"""
-
-
-def disputed_step_count() -> RawSQL:
-    """The number of the outer solution's steps annotators disagree on (``StepLabelQuerySet``)."""
-    return RawSQL(_DISPUTED_STEP_COUNT_SQL, (), output_field=models.IntegerField())
 
 
 def ratings_disagree(ratings: Iterable[int | None]) -> bool:

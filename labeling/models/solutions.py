@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 
+from django.apps import apps
 from django.db import connection, models, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from labeling.models.campaigns import Campaign, Rating
+from labeling.models.disputes import DISPUTED_STEP_COUNT_SQL
 
 
 class Problem(models.Model):
@@ -80,7 +82,8 @@ class SolutionQuerySet(models.QuerySet):
         while annotators are being served. What holds a slot is ``Assignment.holds_slot``; what
         is open is ``Solution.is_open``. Returns the number of solutions updated.
         """
-        from labeling.models.labels import Assignment  # labels.py imports this module
+        # By name: labels.py imports this module for its foreign keys.
+        Assignment = apps.get_model("labeling", "Assignment")
 
         with transaction.atomic():
             Assignment.objects.expired_leases().filter(solution__in=self.values("pk")).update(
@@ -134,8 +137,6 @@ def disputes_recount(solution_ids: list[int], *, locked: bool = False) -> int:
     path), where the ORM's query building would cost more than the two statements. ``locked``:
     the caller's transaction already holds these solutions' row locks, taken in an earlier
     statement (the submit locks its solution with its assignment), so the UPDATE alone."""
-    from labeling.models.labels import _DISPUTED_STEP_COUNT_SQL  # labels.py imports this
-
     ids = sorted(solution_ids)
     lock = " FOR NO KEY UPDATE" if connection.vendor == "postgresql" else ""
     updated = 0
@@ -155,7 +156,7 @@ def disputes_recount(solution_ids: list[int], *, locked: bool = False) -> int:
                 )
             cursor.execute(
                 "UPDATE labeling_solution SET disputed_steps ="
-                f" {_DISPUTED_STEP_COUNT_SQL} WHERE id IN ({marks})",
+                f" {DISPUTED_STEP_COUNT_SQL} WHERE id IN ({marks})",
                 chunk,
             )
             updated += cursor.rowcount

@@ -58,31 +58,15 @@ from labeling.queue.errors import (
     NotLeaseHolder,
     ScreeningFailed,
 )
-from labeling.queue.gold import (
-    GoldScore,
-    first_error_found,
-    gold_agreement,
-    gold_score,
-    gold_set_warnings,
-)
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
-from labeling.queue.phase1 import (
-    Phase1View,
-    candidate_choose,
-    candidate_rate,
-    candidate_sampler_register,
-    phase1_applies,
-    phase1_open,
-    phase1_page,
-    phase1_undo,
-    step_write,
-)
+from labeling.queue.phase1.drafts import candidate_choose, candidate_rate, phase1_undo, step_write
+from labeling.queue.phase1.sampling import candidate_sampler_register
+from labeling.queue.phase1.view import Phase1View, phase1_applies, phase1_open, phase1_page
 from labeling.queue.qc_pause import qc_window_score
 from labeling.queue.review import assignment_review_outcome
 from labeling.queue.screening import screening_score
 from labeling.queue.shared import (
     RATINGS,
-    _first,
     human_completion_load,
     model_columns,
     model_fetch,
@@ -96,7 +80,6 @@ __all__ = [
     "RECLAIM_EVERY_SECONDS",
     "AssignmentClosed",
     "CampaignPaused",
-    "GoldScore",
     "LabelingError",
     "LabelsInvalid",
     "LeaseTaken",
@@ -107,7 +90,6 @@ __all__ = [
     "Phase1View",
     "ScreeningFailed",
     "SubmitResult",
-    "_first",
     "assignment_amend",
     "assignment_next",
     "assignment_review_outcome",
@@ -116,10 +98,6 @@ __all__ = [
     "candidate_choose",
     "candidate_rate",
     "candidate_sampler_register",
-    "first_error_found",
-    "gold_agreement",
-    "gold_score",
-    "gold_set_warnings",
     "human_completion_load",
     "leases_reclaim",
     "model_columns",

@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from labeling.models import Assignment, Review, Solution, StepLabel
 from labeling.queue.errors import AssignmentClosed
-from labeling.queue.leases import _assignment_lock
-from labeling.queue.submit import _labels_final, _labels_insert, _steps_with_drafts
+from labeling.queue.leases import assignment_lock
+from labeling.queue.submit import labels_final, labels_insert, steps_with_drafts
 
 
 def assignment_amend(
@@ -31,18 +31,18 @@ def assignment_amend(
     answers (already scored) and work that is not the caller's are refused.
     """
     with transaction.atomic():
-        locked, _ = _assignment_lock(assignment=assignment, annotator=annotator)
+        locked, _ = assignment_lock(assignment=assignment, annotator=annotator)
         if locked.status != Assignment.Status.SUBMITTED:
             raise AssignmentClosed("Only submitted work that is not reviewed can be amended.")
         if Review.objects.filter(assignment_id=locked.pk).exists():
             raise AssignmentClosed("A reviewer has looked at this work: it can no longer change.")
         if locked.solution_kind == Solution.Kind.SCREENING:
             raise AssignmentClosed("Screening answers are scored when submitted: they are final.")
-        steps, _ = _steps_with_drafts(assignment=locked)
+        steps, _ = steps_with_drafts(assignment=locked)
         kept_reason = (
             locked.finish_reason if locked.finish_reason in Assignment.RELEASING_REASONS else None
         )
-        labels, reason = _labels_final(
+        labels, reason = labels_final(
             n_steps=len(steps),
             stop_at_first_error=locked.campaign.stop_at_first_error,
             drafts={},
@@ -75,6 +75,6 @@ def assignment_amend(
             source=locked.source,
             supersedes_id=locked.pk,
         )
-        _labels_insert(assignment_id=amended.pk, labels=labels, step_ids=steps, now=now)
+        labels_insert(assignment_id=amended.pk, labels=labels, step_ids=steps, now=now)
         Solution.objects.filter(pk=locked.solution_id).disputes_recount()
     return amended

@@ -18,7 +18,7 @@ from labeling.columns import ASSIGNMENT
 from labeling.models import Assignment, Campaign, Membership, Solution
 from labeling.queue.errors import CampaignPaused
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
-from labeling.queue.screening import _check_may_work, _membership_lock, _screening_evaluate
+from labeling.queue.screening import may_work_check, membership_lock, screening_evaluate
 from labeling.queue.shared import model_columns, model_fetch
 
 # Each process probes a campaign for expired leases at most this often before a claim (the probe
@@ -53,7 +53,7 @@ def assignment_next(*, campaign: Campaign, annotator: AbstractBaseUser) -> Assig
     if assignment is None:
         # Screening may have just failed (the outcome is committed by now): say so.
         membership = Membership.objects.get(campaign=campaign, user=annotator)
-        _check_may_work(campaign=campaign, membership=membership)
+        may_work_check(campaign=campaign, membership=membership)
         return None
     assignment.campaign = campaign  # callers show it; saves them a query
     return assignment
@@ -88,11 +88,11 @@ def _assignment_next_attempts(*, campaign: Campaign, annotator) -> Assignment | 
 def _assignment_next_once(*, campaign: Campaign, annotator, wait: bool) -> Assignment | None:
     now = timezone.now()
     with transaction.atomic():
-        membership = _membership_lock(campaign_id=campaign.pk, annotator=annotator)
-        _check_may_work(campaign=campaign, membership=membership)
+        membership = membership_lock(campaign_id=campaign.pk, annotator=annotator)
+        may_work_check(campaign=campaign, membership=membership)
         # A statement of its own, after the lock: the locking statement's snapshot predates the
         # wait, so it would miss a lease that a concurrent request of theirs just committed.
-        live = _assignment_live(campaign=campaign, annotator=annotator, now=now)
+        live = assignment_live(campaign=campaign, annotator=annotator, now=now)
         if live is not None:
             return live
         assignment = None
@@ -101,7 +101,7 @@ def _assignment_next_once(*, campaign: Campaign, annotator, wait: bool) -> Assig
                 campaign=campaign, annotator=annotator, kind=Solution.Kind.SCREENING, now=now
             )
             if assignment is None:
-                state = _screening_evaluate(campaign=campaign, membership=membership)
+                state = screening_evaluate(campaign=campaign, membership=membership)
                 if state == Membership.Screening.FAILED:
                     # Refused after the commit below, so the outcome is kept.
                     return None
@@ -136,7 +136,9 @@ _LIVE_SQL = (
 )
 
 
-def _assignment_live(*, campaign: Campaign, annotator, now: datetime) -> Assignment | None:
+def assignment_live(*, campaign: Campaign, annotator, now: datetime) -> Assignment | None:
+    """The annotator's live lease here, served again before anything new (one indexed probe in
+    plain SQL; the rules test holds it to ``Assignment.live_lease_q``)."""
     return model_fetch(Assignment, _LIVE_SQL, [campaign.pk, annotator.pk, now])
 
 

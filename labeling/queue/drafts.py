@@ -7,8 +7,8 @@ from django.db import transaction
 
 from labeling.models import Assignment, Rating, Step, StepLabel
 from labeling.queue.errors import LabelsInvalid
-from labeling.queue.leases import _assignment_for_drafts
-from labeling.queue.shared import RATINGS
+from labeling.queue.leases import assignment_for_drafts
+from labeling.queue.shared import RATINGS, human_completion_from_text
 
 
 def step_label_set(
@@ -29,7 +29,7 @@ def step_label_set(
     if rating not in RATINGS:
         raise LabelsInvalid("rating", f"A rating is -1, 0 or 1, not {rating!r}.")
     with transaction.atomic():
-        locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
+        locked = assignment_for_drafts(assignment=assignment, annotator=annotator)
         step = _step_get(assignment=locked, step_index=step_index)
         rated = dict(
             StepLabel.objects.filter(assignment=locked, rating__isnull=False).values_list(
@@ -73,7 +73,7 @@ def step_label_undo(
     retried request (a double press, a resent form) cannot undo the rating before it as well.
     """
     with transaction.atomic():
-        locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
+        locked = assignment_for_drafts(assignment=assignment, annotator=annotator)
         last = (
             StepLabel.objects.filter(assignment=locked, rating__isnull=False)
             .select_related("step")
@@ -91,7 +91,7 @@ def step_label_flag(
 ) -> StepLabel:
     """Flag a rated step as unsure (or clear the flag)."""
     with transaction.atomic():
-        locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
+        locked = assignment_for_drafts(assignment=assignment, annotator=annotator)
         label = _rated_label(assignment=locked, step_index=step_index)
         label.flagged = flagged
         label.save(update_fields=["flagged"])
@@ -106,11 +106,11 @@ def step_label_human_completion(
     Empty text removes it.
     """
     with transaction.atomic():
-        locked = _assignment_for_drafts(assignment=assignment, annotator=annotator)
+        locked = assignment_for_drafts(assignment=assignment, annotator=annotator)
         label = _rated_label(assignment=locked, step_index=step_index)
         if label.rating != Rating.NEGATIVE:
             raise LabelsInvalid("human_completion", "Only a negative step takes a correction.")
-        label.human_completion = _human_completion(text)
+        label.human_completion = human_completion_from_text(text)
         label.save(update_fields=["human_completion"])
     return label
 
@@ -129,11 +129,3 @@ def _rated_label(*, assignment: Assignment, step_index: int) -> StepLabel:
     if label is None:
         raise LabelsInvalid("step_index", f"Step {step_index + 1} is not rated.")
     return label
-
-
-def _human_completion(text: str | None) -> dict | None:
-    """PRM800K's ``human_completion`` object for a correction text, None for no text."""
-    text = (text or "").strip()
-    if not text:
-        return None
-    return {"text": text, "rating": None, "source": "human", "flagged": False}

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from labeling.models import Assignment, Campaign, Membership, Solution
 from labeling.queue.errors import AssignmentClosed, LeaseTaken, MembershipInactive, NotLeaseHolder
-from labeling.queue.screening import _membership_lock
-from labeling.queue.shared import _for_update, model_columns, model_fetch
+from labeling.queue.screening import membership_lock
+from labeling.queue.shared import for_update_clause, model_columns, model_fetch
 
 # Expired leases reclaimed before a claim: enough to keep up with any realistic rate of
 # abandoned work, few enough that the probe stays a short index range scan.
@@ -71,7 +71,7 @@ def _slots_release(counts: Counter) -> None:
 # --- Holding an assignment -------------------------------------------------------------------
 
 
-def _assignment_lock(
+def assignment_lock(
     *, assignment: Assignment, annotator, with_solution: bool = False
 ) -> tuple[Assignment, Membership]:
     """Lock the membership and the assignment (in that order) for a write by its holder, and
@@ -84,7 +84,7 @@ def _assignment_lock(
     """
     if assignment.annotator_id != annotator.pk:
         raise NotLeaseHolder()
-    membership = _membership_lock(campaign_id=assignment.campaign_id, annotator=annotator)
+    membership = membership_lock(campaign_id=assignment.campaign_id, annotator=annotator)
     # A paused member does not take up held work (nor does a removed one): their lease runs out
     # and the queue hands the solution to someone else.
     if not membership.is_active:
@@ -93,7 +93,7 @@ def _assignment_lock(
         Assignment,
         f"SELECT {model_columns(Assignment, 'a')}, s.kind FROM labeling_assignment a"
         " JOIN labeling_solution s ON s.id = a.solution_id WHERE a.id = %s"
-        + _for_update(of="a, s" if with_solution else "a"),
+        + for_update_clause(of="a, s" if with_solution else "a"),
         [assignment.pk],
         extra=("solution_kind",),
     )
@@ -101,7 +101,7 @@ def _assignment_lock(
     return locked, membership
 
 
-def _slot_hold(*, assignment: Assignment) -> None:
+def slot_hold(*, assignment: Assignment) -> None:
     """Make sure the assignment holds its slot, taking it back after a reclaimed lease.
 
     A leased assignment holds its slot even past expiry until the queue reclaims it. A reclaimed
@@ -121,13 +121,13 @@ def _slot_hold(*, assignment: Assignment) -> None:
     Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.LEASED)
 
 
-def _assignment_for_drafts(*, assignment: Assignment, annotator) -> Assignment:
+def assignment_for_drafts(*, assignment: Assignment, annotator) -> Assignment:
     """Lock the assignment for a draft change by its holder and renew its lease."""
-    locked, _ = _assignment_lock(assignment=assignment, annotator=annotator)
+    locked, _ = assignment_lock(assignment=assignment, annotator=annotator)
     if locked.status in (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED):
         raise AssignmentClosed()
     now = timezone.now()
-    _slot_hold(assignment=locked)
+    slot_hold(assignment=locked)
     locked.lease_expires_at = now + locked.campaign.lease_duration
     Assignment.objects.filter(pk=locked.pk).update(lease_expires_at=locked.lease_expires_at)
     return locked

@@ -2,7 +2,7 @@
 
 With ``Campaign.qc_pause`` on, every submission of a quality-control question scores the
 annotator's last ``qc_pause_window`` (N) submitted QC questions with the screening gate's own
-score (``labeling.queue.gold``: Cohen's kappa with the gold ratings and the share of gold first
+score (``labeling.gold.scores``: Cohen's kappa with the gold ratings and the share of gold first
 errors found); under ``qc_pause_threshold`` their membership is paused, with the reason and the
 figures recorded on it. It runs inside the submit's transaction, on the membership row the submit
 already holds locked, and only for QC submissions, so regular work pays nothing for it.
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from labeling.gold.scores import GoldScore, gold_score
 from labeling.models import Assignment, Campaign, Membership, Solution, Step, StepLabel
-from labeling.queue.gold import GoldScore, gold_score
 
 
 def qc_window_score(*, campaign: Campaign, membership: Membership) -> tuple[GoldScore, int]:
@@ -72,7 +72,7 @@ def pause_reason_text(*, score: GoldScore, questions: int, threshold: float, whe
     )
 
 
-def _qc_pause_evaluate(*, campaign: Campaign, membership: Membership) -> bool:
+def qc_pause_evaluate(*, campaign: Campaign, membership: Membership) -> bool:
     """Pause the annotator if the rule says so; True when it did (see the module docstring).
 
     ``membership`` is the row the submit locked. Their live leases end at once, as when a

@@ -12,7 +12,7 @@ from django.db import transaction
 from labeling.models import Assignment, FinishReason, Membership, Solution
 from labeling.queue.errors import AssignmentClosed
 from labeling.queue.screening import membership_lock_sql
-from labeling.queue.shared import _for_update, model_columns, model_fetch
+from labeling.queue.shared import for_update_clause, model_columns, model_fetch
 
 REVIEWABLE = (Assignment.Status.SUBMITTED, Assignment.Status.REJECTED)
 
@@ -38,7 +38,7 @@ def assignment_review_outcome(*, assignment: Assignment, rejected: bool) -> Assi
         locked = model_fetch(
             Assignment,
             f"SELECT {model_columns(Assignment)} FROM labeling_assignment WHERE id = %s"
-            + _for_update(),
+            + for_update_clause(),
             [assignment.pk],
         )
         if locked is None or locked.status not in REVIEWABLE:

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+from labeling.gold.scores import GoldScore, gold_score
 from labeling.models import Assignment, Campaign, Membership, Solution, Step, StepLabel
 from labeling.queue.errors import MembershipInactive, NotAMember, ScreeningFailed
-from labeling.queue.gold import GoldScore, gold_score
-from labeling.queue.shared import _for_update, model_columns, model_fetch
+from labeling.queue.shared import for_update_clause, model_columns, model_fetch
 
 
 def membership_lock_sql() -> str:
     """The lock on one membership row (``campaign_id``, ``user_id``), read by ``model_fetch``."""
     return (
         f"SELECT {model_columns(Membership)} FROM annotators_membership"
-        " WHERE campaign_id = %s AND user_id = %s" + _for_update()
+        " WHERE campaign_id = %s AND user_id = %s" + for_update_clause()
     )
 
 
-def _membership_lock(*, campaign_id: int, annotator) -> Membership:
+def membership_lock(*, campaign_id: int, annotator) -> Membership:
     """Lock the annotator's membership row: it serialises that person's writes in the campaign."""
     membership = model_fetch(Membership, membership_lock_sql(), [campaign_id, annotator.pk])
     if membership is None:
@@ -24,7 +24,9 @@ def _membership_lock(*, campaign_id: int, annotator) -> Membership:
     return membership
 
 
-def _check_may_work(*, campaign: Campaign, membership: Membership) -> None:
+def may_work_check(*, campaign: Campaign, membership: Membership) -> None:
+    """Refuse a member who may not be served now (paused, or failed screening): the claim asks
+    before it serves anything, so the refusal says why instead of "no work"."""
     if not membership.is_active:
         # Paused by the QC pause rule: the reason and its figures, not just "ask a manager".
         raise MembershipInactive(membership.pause_notice or None)
@@ -33,7 +35,7 @@ def _check_may_work(*, campaign: Campaign, membership: Membership) -> None:
 
 
 def screening_score(*, campaign: Campaign, annotator_id: int) -> GoldScore:
-    """The annotator's score (``labeling.queue.gold``) over their submitted screening solutions."""
+    """The annotator's score (``labeling.gold.scores``) over their submitted screening solutions."""
     done = Assignment.objects.filter(
         campaign=campaign,
         annotator_id=annotator_id,
@@ -58,11 +60,11 @@ def screening_score(*, campaign: Campaign, annotator_id: int) -> GoldScore:
     )
 
 
-def _screening_evaluate(*, campaign: Campaign, membership: Membership) -> str:
+def screening_evaluate(*, campaign: Campaign, membership: Membership) -> str:
     """Score the annotator once no screening solution is left for them; returns the state.
 
     Score: ``screening_score(...).score`` (kappa with gold and the share of first errors found,
-    ``labeling.queue.gold``) over all their submitted screening solutions; passed when it reaches
+    ``labeling.gold.scores``) over all their submitted screening solutions; passed when it reaches
     ``campaign.screening_threshold``. Stays pending while a screening solution is left for them,
     and while they have submitted none (a campaign without screening solutions has no gate to
     pass). With no scored step at all the gate passes.

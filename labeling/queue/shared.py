@@ -21,7 +21,7 @@ RATINGS = frozenset(Rating.values)
 # these run on every request of every annotator. Everything else uses the ORM.
 
 
-def _for_update(*, of: str | None = None) -> str:
+def for_update_clause(*, of: str | None = None) -> str:
     """The row lock of a locking read on PostgreSQL; SQLite serialises writers instead.
 
     ``NO KEY UPDATE``: nothing here changes a key, so foreign-key checks of concurrent inserts
@@ -100,3 +100,11 @@ def model_fetch(
 def human_completion_load(value) -> dict | None:
     """A ``StepLabel.human_completion`` value as read with plain SQL (text on some backends)."""
     return StepLabel._meta.get_field("human_completion").from_db_value(value, None, connection)
+
+
+def human_completion_from_text(text: str | None) -> dict | None:
+    """PRM800K's ``human_completion`` object for a correction text, None for no text."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    return {"text": text, "rating": None, "source": "human", "flagged": False}

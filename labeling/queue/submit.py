@@ -22,13 +22,14 @@ from labeling.models import (
     StepLabel,
     disputes_recount,
 )
-from labeling.queue.drafts import _human_completion
 from labeling.queue.errors import AssignmentClosed, LabelsInvalid
-from labeling.queue.leases import _assignment_lock, _slot_hold
-from labeling.queue.phase1 import phase1_applies, phase1_drafts_drop, phase1_store
-from labeling.queue.qc_pause import _qc_pause_evaluate
-from labeling.queue.screening import _screening_evaluate
-from labeling.queue.shared import RATINGS, human_completion_load
+from labeling.queue.leases import assignment_lock, slot_hold
+from labeling.queue.phase1.drafts import phase1_drafts_drop
+from labeling.queue.phase1.submit import phase1_store
+from labeling.queue.phase1.view import phase1_applies
+from labeling.queue.qc_pause import qc_pause_evaluate
+from labeling.queue.screening import screening_evaluate
+from labeling.queue.shared import RATINGS, human_completion_from_text, human_completion_load
 
 # --- Results --------------------------------------------------------------------------------
 
@@ -125,7 +126,7 @@ def _assignment_submit(
     step_times_ms,
 ) -> SubmitResult:
     with transaction.atomic():
-        locked, membership = _assignment_lock(
+        locked, membership = assignment_lock(
             assignment=assignment, annotator=annotator, with_solution=True
         )
         if locked.status == Assignment.Status.SUBMITTED:
@@ -147,8 +148,8 @@ def _assignment_submit(
             rated, reason = phase1_store(assignment=locked, finish_reason=finish_reason)
             labels: list[_Label] | None = None
         else:
-            steps, drafts = _steps_with_drafts(assignment=locked)
-            labels, reason = _labels_final(
+            steps, drafts = steps_with_drafts(assignment=locked)
+            labels, reason = labels_final(
                 n_steps=len(steps),
                 stop_at_first_error=campaign.stop_at_first_error,
                 drafts=drafts,
@@ -161,14 +162,14 @@ def _assignment_submit(
             rated = len(labels)
             if total_time_ms is not None and total_time_ms < 0:
                 raise LabelsInvalid("total_time_ms", "Time spent cannot be negative.")
-            _slot_hold(assignment=locked)
+            slot_hold(assignment=locked)
             if drafts:
                 StepLabel.objects.filter(assignment=locked).delete()
         # Client-measured: absurd values are clamped, as on the page (labeling.forms).
         total_time_ms = clamp_ms(total_time_ms, maximum=TOTAL_TIME_MAX_MS)
         now = timezone.now()
         if labels is not None:
-            _labels_insert(assignment_id=locked.pk, labels=labels, step_ids=steps, now=now)
+            labels_insert(assignment_id=locked.pk, labels=labels, step_ids=steps, now=now)
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE labeling_assignment SET status = 'submitted', submitted_at = %s,"
@@ -189,8 +190,8 @@ def _assignment_submit(
             )
         screening = None
         if kind == Solution.Kind.SCREENING:
-            screening = _screening_evaluate(campaign=campaign, membership=membership)
-        paused = kind == Solution.Kind.QUALITY_CONTROL and _qc_pause_evaluate(
+            screening = screening_evaluate(campaign=campaign, membership=membership)
+        paused = kind == Solution.Kind.QUALITY_CONTROL and qc_pause_evaluate(
             campaign=campaign, membership=membership
         )
         if campaign.active_learning:
@@ -210,7 +211,7 @@ def _assignment_submit(
     )
 
 
-# The columns of a submitted label, in the order ``_labels_insert`` writes its values
+# The columns of a submitted label, in the order ``labels_insert`` writes its values
 # (``labeling.columns.STEP_LABEL`` checks them at import).
 _LABEL_COLUMNS = STEP_LABEL.insert(
     "assignment_id",
@@ -226,7 +227,7 @@ _LABEL_COLUMNS = STEP_LABEL.insert(
 )
 
 
-def _labels_insert(
+def labels_insert(
     *, assignment_id: int, labels: list[_Label], step_ids: dict[int, int], now: datetime
 ) -> None:
     """Write the submitted labels in one INSERT (the hot path's biggest ORM cost otherwise)."""
@@ -235,7 +236,7 @@ def _labels_insert(
     created = connection.ops.adapt_datetimefield_value(now)
     values = []
     for label in labels:
-        correction = _human_completion(label.human_completion)
+        correction = human_completion_from_text(label.human_completion)
         values += [
             assignment_id,
             step_ids[label.index],
@@ -257,7 +258,7 @@ def _labels_insert(
         )
 
 
-def _steps_with_drafts(*, assignment: Assignment) -> tuple[dict[int, int], dict[int, _Label]]:
+def steps_with_drafts(*, assignment: Assignment) -> tuple[dict[int, int], dict[int, _Label]]:
     """The solution's step ids by index, and the assignment's draft labels, in one query."""
     steps: dict[int, int] = {}
     drafts: dict[int, _Label] = {}
@@ -298,7 +299,7 @@ def _submit_result(*, assignment: Assignment, membership: Membership) -> SubmitR
     )
 
 
-def _labels_final(
+def labels_final(
     *,
     n_steps: int,
     stop_at_first_error: bool,
@@ -408,7 +409,7 @@ def assignment_skip(*, assignment: Assignment, annotator: AbstractBaseUser) -> A
     score is over all of them.
     """
     with transaction.atomic():
-        locked, _ = _assignment_lock(assignment=assignment, annotator=annotator)
+        locked, _ = assignment_lock(assignment=assignment, annotator=annotator)
         if locked.status == Assignment.Status.SKIPPED:
             return locked
         if locked.status in _FINISHED:

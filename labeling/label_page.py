@@ -1,0 +1,123 @@
+"""The labelling page's layout of one assignment: the steps rated so far, the current one, the end,
+and what the page says about them (which steps are missing, what a screen reader hears).
+
+Plain data built from ``labeling.selectors.labelling.AssignmentView``: the views render it, and a
+submission refused for missing ratings says which from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labeling.models import Rating
+from labeling.selectors.labelling import AssignmentView, LabelView
+
+
+@dataclass(frozen=True)
+class PageStep:
+    """One step on the labelling page, with the annotator's own label once rated."""
+
+    index: int
+    text: str
+    label: LabelView | None
+
+    @property
+    def number(self) -> int:
+        return self.index + 1
+
+
+@dataclass(frozen=True)
+class LabelPage:
+    """One assignment as the page lays it out: steps rated so far, the current one, the end.
+
+    Steps are revealed one at a time: the rated prefix, then the current step. The solution is
+    finished when every step is rated or, with stop-at-first-error, when a step is negative.
+    """
+
+    view: AssignmentView
+    rated: list[PageStep]
+    current: PageStep | None
+    found_error: bool
+    submission_key: str
+
+    @classmethod
+    def build(cls, view: AssignmentView) -> LabelPage:
+        labels = {label.step_index: label for label in view.labels}
+        rated: list[PageStep] = []
+        found_error = False
+        for step in view.steps:
+            label = labels.get(step.index)
+            if label is None:
+                break
+            rated.append(PageStep(index=step.index, text=step.text, label=label))
+            if label.rating == Rating.NEGATIVE:
+                found_error = True
+                if view.stop_at_first_error:
+                    break
+        ended = (found_error and view.stop_at_first_error) or len(rated) == len(view.steps)
+        current = None
+        if not ended:
+            step = view.steps[len(rated)]
+            current = PageStep(index=step.index, text=step.text, label=None)
+        return cls(
+            view=view,
+            rated=rated,
+            current=current,
+            found_error=found_error,
+            # One key per assignment: every submission of it from the page (a retried request,
+            # a second tab, the no-JavaScript form) is the same submission.
+            submission_key=f"web-{view.id}-{view.solution_id}",
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.current is None
+
+    @property
+    def last_rated(self) -> PageStep | None:
+        return self.rated[-1] if self.rated else None
+
+    @property
+    def error_step(self) -> PageStep | None:
+        return next((r for r in self.rated if r.label.rating == Rating.NEGATIVE), None)
+
+    @property
+    def missing(self) -> list[int]:
+        """Numbers (from 1) of the steps still to rate before the solution can be submitted."""
+        if self.finished:
+            return []
+        return list(range(len(self.rated) + 1, len(self.view.steps) + 1))
+
+    @property
+    def missing_text(self) -> str:
+        """What Enter says before the solution is finished: which steps are not rated yet."""
+        numbers = self.missing
+        if not numbers:
+            return ""
+        if len(numbers) == 1:
+            which = f"Step {numbers[0]} is"
+        elif len(numbers) == 2:
+            which = f"Steps {numbers[0]} and {numbers[1]} are"
+        else:
+            which = f"Steps {numbers[0]} to {numbers[-1]} are"
+        first_error = " (a negative one ends the solution)" if self.view.stop_at_first_error else ""
+        return (
+            f"Not submitted: {len(self.rated)} of {len(self.view.steps)} steps are rated; "
+            f"{which.lower()} not rated yet. Rate step {numbers[0]} with 1, 2 or 3"
+            f"{first_error}, or give up or report a bad problem below."
+        )
+
+    @property
+    def announcement(self) -> str:
+        """What a screen reader hears after each change (the page's live region reads it)."""
+        parts = []
+        if self.last_rated is not None:
+            last = self.last_rated
+            parts.append(f"Step {last.number} rated {Rating(last.label.rating).label}.")
+        if self.current is not None:
+            parts.append(f"Step {self.current.number} of {len(self.view.steps)}.")
+        elif self.found_error and self.view.stop_at_first_error:
+            parts.append("Error found: add a correction if you like, then submit.")
+        else:
+            parts.append("All steps rated: press Enter to submit.")
+        return " ".join(parts)
