@@ -8,7 +8,8 @@ from django.db import IntegrityError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from common.jobs import job_fail, job_kind_for_model, job_retry
+from common.job_recovery import job_fail, job_retry
+from common.jobs import job_kind_for_model
 from common.models import RecoverableJob
 
 

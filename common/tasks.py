@@ -11,6 +11,6 @@ from celery import shared_task
 @shared_task(name="common.jobs_sweep", ignore_result=True)
 def jobs_sweep_task() -> dict[str, dict[str, int]]:
     """Send again (or fail) every registered kind of job whose worker went silent (beat)."""
-    from common.jobs import jobs_sweep
+    from common.job_recovery import jobs_sweep
 
     return jobs_sweep()

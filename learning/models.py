@@ -63,8 +63,8 @@ class ActiveLearningRun(RecoverableJob):
     The partial unique constraint on ``campaign`` while ``queued`` or ``running`` is the lock that
     keeps two runs of one campaign from overlapping, in every process and on every database. A
     worker that dies cannot hold it forever: the running worker beats ``heartbeat_at``, and the jobs
-    sweep (``common.jobs.jobs_sweep``, kind ``learning.run.AL_RUNS``) re-enqueues a run whose
-    heartbeat is stale, or fails it after ``MAX_ATTEMPTS``, which frees the lock. It is the
+    sweep (``common.job_recovery.jobs_sweep``, kind ``learning.run.AL_RUNS``) re-enqueues a run
+    whose heartbeat is stale, or fails it after ``MAX_ATTEMPTS``, which frees the lock. It is the
     durable-job mechanism of every background job (``common.jobs``, ``RecoverableJob``'s
     ``heartbeat_at``, ``attempts`` and ``error``), under this model's own status names.
     """

@@ -76,3 +76,33 @@ def head_summary(order: Sequence[Scored], *, size: int = HEAD_SIZE) -> dict:
         "scored": len(order),
         "wrong_total": sum(1 for s in order if s.wrong),
     }
+
+
+def interleave(orders: Sequence[Sequence[Scored]], shares: Sequence[float]) -> list[Scored]:
+    """One order from several: position ``k`` goes to the order furthest below its share of the
+    prefix (as ``queue_order`` does for two kinds), which gives its best item not yet placed."""
+    return [s for s, _ in interleave_placed(orders, shares)]
+
+
+def interleave_placed(
+    orders: Sequence[Sequence[Scored]], shares: Sequence[float]
+) -> list[tuple[Scored, int]]:
+    """``interleave``, with the order that placed each item (its index in ``orders``)."""
+    placed: set[int] = set()
+    taken = [0] * len(orders)
+    cursor = [0] * len(orders)
+    out: list[tuple[Scored, int]] = []
+    total = len({s.solution_id for order in orders for s in order})
+    while len(out) < total:
+        k = len(out) + 1
+        live = [i for i in range(len(orders)) if cursor[i] < len(orders[i])]
+        i = max(live, key=lambda i: (shares[i] * k - taken[i], -i))
+        while cursor[i] < len(orders[i]) and orders[i][cursor[i]].solution_id in placed:
+            cursor[i] += 1
+        if cursor[i] >= len(orders[i]):
+            continue
+        s = orders[i][cursor[i]]
+        placed.add(s.solution_id)
+        out.append((s, i))
+        taken[i] += 1
+    return out

@@ -10,15 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from learning.ordering import Scored
+from learning.ordering import Scored, interleave_placed
 from learning.strategies import STRATEGIES, UNIFORM
-
-
-def interleave(orders: Sequence[Sequence[Scored]], shares: Sequence[float]) -> list[Scored]:
-    """One order from several: position ``k`` goes to the order furthest below its share of the
-    prefix (as ``queue_order`` does for two kinds), which gives its best item not yet placed."""
-    return [s for s, _ in _interleave(orders, shares)]
-
 
 STRATEGY_ARM, CONTROL_ARM = "strategy", "control"
 
@@ -56,7 +49,7 @@ def place(
     control = drawn[: round(share * len(drawn))]
     in_control = {s.solution_id for s in control}
     rests = [[s for s in order if s.solution_id not in in_control] for _, order in orders]
-    placed = _interleave([*rests, control], [*weights, share])
+    placed = interleave_placed([*rests, control], [*weights, share])
     names = [name for name, _ in orders] + [CONTROL_ARM]
     return [s for s, _ in placed], [names[k] for _, k in placed]
 
@@ -73,26 +66,3 @@ def with_control(
     position (``STRATEGY_ARM`` or ``CONTROL_ARM``)."""
     queue, placed_by = place([(strategy, order)], [1.0], control_share=share, seed=seed)
     return queue, [arm_of(p) for p in placed_by]
-
-
-def _interleave(
-    orders: Sequence[Sequence[Scored]], shares: Sequence[float]
-) -> list[tuple[Scored, int]]:
-    placed: set[int] = set()
-    taken = [0] * len(orders)
-    cursor = [0] * len(orders)
-    out: list[tuple[Scored, int]] = []
-    total = len({s.solution_id for order in orders for s in order})
-    while len(out) < total:
-        k = len(out) + 1
-        live = [i for i in range(len(orders)) if cursor[i] < len(orders[i])]
-        i = max(live, key=lambda i: (shares[i] * k - taken[i], -i))
-        while cursor[i] < len(orders[i]) and orders[i][cursor[i]].solution_id in placed:
-            cursor[i] += 1
-        if cursor[i] >= len(orders[i]):
-            continue
-        s = orders[i][cursor[i]]
-        placed.add(s.solution_id)
-        out.append((s, i))
-        taken[i] += 1
-    return out

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 from labeling.models import Campaign
-from learning.ordering import Scored, queue_order
+from learning.ordering import Scored, interleave, queue_order
 
 CONVINCING_WRONG = Campaign.Strategy.CONVINCING_WRONG.value
 UNCERTAINTY = Campaign.Strategy.UNCERTAINTY.value
@@ -190,8 +190,6 @@ class Mixed(Strategy):
     settings = (WRONG_SHARE, CONTROL_SHARE)
 
     def order(self, items: Sequence[Scored], *, wrong_share: float, seed: int) -> list[Scored]:
-        from learning.placing import interleave
-
         return interleave(
             [
                 STRATEGIES[UNCERTAINTY].order(items, wrong_share=wrong_share, seed=seed),

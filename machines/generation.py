@@ -32,6 +32,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, F, Q
 
+from common.job_recovery import job_is_silent, job_retry
 from common.jobs import (
     DONE,
     FAILED,
@@ -39,8 +40,6 @@ from common.jobs import (
     JobKind,
     JobPage,
     JobSuperseded,
-    job_is_silent,
-    job_retry,
     job_run,
     stage_pause,
 )
@@ -200,8 +199,8 @@ def generation_job_resume(
     *, job: GenerationJob, enqueue: bool = True, force: bool = False
 ) -> GenerationJob:
     """Queue a job again (finished with samples missing, or failed): it asks only for what is
-    missing. A person's resume starts its attempts afresh (``common.jobs.job_retry``, the one way
-    back to waiting, which the admin's "Retry" takes too).
+    missing. A person's resume starts its attempts afresh (``common.job_recovery.job_retry``, the
+    one way back to waiting, which the admin's "Retry" takes too).
 
     A job whose worker died needs no resume: the jobs' sweep sends it again (``common.jobs``).
     One that is running with a live heartbeat (by the sweep's own rule) is refused, unless

@@ -13,7 +13,7 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from common.jobs import job_kind_sweep
+from common.job_recovery import job_kind_sweep
 from labeling import queue
 from labeling.models import Solution
 from learning.models import ActiveLearningRun, PRMModel

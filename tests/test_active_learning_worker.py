@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from common.jobs import job_kind_sweep
+from common.job_recovery import job_kind_sweep
 from labeling import queue
 from labeling.models import Solution
 from learning.models import ActiveLearningRun, PRMModel

@@ -7,8 +7,7 @@ import math
 import pytest
 
 from labeling.models import Campaign
-from learning.ordering import Scored, queue_order
-from learning.placing import interleave
+from learning.ordering import Scored, interleave, queue_order
 from learning.strategies import NAMES, STRATEGIES, strategy_order
 from prm.metrics import step_entropy
 

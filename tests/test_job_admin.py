@@ -1,5 +1,5 @@
-"""The admin's actions on jobs (common/admin.py, common.jobs.job_retry / job_fail): an operator
-retries a failed job from scratch, or fails a stuck one, whose worker then stops."""
+"""The admin's actions on jobs (common/admin.py, common.job_recovery.job_retry / job_fail): an
+operator retries a failed job from scratch, or fails a stuck one, whose worker then stops."""
 
 from __future__ import annotations
 

@@ -14,16 +14,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from annotators.models import CampaignSnapshot
-from common.jobs import (
-    JobAttempt,
-    JobSuperseded,
-    job_claim,
-    job_is_silent,
-    job_kind_sweep,
-    job_kinds,
-    job_task,
-    jobs_sweep,
-)
+from common.job_recovery import job_is_silent, job_kind_sweep, jobs_sweep
+from common.jobs import JobAttempt, JobSuperseded, job_claim, job_kinds, job_task
 from exports.models import Export
 from exports.services import EXPORT_JOBS, export_run
 from imports.models import ImportJob

@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from common.jobs import job_kind_sweep, job_run
+from common.job_recovery import job_kind_sweep
+from common.jobs import job_run
 from labeling.models import Solution
 from learning.ordering import Scored, queue_order
 from machines.models import ScoringJob, ServedScore
