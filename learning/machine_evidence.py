@@ -62,15 +62,20 @@ def machine_words(*, campaign: Campaign) -> dict[int, dict[int, list[float]]]:
 
 def machine_conflicts(*, campaign: Campaign, scorer) -> dict[int, float]:
     """``machine_conflict`` of every open solution some machine besides the PRM spoke of, with
-    ``scorer`` (the run's PRM) for the PRM's word on each step."""
+    ``scorer`` (the run's PRM) for the PRM's word on each step; without one (no labels to train
+    the campaign's own on yet) the other machines' words alone."""
     words = machine_words(campaign=campaign)
     if not words:
         return {}
-    texts = list(solution_texts(campaign=campaign, ids=set(words)))
-    probs = scorer.score([(problem, steps) for _, problem, steps in texts])
     out: dict[int, float] = {}
-    for (solution_id, _, _), prm in zip(texts, probs, strict=True):
-        conflict = machine_conflict(prm, words[solution_id])
+    if scorer is None:
+        prm_words: dict[int, list[float]] = {}
+    else:
+        texts = list(solution_texts(campaign=campaign, ids=set(words)))
+        probs = scorer.score([(problem, steps) for _, problem, steps in texts])
+        prm_words = {sid: p for (sid, _, _), p in zip(texts, probs, strict=True)}
+    for solution_id, others in words.items():
+        conflict = machine_conflict(prm_words.get(solution_id, []), others)
         if conflict is not None:
             out[solution_id] = conflict
     return out

@@ -96,6 +96,33 @@ def open_scored(
     return scored
 
 
+def open_scored_by(*, campaign: Campaign, step_scores: dict[int, list[float]]) -> list[Scored]:
+    """Every open regular solution scored by another PRM's stored step scores (the served PRM
+    standing in for the campaign's own before it has labels): its score the product of them,
+    its uncertainty their mean entropy (``prm.metrics``); a solution without scores scores 0 (it
+    goes last of its kind) and has no uncertainty. With no scores at all, what the strategies
+    that need no PRM read (the answer's grade, the verifier score)."""
+    from prm.metrics import solution_score, step_entropy
+
+    out = []
+    for pk, correct, verifier in (
+        open_solutions(campaign)
+        .order_by("pk")
+        .values_list("pk", "answer_is_correct", "verifier_score")
+    ):
+        steps = step_scores.get(pk)
+        out.append(
+            Scored(
+                pk,
+                solution_score(steps) if steps is not None else 0.0,
+                correct,
+                uncertainty=step_entropy(steps) if steps is not None else None,
+                verifier_score=verifier,
+            )
+        )
+    return out
+
+
 def solution_texts(*, campaign: Campaign, ids: set[int]) -> Iterator[tuple[int, str, list[str]]]:
     """``(id, problem, steps)`` of the open solutions in ``ids`` that have steps, streamed in id
     order."""

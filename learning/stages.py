@@ -26,7 +26,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,15 +46,19 @@ from learning.auto import AutoChoice, auto_candidates, auto_choice, auto_shares
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary
 from learning.placing import CONTROL_ARM, arm_of, place
-from learning.scoring import campaign_cache_dir, open_scored
+from learning.scoring import campaign_cache_dir, open_scored, open_scored_by
 from learning.strategies import (
     AUTO,
     ENSEMBLE_MEMBERS,
     ENSEMBLE_SPREAD,
     EVIDENCE,
+    PRM,
     SERVED,
+    SIGNALS,
     UNIFORM,
+    VERIFIER,
     signals_of,
+    strategy_get,
     strategy_order,
 )
 
@@ -92,6 +96,9 @@ class RunState:
     order: list[Scored] = field(default_factory=list)
     placed_by: list[str] = field(default_factory=list)
     head: dict = field(default_factory=dict)
+    available: set[str] = field(default_factory=set)  # the signals the campaign has now
+    ordered_by: dict[str, str] = field(default_factory=dict)  # what orders the queue, for the page
+    unordered: str = ""  # why this run leaves the queue as it is (nothing to order it by yet)
 
     @classmethod
     def start(cls, run: ActiveLearningRun, attempt: JobAttempt) -> RunState:
@@ -107,6 +114,12 @@ class RunState:
             model=reusable,
             reused=reusable is not None,
         )
+
+    @property
+    def trains(self) -> bool:
+        """Whether this attempt trains the campaign's own PRM: it has labels to train on and no
+        earlier attempt registered the model."""
+        return not self.reused and bool(self.data)
 
     @property
     def needs(self) -> frozenset[str]:
@@ -132,11 +145,16 @@ class Stage:
 
 
 def _trains(state: RunState) -> bool:
+    return state.trains
+
+
+def _exports(state: RunState) -> bool:
     return not state.reused
 
 
 def export(state: RunState) -> None:
-    """The campaign's submitted labels as a `trl` file, through the exports app's own writer."""
+    """The campaign's submitted labels as a `trl` file, through the exports app's own writer
+    (none yet: the campaign's own PRM does not train, and the run orders by what it has)."""
     from exports.formats import LabelPolicy, write_export
 
     # The operator's list decides (STEPWISE_PRM_BACKBONES): refused before any work.
@@ -153,12 +171,11 @@ def export(state: RunState) -> None:
         policy=LabelPolicy(),
     )
     (entry,) = manifest["files"]
-    if not entry["records"]:
-        raise ValueError("no submitted labels to train on yet")
-    state.data = {
-        "path": state.workdir / entry["name"],
-        "solutions": manifest["counts"]["all"]["solutions"],
-    }
+    if entry["records"]:  # no labels yet is a normal state: the run orders without its own PRM
+        state.data = {
+            "path": state.workdir / entry["name"],
+            "solutions": manifest["counts"]["all"]["solutions"],
+        }
     state.save(training_labels=state.labels)
 
 
@@ -308,42 +325,81 @@ def reuse(state: RunState) -> None:
 def plan(state: RunState) -> None:
     """The strategy this run orders by and, under ``auto``, what it tries beside it and why
     (``learning.auto``, over the estimates the campaign's runs stored, this run's included, and
-    the candidates whose signals the campaign has), and the strategies that place the strategy
-    arm with their shares."""
+    the candidates whose signals the campaign has), the strategies that place the strategy arm
+    with their shares, and what orders the queue: the campaign's own PRM once it has one, before
+    that the served PRM standing in for it. A strategy whose signals the campaign does not have
+    yet leaves the queue as it is (``unordered``)."""
     from prm import feature_cache
 
     campaign = state.campaign
+    served_by = _served_by(campaign)
+    if state.scorer is not None or served_by:
+        state.available.add(PRM)
+    if served_by:
+        state.available.add(SERVED)
+    # The ensemble's members are not kept between attempts: a reused model does not try it.
+    if state.trains and feature_cache.supports(getattr(state.scorer, "backbone", None)):
+        state.available.add(ENSEMBLE_SPREAD)
+    state.available.add(EVIDENCE)  # what the machines said of the steps: none is a normal state
     if campaign.al_strategy != AUTO:
         state.choice = AutoChoice(campaign.al_strategy, "")
     else:
         from learning.selectors import strategy_estimates
 
-        available = set()
-        # The ensemble's members are not kept between attempts: a reused model does not try it.
-        if not state.reused and feature_cache.supports(getattr(state.scorer, "backbone", None)):
-            available.add(ENSEMBLE_SPREAD)
-        if _served_scored(campaign):
-            available.add(SERVED)
         estimates = strategy_estimates(campaign=campaign, including=state.run.pk)
-        state.choice = auto_choice(estimates, auto_candidates(available))
+        state.choice = auto_choice(estimates, auto_candidates(state.available))
     state.shares = auto_shares(state.choice, control_share=campaign.al_control_share)
+    main = strategy_get(state.choice.strategy)
+    missing = sorted(main.needs - state.available)
+    if missing:
+        state.unordered = _unordered_sentence(main.name, missing)
+        state.ordered_by = {"kind": "none", "name": "nothing yet"}
+    elif SERVED in main.signals or (PRM in main.signals and state.scorer is None):
+        state.ordered_by = {"kind": "served", "name": f"the served PRM {served_by}"}
+    elif PRM in main.signals:
+        version = f" v{state.model.version}" if state.model is not None else ""
+        state.ordered_by = {"kind": "own", "name": f"the campaign's own PRM{version}"}
+    elif main.name == VERIFIER:
+        state.ordered_by = {"kind": "verifier", "name": "the imported verifier score"}
+    else:
+        state.ordered_by = {"kind": "uniform", "name": "a uniform random order (no model)"}
 
 
-def _wants(signal: str) -> Callable[[RunState], bool]:
-    return lambda state: signal in state.needs
+def _unordered_sentence(strategy: str, missing: Sequence[str]) -> str:
+    words = {
+        PRM: "a PRM (no labels to train the campaign's own on yet, and no served PRM has scored "
+        "its solutions)",
+        SERVED: "the served PRM's scores (none stored yet: choose a scoring endpoint and score)",
+        ENSEMBLE_SPREAD: "an ensemble (it needs labels and the bow backbone)",
+    }
+    lacking = "; ".join(words.get(m, m) for m in missing)
+    return (
+        f"The queue keeps its order: {strategy} orders by {lacking}. The first run that has it "
+        "orders the queue."
+    )
 
 
 def score(state: RunState) -> None:
-    """Every open regular solution with the run's PRM's score, uncertainty and (with members)
-    the ensemble's disagreement."""
+    """Every open regular solution with the run's PRM's score and uncertainty: the campaign's
+    own PRM's (with members, the ensemble's disagreement too), before it has one the served
+    PRM's, standing in; with neither (a strategy that needs no PRM) they carry no score."""
     counts: dict = {}
-    state.scored = open_scored(
-        campaign=state.campaign,
-        scorer=state.scorer,
-        beat=state.attempt.beat,
-        stats=counts,
-        members=state.members,
-    )
+    if state.scorer is not None:
+        state.scored = open_scored(
+            campaign=state.campaign,
+            scorer=state.scorer,
+            beat=state.attempt.beat,
+            stats=counts,
+            members=state.members,
+        )
+    elif PRM in state.available:
+        from machines.served import served_scores
+
+        served = served_scores(campaign=state.campaign).values_list("solution_id", "step_scores")
+        state.scored = open_scored_by(campaign=state.campaign, step_scores=dict(served))
+        counts["served"] = sum(1 for s in state.scored if s.uncertainty is not None)
+    else:
+        state.scored = open_scored_by(campaign=state.campaign, step_scores={})
     state.timings.update({f"solutions_{k}": v for k, v in counts.items()})
 
 
@@ -363,7 +419,7 @@ def evidence(state: RunState) -> None:
     """What the machines say of the steps, beside the PRM (``machine_conflict``)."""
     from learning.machine_evidence import machine_conflicts
 
-    conflicts = machine_conflicts(campaign=state.campaign, scorer=state.scorer)
+    conflicts = machine_conflicts(campaign=state.campaign, scorer=state.scorer)  # None: no PRM
     for sid, value in conflicts.items():
         state.signals.setdefault(sid, {})["machine_conflict"] = value
     state.timings["solutions_with_machine_evidence"] = len(conflicts)
@@ -396,6 +452,7 @@ def order(state: RunState) -> None:
     head = head_summary(state.order) | {
         "strategy": choice.strategy,
         "control": state.placed_by[:100].count(CONTROL_ARM),
+        "ordered_by": state.ordered_by,
     }
     if choice.reason:
         head["auto"] = choice.reason
@@ -405,29 +462,35 @@ def order(state: RunState) -> None:
 
 
 def write(state: RunState) -> None:
-    """The run's one visible effect, atomically: the new model active, the queue reordered.
+    """The run's one visible effect, atomically: its model (when it has one) active, the queue
+    reordered (when it had something to order it by).
 
     Priorities count down from the number of scored solutions, so the first of the order has
-    the highest and every one is above the default 0 of solutions imported after the run.
-    Deadlocks with concurrent claims (PostgreSQL) are retried.
+    the highest and every one is above the default 0 of solutions imported after the run. A run
+    without a PRM writes no score. Deadlocks with concurrent claims (PostgreSQL) are retried.
     """
     model, n = state.model, len(state.order)
-    assert model is not None
     ids = [s.solution_id for s in state.order]
-    scores = [s.score for s in state.order]
+    has_scores = PRM in state.available
+    scores = [s.score if has_scores else None for s in state.order]
     priorities = [float(n - k) for k in range(n)]
     arms = [(arm_of(p), "" if p == CONTROL_ARM else p) for p in state.placed_by]
+    head = state.head or {"ordered_by": state.ordered_by, "note": state.unordered}
+    if not state.data and not state.reused:
+        head["labels"] = 0
     for try_no in range(3):
         try:
             with transaction.atomic():
                 state.attempt.lock()
-                PRMModel.objects.filter(campaign_id=state.run.campaign_id, is_active=True).exclude(
-                    pk=model.pk
-                ).update(is_active=False)
-                PRMModel.objects.filter(pk=model.pk).update(is_active=True)
-                queue_reorder(ids=ids, scores=scores, priorities=priorities, arms=arms)
+                if model is not None:
+                    PRMModel.objects.filter(
+                        campaign_id=state.run.campaign_id, is_active=True
+                    ).exclude(pk=model.pk).update(is_active=False)
+                    PRMModel.objects.filter(pk=model.pk).update(is_active=True)
+                if not state.unordered:
+                    queue_reorder(ids=ids, scores=scores, priorities=priorities, arms=arms)
                 state.attempt.finish(
-                    DONE, model=model, queue_head=state.head, strategy=state.campaign.al_strategy
+                    DONE, model=model, queue_head=head, strategy=state.campaign.al_strategy
                 )
             return
         except OperationalError as error:
@@ -436,20 +499,28 @@ def write(state: RunState) -> None:
             time.sleep(0.2 * (try_no + 1))
 
 
+def _ordered(state: RunState) -> bool:
+    return not state.unordered
+
+
+def _wants_ordered(signal: str) -> Callable[[RunState], bool]:
+    return lambda state: not state.unordered and signal in state.needs
+
+
 STAGES = (
-    Stage("export", export, when=_trains),
+    Stage("export", export, when=_exports),
     Stage("train", train, when=_trains),
     Stage("evaluate", evaluate, when=_trains),
     Stage("bestofn", best_of_n, when=_trains),
     Stage("efficiency", efficiency, when=_trains),
-    Stage("reuse", reuse, when=lambda state: not _trains(state), timed=False),
+    Stage("reuse", reuse, when=lambda state: state.reused, timed=False),
     Stage("plan", plan, timed=False),
-    Stage("ensemble", ensemble, when=lambda s: _trains(s) and ENSEMBLE_SPREAD in s.needs),
+    Stage("ensemble", ensemble, when=lambda s: s.trains and ENSEMBLE_SPREAD in s.needs),
     Stage("register", register, when=_trains),
-    Stage("score", score),
-    Stage("served", served, when=_wants(SERVED), timed=False),
-    Stage("evidence", evidence, when=_wants(EVIDENCE)),
-    Stage("order", order),
+    Stage("score", score, when=_ordered),
+    Stage("served", served, when=_wants_ordered(SERVED), timed=False),
+    Stage("evidence", evidence, when=_wants_ordered(EVIDENCE)),
+    Stage("order", order, when=_ordered),
     Stage("write", write),
 )
 
@@ -495,7 +566,7 @@ def campaign_efficiency(*, campaign: Campaign, strategy: str, seed: int) -> dict
         )
         if auto:
             tried = {r.placed_by for r in rows if r.arm != CONTROL_ARM}
-            candidates = auto_candidates({SERVED, ENSEMBLE_SPREAD, EVIDENCE})
+            candidates = auto_candidates(SIGNALS)
             trials = {c: measured(rows, c) for c in candidates if c in tried and c != strategy}
             if trials:
                 out["trials"] = trials
@@ -521,18 +592,19 @@ def _placing_strategy(campaign: Campaign) -> str:
     return (last or {}).get("strategy") or UNIFORM
 
 
-def _served_scored(campaign: Campaign) -> bool:
-    """Whether the campaign's served PRM has scored any of its solutions: without its scores an
-    order "by the served PRM" would not be its order, and auto would measure something else."""
-    from learning.selectors import served_count
-    from machines.served import ScoringRefused, campaign_scoring
+def _served_by(campaign: Campaign) -> str:
+    """The campaign's served PRM ("endpoint (model)") when it has scored any of its solutions,
+    else "": without its scores an order "by the served PRM" would not be its order."""
+    from machines.served import ScoringRefused, campaign_scoring, served_scores
 
-    if not campaign.al_scoring_endpoint:
-        return False
     try:
-        return served_count(campaign=campaign, served=campaign_scoring(campaign)) > 0
+        chosen = campaign_scoring(campaign)
     except ScoringRefused:
-        return False
+        return ""
+    if chosen is None or not served_scores(campaign=campaign).exists():
+        return ""
+    endpoint, model = chosen
+    return f"{endpoint.title} ({model})"
 
 
 def _is_checkpoint(name: str) -> bool:

@@ -1,16 +1,20 @@
 """Selection strategies: the order in which a run puts a campaign's open solutions in the queue.
 
 Each strategy is one class here, registered with ``strategy_register``: its name (the
-``Campaign.Strategy`` choice a manager picks), the **signals** it orders by beyond the run's own
-PRM (which the run gathers only when a strategy of the run declares them: ``SERVED``, a PRM
-served elsewhere; ``ENSEMBLE``, PRMs on resamples of the labels; ``EVIDENCE``, what the machines
-said of the steps), the campaign **settings** it reads (the settings form and the page show a
-setting only where the chosen strategy reads it), whether ``auto`` tries it, and ``order``,
-which takes the scored open solutions (``learning.ordering.Scored``) and returns them best first.
+``Campaign.Strategy`` choice a manager picks), the **signals** it orders by (``PRM``, the run's
+PRM; ``SERVED``, a PRM served elsewhere; ``ENSEMBLE_SPREAD``, PRMs on resamples of the labels;
+``EVIDENCE``, what the machines said of the steps), the campaign **settings** it reads (the
+settings form and the page show a setting only where the chosen strategy reads it), whether
+``auto`` tries it, and ``order``, which takes the scored open solutions
+(``learning.ordering.Scored``) and returns them best first.
 The run places one or several orders and a control arm in the queue (``learning.placing``);
 ``auto`` chooses among the registered strategies by what the campaign measured
 (``learning.auto``). ``bench/active_learning.py`` measures them against uniform sampling with
 the same classes.
+
+A run gathers a signal only when a strategy placing its queue declares it, and a strategy whose
+signals the campaign does not have cannot order it (before its first labels, a campaign without a
+served PRM has no PRM at all: ``uniform`` and ``verifier`` still order it).
 
 To add a strategy: write its class (below, or in a module that registers it when the app is
 ready), register it, and give its name and label a choice in ``Campaign.Strategy`` (a migration of
@@ -39,10 +43,13 @@ AUTO = Campaign.Strategy.AUTO.value
 MACHINES_DISAGREE = Campaign.Strategy.MACHINES_DISAGREE.value
 ENSEMBLE_MEMBERS = 4  # bow models on bootstrap resamples of the labels, beside the run's own
 
-# The signals a strategy may order by besides the run's own PRM (which every run scores with).
+# The signals a strategy orders by. ``PRM``: the run's PRM, the campaign's own once it has labels
+# to train on, before that the served PRM standing in for it (``Scored.score``, ``uncertainty``).
+PRM = "prm"
 SERVED = "served"  # the served PRM's scores (``Scored.served_score``)
 ENSEMBLE_SPREAD = "ensemble"  # an ensemble's disagreement (``Scored.disagreement``)
 EVIDENCE = "evidence"  # what the machines say of the steps (``Scored.machine_conflict``)
+SIGNALS = frozenset({PRM, SERVED, ENSEMBLE_SPREAD, EVIDENCE})
 
 # Settings that only some strategies read; every other active-learning setting applies to all.
 WRONG_SHARE = "al_wrong_answer_share"
@@ -65,6 +72,8 @@ class Strategy:
 
     name: ClassVar[str]
     signals: ClassVar[frozenset[str]] = frozenset()
+    # Those of its signals without which it cannot order at all (the others it falls back from).
+    required: ClassVar[frozenset[str] | None] = None  # None: every one
     settings: ClassVar[tuple[str, ...]] = (CONTROL_SHARE,)
     auto_tries: ClassVar[bool] = False  # auto tries it while no strategy pays
 
@@ -74,6 +83,11 @@ class Strategy:
     @property
     def label(self) -> str:
         return str(Campaign.Strategy(self.name).label)
+
+    @property
+    def needs(self) -> frozenset[str]:
+        """The signals it cannot order without."""
+        return self.signals if self.required is None else self.required
 
     def reads(self, setting: str) -> bool:
         """Whether the campaign's ``setting`` changes this strategy's order."""
@@ -133,6 +147,7 @@ class ConvincingWrong(Strategy):
     remainder (``learning.ordering.queue_order``)."""
 
     name = CONVINCING_WRONG
+    signals = frozenset({PRM})
     settings = (WRONG_SHARE, CONTROL_SHARE)
     auto_tries = True
 
@@ -147,6 +162,7 @@ class Uncertainty(Strategy):
     uncertainty)."""
 
     name = UNCERTAINTY
+    signals = frozenset({PRM})
     auto_tries = True
 
     def order(self, items: Sequence[Scored], *, wrong_share: float, seed: int) -> list[Scored]:
@@ -187,6 +203,7 @@ class Mixed(Strategy):
     already placed."""
 
     name = MIXED
+    signals = frozenset({PRM})
     settings = (WRONG_SHARE, CONTROL_SHARE)
 
     def order(self, items: Sequence[Scored], *, wrong_share: float, seed: int) -> list[Scored]:
@@ -223,7 +240,8 @@ class Ensemble(Strategy):
     those with one."""
 
     name = ENSEMBLE
-    signals = frozenset({ENSEMBLE_SPREAD})
+    signals = frozenset({PRM, ENSEMBLE_SPREAD})
+    required = frozenset({PRM})
     auto_tries = True
 
     def order(self, items: Sequence[Scored], *, wrong_share: float, seed: int) -> list[Scored]:
@@ -238,7 +256,8 @@ class MachinesDisagree(Strategy):
     step first, those no machine but the PRM spoke of after them, by the PRM's own entropy."""
 
     name = MACHINES_DISAGREE
-    signals = frozenset({EVIDENCE})
+    signals = frozenset({PRM, EVIDENCE})
+    required = frozenset({PRM})
     settings = (CONTROL_SHARE, *SCORING_ENDPOINT)
 
     def order(self, items: Sequence[Scored], *, wrong_share: float, seed: int) -> list[Scored]:

@@ -10,6 +10,7 @@ of ``common.jobs``).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
@@ -111,28 +112,55 @@ def _labels_trained_on(campaign: Campaign, last: ActiveLearningRun | None) -> in
     return next(iter(newest[:1]), 0)
 
 
+def steers_by_served(campaign: Campaign) -> bool:
+    """Whether the campaign's served PRM orders its queue: it has one, and its strategy orders
+    by it (``served-prm``; ``auto``, which tries it), or the campaign has no PRM of its own yet
+    (the served PRM stands in for it)."""
+    if not campaign.al_scoring_endpoint:
+        return False
+    from learning.strategies import AUTO, SERVED, strategy_get
+
+    strategy = campaign.al_strategy
+    if strategy == AUTO or SERVED in strategy_get(strategy).signals:
+        return True
+    return not campaign.prm_models.filter(is_active=True).exists()
+
+
 def active_learning_after_scoring(*, campaign_id: int, **_) -> ActiveLearningRun | None:
-    """After a served PRM's scores were stored: a campaign that steers by them reorders its
-    queue (a run; its own PRM still trains and is evaluated beside it). Subscribed to
-    ``labeling.events.served_scores_stored``."""
+    """After a served PRM's scores were stored: a campaign it steers reorders its queue (a run;
+    its own PRM trains and is evaluated beside it once there are labels), from the first minute.
+    Subscribed to ``labeling.events.served_scores_stored``."""
     campaign = Campaign.objects.filter(pk=campaign_id, active_learning=True).first()
-    if campaign is None or campaign.al_strategy != Campaign.Strategy.SERVED_PRM:
+    if campaign is None or not steers_by_served(campaign):
         return None
     return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
 
 
-def active_learning_after_import(*, campaign_id: int, **_) -> ActiveLearningRun | None:
-    """After an import added solutions: rescore once a model exists, or train the first one.
+def active_learning_after_import(*, campaign_id: int, **_) -> Any:
+    """After an import added solutions (an upload, a generation, the demo): score them.
 
     Subscribed to ``labeling.events.solutions_imported``. New solutions sit at priority 0, below
     every scored one, until a run scores them; without a run they would wait for the next
-    ``al_retrain_every`` labels. A campaign that has never run but holds submitted labels (an
-    import of labelled data, such as the demo) gets its first run; one without labels has nothing
-    to train on yet (its first run comes from submits).
+    ``al_retrain_every`` labels. A campaign with a served PRM has it score the new solutions (a
+    scoring job that asks only for those it has not scored); when that PRM steers the campaign,
+    the job's end reorders the queue (``active_learning_after_scoring``). Otherwise: a run once
+    a model exists, or the first one when the campaign has never run but holds submitted labels
+    (an import of labelled data, such as the demo); one without labels has nothing to train on
+    yet (its first run comes from submits).
     """
     campaign = Campaign.objects.filter(pk=campaign_id, active_learning=True).first()
     if campaign is None:
         return None
+    if campaign.al_scoring_endpoint:
+        from machines.served import ScoringRefused, scoring_job_start
+
+        try:
+            job = scoring_job_start(campaign=campaign, only_new=True)
+        except ScoringRefused:  # no longer declared: the page says so; the queue goes on
+            log.warning("campaign %s: its served PRM cannot score new solutions", campaign.pk)
+        else:
+            if steers_by_served(campaign):
+                return job
     if campaign.prm_models.filter(is_active=True).exists():
         return active_learning_trigger(campaign=campaign, trigger=ActiveLearningRun.Trigger.AUTO)
     if not campaign.al_runs.exists() and submitted_labels(campaign=campaign) > 0:

@@ -19,6 +19,7 @@ from learning.applies import setting_applies
 from learning.auto import AUTO_RULE
 from learning.bestofn import best_of_n_verdict
 from learning.charts import best_of_n_chart
+from learning.stages import STAGES
 from learning.triggers import active_learning_trigger
 from machines.served import ScoringRefused, campaign_scoring, scoring_job_start
 
@@ -61,6 +62,8 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
         "auto_rule": AUTO_RULE,
         # What auto ordered the queue by and why: the last run that chose.
         "auto_choice": next((r.queue_head["auto"] for r in runs if "auto" in r.queue_head), ""),
+        # What ordered the queue: the latest run that said (a run before labels, too).
+        "ordered": next((r.queue_head for r in runs if r.queue_head.get("ordered_by")), {}),
         "efficiency_run": efficiency_run,
         "efficiency": efficiency_run.data_efficiency if efficiency_run else {},
         "served": served,
@@ -87,25 +90,13 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
         else None,
         "first_error_f1_zero": any(m.metrics.get("first_error_f1") == 0 for m in models),
         # Only the stages some run timed (the ensemble's only where a run ordered by it).
-        "stages": [s for s in STAGES if any(s in run.timings for run in runs)],
+        "stages": [s for s in TIMED if any(s in run.timings for run in runs)],
     }
     return render(request, "learning/active_learning.html", context)
 
 
-STAGES = (
-    "export",
-    "train",
-    "evaluate",
-    "bestofn",
-    "ensemble",
-    "efficiency",
-    "register",
-    "score",
-    "evidence",
-    "order",
-    "write",
-    "total",
-)
+# The stages a run times, in the order it runs them (``learning.stages.STAGES``), and its total.
+TIMED = (*(stage.name for stage in STAGES if stage.timed), "total")
 
 
 @login_required

@@ -192,7 +192,8 @@ class ScoringJob(RecoverableJob):
 
     The endpoint is a declared one, by name (its URL and key stay the operator's); the scores
     it answers are ``ServedScore`` rows tagged with this job, so an attempt that resumes after
-    a killed worker skips every solution an earlier attempt already committed.
+    a killed worker skips every solution an earlier attempt already committed; a job for the
+    new solutions of an import (``only_new``) skips those any job stored.
     """
 
     class Status(models.TextChoices):
@@ -207,6 +208,9 @@ class ScoringJob(RecoverableJob):
     model = models.CharField(max_length=200)
     total = models.PositiveIntegerField(default=0, help_text="Open solutions to score.")
     scored = models.PositiveIntegerField(default=0, help_text="Scored and committed so far.")
+    # Only the solutions this endpoint and model have not scored (the new ones of an import);
+    # a manager's job scores every one again.
+    only_new = models.BooleanField(default=False, db_default=False)
     requests = models.PositiveIntegerField(default=0)
     retries = models.PositiveIntegerField(default=0)
     seconds = models.FloatField(null=True, blank=True)

@@ -287,11 +287,15 @@ def campaign_scoring(campaign: Campaign) -> tuple[Endpoint, str] | None:
 
 
 def scoring_job_start(
-    *, campaign: Campaign, requested_by: AbstractBaseUser | None = None
+    *,
+    campaign: Campaign,
+    requested_by: AbstractBaseUser | None = None,
+    only_new: bool = False,
 ) -> ScoringJob:
     """Queue a scoring job with the campaign's served PRM, or return the one already queued or
-    running (a partial unique constraint keeps one per campaign). Refused when the campaign has
-    no scoring endpoint chosen, or it is no longer declared."""
+    running (a partial unique constraint keeps one per campaign). ``only_new``: only the
+    solutions it has not scored (after an import); else every one (a manager's "Score"). Refused
+    when the campaign has no scoring endpoint chosen, or it is no longer declared."""
     chosen = campaign_scoring(campaign)
     if chosen is None:
         raise ScoringRefused("Choose a scoring endpoint on the campaign's settings first.")
@@ -304,7 +308,11 @@ def scoring_job_start(
     try:
         with transaction.atomic():
             job = ScoringJob.objects.create(
-                campaign=campaign, endpoint=endpoint.name, model=model, requested_by=requested_by
+                campaign=campaign,
+                endpoint=endpoint.name,
+                model=model,
+                requested_by=requested_by,
+                only_new=only_new,
             )
     except IntegrityError:
         if existing := active.first():
@@ -359,8 +367,8 @@ def _texts(ids: Sequence[int]) -> list[tuple[str, list[str]]]:
 
 
 def scoring_work(job: ScoringJob, attempt: JobAttempt) -> None:
-    """Score the campaign's solutions in batches, each committed with the job's progress; skip
-    what an earlier attempt of this job committed. A failed request fails the job with the
+    """Score the campaign's solutions (``only_new``: those the served PRM has not scored) in
+    batches, each committed with the job's progress. A failed request fails the job with the
     reason (no key in it); a later job, or the sweep's next attempt, carries on from there."""
     started = time.perf_counter()
     try:
@@ -369,8 +377,14 @@ def scoring_work(job: ScoringJob, attempt: JobAttempt) -> None:
     except (ScoringRefused, EndpointRefused) as e:
         attempt.fail(f"{e} Nothing was asked.", job)
         return
+    # A job for an import's new solutions asks only for those no other job stored; an attempt
+    # that resumes skips what an earlier attempt of this job committed.
+    stored = ServedScore.objects.filter(campaign=job.campaign, endpoint=endpoint.name, model=model)
     ids = _to_score(job.campaign)
-    done = set(ServedScore.objects.filter(job=job).values_list("solution_id", flat=True))
+    if job.only_new:
+        others = set(stored.exclude(job=job).values_list("solution_id", flat=True))
+        ids = [pk for pk in ids if pk not in others]
+    done = set(stored.filter(job=job).values_list("solution_id", flat=True))
     todo = [pk for pk in ids if pk not in done]
     attempt.update(total=len(ids), scored=len(done & set(ids)))
     batch_size = max(1, settings.STEPWISE_SCORING_BATCH)

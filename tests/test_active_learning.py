@@ -261,13 +261,29 @@ def test_a_message_for_a_finished_or_busy_run_does_nothing(media):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_run_with_nothing_to_train_on_fails_with_a_clear_error(media):
-    campaign = demo_campaign(labelled=False)
-    run = _new_run(campaign)
-    with pytest.raises(ValueError, match="no submitted labels"):
-        active_learning_run(run=run)
-    run.refresh_from_db()
-    assert run.status == "failed" and "no submitted labels to train on yet" in run.error
+def test_a_run_with_nothing_to_train_on_succeeds_and_leaves_the_queue_to_what_can_order_it(media):
+    """No labels is a normal state (issue 38): the run trains nothing and says what orders the
+    queue. A strategy that needs a PRM leaves the queue as it is and says why; one that needs
+    none (uniform) orders it, writing no PRM score."""
+    campaign = demo_campaign(labelled=False, al_strategy="convincing-wrong")
+    before = _open_order(campaign)
+    run = active_learning_run(run=_new_run(campaign))
+    assert run.status == "succeeded", run.error
+    assert run.model is None and run.training_labels == 0
+    assert not PRMModel.objects.filter(campaign=campaign).exists()
+    assert run.queue_head["ordered_by"]["kind"] == "none" and run.queue_head["labels"] == 0
+    assert "convincing-wrong orders by a PRM" in run.queue_head["note"]
+    assert _open_order(campaign) == before
+    assert "train" not in run.timings and "export" in run.timings
+
+    campaign.al_strategy = "uniform"
+    campaign.save()
+    run = active_learning_run(run=_new_run(campaign))
+    assert run.status == "succeeded", run.error
+    assert run.queue_head["ordered_by"]["kind"] == "uniform"
+    order = _open_order(campaign)
+    assert len(order) == len(before) and order != before
+    assert all(score is None for _, _, score, _ in order)
 
 
 # --- recovery ----------------------------------------------------------------------------------
@@ -500,12 +516,15 @@ def test_a_run_orders_by_the_campaigns_strategy_and_stores_the_best_of_n_curve(m
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch):
+def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch, settings):
     """The run hands the scored solutions to the campaign's strategy (scoring stubbed)."""
+    from dataclasses import replace
+
     from learning import stages
     from learning.auto import auto_choice, auto_shares
     from learning.placing import place
     from learning.strategies import AUTO, NAMES, strategy_order
+    from machines.models import ServedScore
 
     campaign = make_campaign(al_control_share=0.0)  # the control arm: test_al_strategies
     solutions = [
@@ -520,12 +539,23 @@ def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch):
     monkeypatch.setattr(stages, "_is_checkpoint", lambda path: True)
     monkeypatch.setattr("prm.load", lambda path: object())
     monkeypatch.setattr(stages, "open_scored", lambda **kwargs: list(scored))
+    # the served PRM's scores, for served-prm (without them it would leave the queue as it is)
+    settings.STEPWISE_ENDPOINTS = [
+        {"name": "prm", "kind": "pooling", "base_url": "http://127.0.0.1:9", "models": ["m"]}
+    ]
+    served = dict(zip((s.pk for s in solutions), (0.2, 0.6, 0.9, 0.4, 0.1), strict=True))
+    for pk, value in served.items():
+        ServedScore.objects.create(
+            campaign=campaign, solution_id=pk, endpoint="prm", model="m", score=value
+        )
     for name in NAMES:
         campaign.al_strategy = name
+        campaign.al_scoring_endpoint = "prm" if name == "served-prm" else ""
         campaign.save()
         run = active_learning_run(run=_new_run(campaign, model=model))
         assert run.status == "succeeded" and run.strategy == name
-        expected = strategy_order(name, scored, wrong_share=0.8, seed=run.pk)
+        items = [replace(s, served_score=served[s.solution_id]) for s in scored]
+        expected = strategy_order(name, items, wrong_share=0.8, seed=run.pk)
         if name == AUTO:  # nothing measured: uniform, and the others tried on 30% of the queue
             shares = auto_shares(
                 auto_choice([], ["convincing-wrong", "uncertainty"]), control_share=0.0
@@ -536,4 +566,4 @@ def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch):
                 control_share=0.0,
                 seed=run.pk,
             )
-        assert [pk for pk, *_ in _open_order(campaign)] == [s.solution_id for s in expected]
+        assert [pk for pk, *_ in _open_order(campaign)] == [s.solution_id for s in expected], name

@@ -20,12 +20,13 @@ WRITE_BATCH = 20000  # rows per bulk UPDATE
 def queue_reorder(
     *,
     ids: Sequence[int],
-    scores: Sequence[float],
+    scores: Sequence[float | None],
     priorities: Sequence[float],
     arms: Sequence[tuple[str, str]] | None = None,
 ) -> None:
-    """Set ``prm_score``, ``priority`` and (given ``arms``: ``(arm, strategy that placed it)``
-    per solution) ``al_arm`` and ``al_placed_by`` of many solutions in bulk.
+    """Set ``prm_score`` (None: no PRM scored it), ``priority`` and (given ``arms``: ``(arm,
+    strategy that placed it)`` per solution) ``al_arm`` and ``al_placed_by`` of many solutions in
+    bulk.
 
     PostgreSQL: one ``UPDATE ... FROM unnest(arrays)`` per batch (a join, no per-row statement);
     SQLite: ``executemany`` of a prepared UPDATE, which SQLite runs in C. Both inside the caller's
