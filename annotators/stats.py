@@ -58,7 +58,7 @@ def _ratio(a: float, b: float) -> float | None:
 def campaign_stats(*, campaign: Campaign) -> dict:
     """Every figure the dashboard, the members list and the agreement page show (JSON-ready)."""
     submitted = Assignment.objects.filter(campaign=campaign, status__in=Assignment.DONE_STATUSES)
-    work = _work(submitted, campaign=campaign)
+    work = work_rows(submitted, campaign=campaign)
     qc_work = qc_assignments(campaign=campaign)
     qc = qc_agreement(campaign=campaign, assignments=qc_work)
     shared = agreement_labels(campaign=campaign)
@@ -139,7 +139,7 @@ def _empty_agreement() -> dict:
     return {"shared": 0, "percent": None, "kappa": None, "alpha": None}
 
 
-def _work(submitted, *, campaign: Campaign) -> dict:
+def work_rows(submitted, *, campaign: Campaign) -> dict:
     """Per day and per annotator: assignments, rated labels, time; medians of seconds per step."""
     rows = submitted.annotate(
         n=Count("labels", filter=Q(labels__rating__isnull=False)),

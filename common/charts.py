@@ -22,7 +22,7 @@ class Bar:
     css: str = ""  # an extra class, e.g. "neg"
 
 
-def _svg(width: int, height: int, title: str, body: list[str]) -> SafeString:
+def svg_document(width: int, height: int, title: str, body: Sequence[str]) -> SafeString:
     head = format_html(
         '<svg class="chart" role="img" viewBox="0 0 {} {}" width="100%" '
         'preserveAspectRatio="xMinYMin meet"><title>{}</title>',
@@ -33,7 +33,7 @@ def _svg(width: int, height: int, title: str, body: list[str]) -> SafeString:
     return mark_safe(head + "".join(body) + "</svg>")  # every part is escaped above
 
 
-def _text(x: float, y: float, text: str, css: str, anchor: str = "start") -> str:
+def svg_text(x: float, y: float, text: str, css: str, anchor: str = "start") -> str:
     return format_html(
         '<text x="{}" y="{}" class="{}" text-anchor="{}">{}</text>',
         f"{x:.1f}",
@@ -55,7 +55,7 @@ def bars_horizontal(*, title: str, bars: Sequence[Bar], width: int = 640) -> Saf
         y = 4 + i * row
         w = max(room * b.value / scale, 1 if b.value else 0)
         label = b.label if len(b.label) <= 24 else b.label[:23] + "…"
-        body.append(_text(label_w - 8, y + 16, label, "label", "end"))
+        body.append(svg_text(label_w - 8, y + 16, label, "label", "end"))
         body.append(
             format_html(
                 '<rect x="{}" y="{}" width="{}" height="{}" class="bar {}"></rect>',
@@ -66,10 +66,10 @@ def bars_horizontal(*, title: str, bars: Sequence[Bar], width: int = 640) -> Saf
                 b.css,
             )
         )
-        body.append(_text(label_w + w + 6, y + 16, b.text, "value"))
+        body.append(svg_text(label_w + w + 6, y + 16, b.text, "value"))
     if not bars:
-        body.append(_text(8, 20, "no data yet", "label"))
-    return _svg(width, height, title, body)
+        body.append(svg_text(8, 20, "no data yet", "label"))
+    return svg_document(width, height, title, body)
 
 
 def _every(n: int, most: int) -> int:
@@ -102,7 +102,7 @@ def columns(
     n = len(points)
     body: list[str] = []
     if not n:
-        return _svg(width, 40, title, [_text(8, 20, "no data yet", "label")])
+        return svg_document(width, 40, title, [svg_text(8, 20, "no data yet", "label")])
     plot_w, plot_h = width - left - right, height - top - bottom
     step = plot_w / n
     scale = max(v for _, v in points) or 1
@@ -131,10 +131,10 @@ def columns(
             )
         )
         if i in values:
-            body.append(_text(x + step / 2, top + plot_h - h - 4, fmt(value), "value", "middle"))
+            body.append(svg_text(x + step / 2, top + plot_h - h - 4, fmt(value), "value", "middle"))
         if i in ticks:
-            body.append(_text(x + step / 2, height - bottom + 16, label, "label", "middle"))
-    return _svg(width, height, title, body)
+            body.append(svg_text(x + step / 2, height - bottom + 16, label, "label", "middle"))
+    return svg_document(width, height, title, body)
 
 
 def floor0(value: float | None) -> float | None:
@@ -156,7 +156,7 @@ def line(
     left, right, top, bottom = 28, 28, 22, 34
     known = [v for _, v in points if v is not None]
     if not known:
-        return _svg(width, 40, title, [_text(8, 20, "no data yet", "label")])
+        return svg_document(width, 40, title, [svg_text(8, 20, "no data yet", "label")])
     n = len(points)
     plot_w, plot_h = width - left - right, height - top - bottom
     scale = y_max if y_max is not None else (max(known) or 1)
@@ -202,11 +202,11 @@ def line(
                 )
             )
             if i in values:
-                body.append(_text(x, y - 7, fmt(v), "value", "middle"))
+                body.append(svg_text(x, y - 7, fmt(v), "value", "middle"))
         if i in ticks:
             x = left + plot_w * (i + 0.5) / n
-            body.append(_text(x, height - bottom + 16, label, "label", "middle"))
-    return _svg(width, height, title, body)
+            body.append(svg_text(x, height - bottom + 16, label, "label", "middle"))
+    return svg_document(width, height, title, body)
 
 
 def sparkline(

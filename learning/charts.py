@@ -15,7 +15,7 @@ import math
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from common.charts import _svg, _text
+from common.charts import svg_document, svg_text
 
 # Each known method's CSS class and dash pattern: the same method looks the same in every run.
 SERIES = {
@@ -84,7 +84,7 @@ def best_of_n_chart(curve: dict, *, width: int = 600, height: int = 280) -> Safe
     ns = curve.get("n") or []
     series = curve.get("accuracy") or {}
     if not ns or not series:
-        return _svg(width, 40, title, [_text(8, 20, "no data yet", "label")])
+        return svg_document(width, 40, title, [svg_text(8, 20, "no data yet", "label")])
     support = curve.get("problems_at_n") or []
     left, right, top, bottom = 58, 44, 12, 46  # right: half of "147 problems" under the last N
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -108,10 +108,10 @@ def best_of_n_chart(curve: dict, *, width: int = 600, height: int = 280) -> Safe
             )
         )
         if tick in (0.0, 0.5, 1.0):
-            body.append(_text(left - 4, y + 4, f"{tick:.0%}", "label", "end"))
+            body.append(svg_text(left - 4, y + 4, f"{tick:.0%}", "label", "end"))
     xs = [xy(n, 0.0)[0] for n in ns]
     for i in _ticks(xs):
-        body.append(_text(xs[i], top + plot_h + 16, f"N={ns[i]}", "label tick-n", "middle"))
+        body.append(svg_text(xs[i], top + plot_h + 16, f"N={ns[i]}", "label tick-n", "middle"))
         if i < len(support) and support[i] is not None:
             body.append(
                 format_html(
@@ -153,7 +153,7 @@ def best_of_n_chart(curve: dict, *, width: int = 600, height: int = 280) -> Safe
     )
     return mark_safe(  # every part is escaped above
         '<figure class="best-of-n">'
-        + _svg(width, height, title, body)
+        + svg_document(width, height, title, body)
         + _legend(curve)
         + note
         + "</figure>"

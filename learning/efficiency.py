@@ -139,7 +139,7 @@ def _held_out_steps(rows: Sequence[ArmLabels]) -> list[tuple[str, bool]]:
     return list(seen.items())
 
 
-def _ratio(strategy_auroc: float, control: Sequence[tuple[float, float]]) -> float:
+def budget_ratio(strategy_auroc: float, control: Sequence[tuple[float, float]]) -> float:
     """The control budget (in strategy budgets) reaching ``strategy_auroc``: interpolated on log
     budget along the control's curve made monotone; censored at its ends."""
     budgets = [f for f, _ in control]
@@ -291,7 +291,7 @@ def data_efficiency(
             h = test
         a_s = steps.auroc(_take(s_rows, m), h)
         curve = [(f, steps.auroc(_take(c_rows, max(1, round(f * m))), h)) for f in FRACTIONS]
-        return _ratio(a_s, curve), a_s, [a for _, a in curve]
+        return budget_ratio(a_s, curve), a_s, [a for _, a in curve]
 
     ratio, strategy_auroc, control_curve = once(None)
     ratios = sorted(once(rng)[0] for _ in range(resamples))

@@ -21,7 +21,8 @@ Two protocols:
 - ``step-scores``: ``POST /score {"model", "problem", "steps": [...]}`` answers
   ``{"scores": [...]}``, one P(correct) in [0, 1] per step, for any other server.
 
-A solution's score is the product of its steps' P(correct), as the campaign's own PRM scores one.
+A solution's score is the product of its steps' P(correct) (``prm.metrics.solution_score``), as the
+campaign's own PRM scores one.
 The key goes only to its endpoint (``Endpoint.client``); no message kept or shown carries it.
 """
 
@@ -60,6 +61,7 @@ from machines.endpoints import (
     endpoints_declared,
 )
 from machines.models import ScoringJob, ServedScore
+from prm.metrics import solution_score
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +87,6 @@ def pooling_text(problem: str, steps: Sequence[str]) -> str:
         f"<|im_start|>user\n{problem}<|im_end|>\n"
         f"<|im_start|>assistant\n{body}<|im_end|>\n"
     )
-
-
-def solution_score(step_scores: Sequence[float]) -> float:
-    """The product of the steps' P(correct) (0 for a solution without steps: nothing to rate)."""
-    if not step_scores:
-        return 0.0
-    return float(math.exp(sum(math.log(max(p, 1e-300)) for p in step_scores)))
 
 
 def _probability(value: Any, where: str) -> float:
@@ -405,7 +400,7 @@ def scoring_work(job: ScoringJob, attempt: JobAttempt) -> None:
                     model=model,
                     job=job,
                     step_scores=[round(p, 6) for p in probs],
-                    score=solution_score(probs),
+                    score=solution_score(probs),  # as the campaign's own PRM scores
                 )
                 for sid, probs in zip(batch, scores, strict=True)
             ]

@@ -52,7 +52,7 @@ def evaluate(
     rows = labelled if split == "all" else [s for s in labelled if _in(s, split)]
     if not rows:
         raise ValueError(f"no labelled rows in split {split!r}")
-    probs = _scores(scorer, rows, cache_dir)
+    probs = step_scores_of(scorer, rows, cache_dir)
     p, y, groups = unique_steps(rows, probs)
     low, high = bootstrap_auroc(y, p, groups, n=bootstrap, seed=seed)
     result: dict[str, Any] = {
@@ -68,7 +68,7 @@ def evaluate(
 
     val_rows = [s for s in labelled if _in(s, "validation")] if split != "validation" else []
     if val_rows:
-        val_probs = _scores(scorer, val_rows, cache_dir)
+        val_probs = step_scores_of(scorer, val_rows, cache_dir)
         threshold = best_first_error_threshold(val_probs, [s.first_error for s in val_rows])
         source = "validation split of this file"
     else:
@@ -101,7 +101,7 @@ def evaluate(
     return result
 
 
-def _scores(
+def step_scores_of(
     scorer: Scorer, rows: list[Solution], cache_dir: str | Path | None
 ) -> list[list[float]]:
     """Each row's calibrated step scores. For backbones with a walker (``bow``) through the

@@ -13,7 +13,7 @@ never by time
 magnitudes, and the parser gets only what it reads cheaply: at most ``MAX_FALLBACK_LENGTH``
 characters, LaTeX commands from ``_FALLBACK_COMMANDS``, and none of the constructs it would
 compute while parsing (large binomial coefficients, substitutions ``|_{x=...}``), see
-:func:`_fallback_refusal`.
+:func:`fallback_refusal`.
 """
 
 from __future__ import annotations
@@ -482,7 +482,7 @@ def load_parser() -> tuple[Any, Any, Any]:  # Any: latex2sympy2_extended has no 
     return parser
 
 
-def _fallback_refusal(part: str) -> str | None:
+def fallback_refusal(part: str) -> str | None:
     """Why latex2sympy may not parse this part (``None``: it may). latex2sympy evaluates some
     things while it parses, where nothing can bound them: each rule here keeps one of those
     small, so the work depends on the part alone and never on a clock."""
@@ -564,7 +564,7 @@ def parse(part: str) -> Expr:
     if _UNSUPPORTED.search(_OWN.sub(" ", part)):
         if not _FALLBACK_ONLY.search(part) or _NOT_FOR_FALLBACK.search(part):
             raise Unevaluable("unsupported notation")
-        refusal = _fallback_refusal(part)
+        refusal = fallback_refusal(part)
         if refusal:
             raise Unevaluable(refusal)
         python = _from_sympy(part)

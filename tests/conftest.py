@@ -103,7 +103,7 @@ def django_db_modify_db_settings(
     django_db_modify_db_settings_parallel_suffix, tmp_path_factory, request
 ):
     """On SQLite, keep the test database in a file instead of memory, copied from a migrated
-    template when there is one (``_sqlite_template``).
+    template when there is one (``sqlite_template``).
 
     A real Celery worker is another process: it can open a file, not this process's memory.
     """
@@ -113,12 +113,12 @@ def django_db_modify_db_settings(
     if db["ENGINE"].endswith("sqlite3") and not db.get("TEST", {}).get("NAME"):
         path = tmp_path_factory.mktemp("db") / "test.sqlite3"
         db.setdefault("TEST", {})["NAME"] = str(path)
-        template = _sqlite_template()
+        template = sqlite_template()
         if template.is_file() and not request.config.getoption("create_db"):
             shutil.copyfile(template, path)
 
 
-def _sqlite_template(root: Path = ROOT) -> Path:
+def sqlite_template(root: Path = ROOT) -> Path:
     """Where the migrated SQLite test database is kept between runs, named by everything its
     contents depend on: every migration file of the project and ``common/migration_ops.py``,
     which they import, the pinned packages (their apps' migrations), Django's, SQLite's and
@@ -165,7 +165,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
     from django.conf import settings
 
     db = settings.DATABASES["default"]
-    template = _sqlite_template()
+    template = sqlite_template()
     if db["ENGINE"].endswith("sqlite3") and not template.is_file():
         template.parent.mkdir(parents=True, exist_ok=True)
         tmp = template.with_name(f"{template.name}.{os.getpid()}.tmp")
@@ -181,7 +181,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
     yield
 
 
-def _database_url(db: dict) -> str:
+def database_url(db: dict) -> str:
     if db["ENGINE"].endswith("sqlite3"):
         return f"sqlite:///{Path(db['NAME']).resolve()}"
     auth = db.get("USER") or ""
@@ -216,7 +216,7 @@ def web_processes(transactional_db, settings, tmp_path):
         port = free_port()
         env = {
             **os.environ,
-            "DATABASE_URL": _database_url(connection.settings_dict),
+            "DATABASE_URL": database_url(connection.settings_dict),
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
             "MEDIA_ROOT": str(settings.MEDIA_ROOT),
@@ -285,7 +285,7 @@ def celery_workers(transactional_db, settings, tmp_path):
         queues = queues or ",".join(settings.STEPWISE_QUEUES)
         env = {
             **os.environ,
-            "DATABASE_URL": _database_url(connection.settings_dict),
+            "DATABASE_URL": database_url(connection.settings_dict),
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
             "MEDIA_ROOT": str(settings.MEDIA_ROOT),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from learning.efficiency import FRACTIONS, ArmLabels, _ratio, data_efficiency, error_yield
+from learning.efficiency import FRACTIONS, ArmLabels, budget_ratio, data_efficiency, error_yield
 
 FIXTURE = Path(__file__).parent / "fixtures" / "prm" / "phase1_trl_small.jsonl"
 
@@ -146,12 +146,14 @@ def test_the_error_yield_waits_for_enough_control_solutions():
 
 def test_the_ratio_is_interpolated_on_log_budget_and_censored_at_the_curves_ends():
     curve = list(zip(FRACTIONS, [0.55, 0.60, 0.65, 0.70], strict=True))
-    assert _ratio(0.65, curve) == pytest.approx(1.0)
-    assert _ratio(0.625, curve) == pytest.approx(2**-0.5)  # halfway between 0.5 and 1 in log
-    assert _ratio(0.50, curve) == FRACTIONS[0]
-    assert _ratio(0.90, curve) == FRACTIONS[-1]
+    assert budget_ratio(0.65, curve) == pytest.approx(1.0)
+    assert budget_ratio(0.625, curve) == pytest.approx(2**-0.5)  # halfway between 0.5 and 1 in log
+    assert budget_ratio(0.50, curve) == FRACTIONS[0]
+    assert budget_ratio(0.90, curve) == FRACTIONS[-1]
     # a curve that dips is read as its running best
-    assert _ratio(0.60, list(zip(FRACTIONS, [0.6, 0.5, 0.7, 0.7], strict=True))) == FRACTIONS[0]
+    assert (
+        budget_ratio(0.60, list(zip(FRACTIONS, [0.6, 0.5, 0.7, 0.7], strict=True))) == FRACTIONS[0]
+    )
 
 
 def test_too_few_control_labels_says_how_many_more_it_needs():

@@ -136,10 +136,10 @@ def test_a_folder_that_is_not_a_model_fails_without_quoting_it(tmp_path):
 
 
 def test_loading_is_forced_offline(monkeypatch):
-    from prm.backbones import _quiet_transformers
+    from prm.backbones import quiet_transformers
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    _quiet_transformers()
+    quiet_transformers()
     import os
 
     assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRANSFORMERS_OFFLINE"] == "1"

@@ -25,7 +25,7 @@ from labeling.models import Solution, Step
 from machines import generation
 from machines.generation import GenerationRefused, generation_job_create, generation_job_run
 from machines.models import PRM800K_PROMPT, GenerationJob
-from tests.conftest import _database_url
+from tests.conftest import database_url
 from tests.factories import make_campaign, make_problem, make_solution
 from tests.generation_servers import (
     Script,
@@ -545,7 +545,7 @@ def test_a_command_killed_half_way_resumes_without_duplicates(tmp_path, settings
     campaign = _campaign(problems=4)
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(connection.settings_dict),
+        "DATABASE_URL": database_url(connection.settings_dict),
         "STEPWISE_VAR_DIR": str(settings.VAR_DIR),
         "DJANGO_SETTINGS_MODULE": "stepwise.settings",
     }

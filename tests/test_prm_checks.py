@@ -9,7 +9,7 @@ import pytest
 import prm
 from prm.backbones import build_backbone
 from prm.checks import CHECKS, SolutionChecks, check_solution
-from prm.latex import Unevaluable, _fallback_refusal, parse, try_parse
+from prm.latex import Unevaluable, fallback_refusal, parse, try_parse
 
 
 def fired(problem: str, steps: list[str]) -> list[str]:
@@ -144,7 +144,7 @@ def test_pathological_input_is_refused_before_any_work(step):
     ],
 )
 def test_the_latex_parser_gets_only_what_it_reads_cheaply(part, refused):
-    assert (_fallback_refusal(part) is not None) is refused
+    assert (fallback_refusal(part) is not None) is refused
 
 
 def test_bounded_operations_refuse_rather_than_compute():

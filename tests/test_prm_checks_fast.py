@@ -141,11 +141,11 @@ def test_compiled_evaluation_gives_the_tree_walks_values_and_errors():
 def test_any_word_finds_what_the_plain_alternation_finds():
     import re
 
-    from prm.checks.base import _HYPOTHESIS, _NEGATION, _SELECTION, any_word
+    from prm.checks.base import HYPOTHESIS_WORDS, NEGATION_WORDS, SELECTION_WORDS, any_word
 
     texts = [text for problem, steps in real_solutions() for text in [problem, *steps]]
     texts += ["NOT so", "Isn't it", "There  are", "there are", "IFFY", "x-if-y", "Works!", "(case)"]
-    for pattern in (_NEGATION, _HYPOTHESIS, _SELECTION):
+    for pattern in (NEGATION_WORDS, HYPOTHESIS_WORDS, SELECTION_WORDS):
         guard = re.fullmatch(r"\\b\(\?=\[([A-Za-z]+)\]\)\(\?:(.*)\)\\b", pattern.pattern, re.S)
         assert guard is not None, pattern.pattern
         plain = re.compile(rf"\b(?:{guard.group(2)})\b", re.I)  # the word list without the guard

@@ -9,10 +9,18 @@ from __future__ import annotations
 import pytest
 
 from prm.checks import solution as solution_module
-from prm.checks.base import _HYPOTHESIS, _NEGATION, _ROUNDING, _SELECTION, Finding, _fmt, close
+from prm.checks.base import (
+    HYPOTHESIS_WORDS,
+    NEGATION_WORDS,
+    ROUNDING_WORDS,
+    SELECTION_WORDS,
+    Finding,
+    close,
+    fmt,
+)
 from prm.checks.solution import SolutionChecks
 from prm.checks.step import read_step
-from prm.checks.words import _number, _plain, _plain_arithmetic, _worded_failures, word_findings
+from prm.checks.words import number_of, plain_arithmetic, plain_text, word_findings, worded_failures
 from prm.features import arithmetic_failures, arithmetic_results
 from tests.test_same_answer_at_any_load import real_solutions
 
@@ -49,22 +57,22 @@ class Unguarded(SolutionChecks):
         super().__init__(problem)
 
     def _check(self, text: str) -> list[Finding]:
-        plain = _plain(text)
-        negated = bool(_NEGATION.search(plain)) or "?" in text
-        hypothesis = negated or bool(_HYPOTHESIS.search(plain))
+        plain = plain_text(text)
+        negated = bool(NEGATION_WORDS.search(plain)) or "?" in text
+        hypothesis = negated or bool(HYPOTHESIS_WORDS.search(plain))
         found = []
-        outside = _plain_arithmetic(text)
+        outside = plain_arithmetic(text)
         if not negated:
-            failures = arithmetic_failures(outside) + _worded_failures(outside)
+            failures = arithmetic_failures(outside) + worded_failures(outside)
             found += [Finding("arithmetic", f"{run} does not hold") for run in failures]
         self.results += arithmetic_results(outside)
         found += word_findings(text)
         facts = read_step(text)
-        rounding = bool(_ROUNDING.search(text))
+        rounding = bool(ROUNDING_WORDS.search(text))
         earlier = list(self.results)
         found += self._learn(facts, quiet=negated, hypothesis=hypothesis, rounding=rounding)
-        numbers = [_number(n) for n in solution_module._STEP_NUMBER.findall(_outside(text))]
-        selects = bool(_SELECTION.search(plain))
+        numbers = [number_of(n) for n in solution_module._STEP_NUMBER.findall(_outside(text))]
+        selects = bool(SELECTION_WORDS.search(plain))
         if facts.answer is not None and earlier and facts.bare_answer and not (negated or selects):
             answer = facts.answer
             values = self.results + numbers
@@ -75,7 +83,7 @@ class Unguarded(SolutionChecks):
                 or (facts.answer_percent and close(v, answer * 100, rounding=rounding))
                 for v in values
             ):
-                reason = f"the answer {facts.answer_text} is not {_fmt(earlier[-1])}, found last"
+                reason = f"the answer {facts.answer_text} is not {fmt(earlier[-1])}, found last"
                 found.append(Finding("final_answer", reason))
         self.previous_numbers = numbers
         self.results_before_previous = len(earlier)
@@ -123,7 +131,7 @@ def test_every_step_gets_the_findings_and_verified_count_of_the_unguarded_checks
 
 def test_a_step_without_claims_leaves_its_words_unread(monkeypatch):
     read = []
-    monkeypatch.setattr(solution_module, "_plain", lambda text: read.append(text) or text)
+    monkeypatch.setattr(solution_module, "plain_text", lambda text: read.append(text) or text)
     checks = SolutionChecks("What is $6 \\times 7$?")
     checks.step("I notice that the product of the two numbers is $42$.")
     assert read == []

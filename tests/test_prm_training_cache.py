@@ -198,7 +198,7 @@ def test_two_processes_training_at_once_share_the_cache_safely(tmp_path):
 
 
 def test_evaluation_reads_the_training_cache_and_keeps_what_training_kept(dataset, tmp_path):
-    from prm.evaluation import _scores
+    from prm.evaluation import step_scores_of
 
     cache = tmp_path / "cache"
     prm.train(dataset, tmp_path / "m", epochs=2, progress=False, cache_dir=str(cache))
@@ -208,7 +208,7 @@ def test_evaluation_reads_the_training_cache_and_keeps_what_training_kept(datase
     assert cached == plain
     test_rows = dataset.split("test")
     for mine, theirs in zip(
-        _scores(scorer, test_rows, cache), scorer.score(test_rows), strict=True
+        step_scores_of(scorer, test_rows, cache), scorer.score(test_rows), strict=True
     ):
         assert mine == pytest.approx(theirs, rel=1e-6, abs=1e-9)
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from annotators.quality import block_size, quality_over_time, trend
 from annotators.snapshots import snapshot_request, snapshot_run
-from annotators.stats import _work, agreement_labels, campaign_stats, qc_assignments
+from annotators.stats import agreement_labels, campaign_stats, qc_assignments, work_rows
 from labeling.models import Adjudication, Assignment, Membership, Step, StepLabel
 from tests.factories import (
     make_campaign,
@@ -75,7 +75,7 @@ def test_the_blocks_have_the_exact_figures(known):
         campaign=campaign,
         qc=qc_assignments(campaign=campaign),
         shared=agreement_labels(campaign=campaign),
-        work=_work(submitted, campaign=campaign)["blocks_work"],
+        work=work_rows(submitted, campaign=campaign)["blocks_work"],
         qc_block=2,
         work_block=2,
     )

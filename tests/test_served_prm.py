@@ -28,8 +28,8 @@ from machines.served import (
     pooling_text,
     scoring_job_run,
     scoring_job_start,
-    solution_score,
 )
+from prm.metrics import solution_score
 from tests.factories import make_campaign, make_member, make_solution, make_user
 from tests.pooling_server import PoolingServer, Script, TinyPRM
 

@@ -21,7 +21,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from labeling.models import Membership
-from tests.conftest import _database_url, free_port
+from tests.conftest import database_url, free_port
 from tests.factories import make_campaign, make_member, make_token
 
 pytestmark = [pytest.mark.celery, pytest.mark.postgres, pytest.mark.slow]
@@ -45,7 +45,7 @@ def stack(transactional_db, settings, tmp_path):
     env = {
         **os.environ,
         "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
-        "DATABASE_URL": _database_url(connection.settings_dict),
+        "DATABASE_URL": database_url(connection.settings_dict),
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         "STEPWISE_VAR_DIR": str(var),
         "MEDIA_ROOT": str(var / "media"),

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import _sqlite_template
+from tests.conftest import sqlite_template
 
 
 def test_a_changed_or_added_migration_or_lock_file_names_another_template(tmp_path):
@@ -13,15 +13,15 @@ def test_a_changed_or_added_migration_or_lock_file_names_another_template(tmp_pa
     first.write_text("operations = []\n")
     (tmp_path / "common" / "migration_ops.py").write_text("")
     (tmp_path / "requirements.lock").write_text("django==5.2\n")
-    names = [_sqlite_template(tmp_path)]
-    assert _sqlite_template(tmp_path) == names[0]  # the same inputs, the same template
+    names = [sqlite_template(tmp_path)]
+    assert sqlite_template(tmp_path) == names[0]  # the same inputs, the same template
     first.write_text("operations = ['changed']\n")
-    names.append(_sqlite_template(tmp_path))
+    names.append(sqlite_template(tmp_path))
     (tmp_path / "app" / "migrations" / "0002_more.py").write_text("operations = []\n")
-    names.append(_sqlite_template(tmp_path))
+    names.append(sqlite_template(tmp_path))
     (tmp_path / "common" / "migration_ops.py").write_text("# changed\n")
-    names.append(_sqlite_template(tmp_path))
+    names.append(sqlite_template(tmp_path))
     (tmp_path / "requirements.lock").write_text("django==5.2.1\n")
-    names.append(_sqlite_template(tmp_path))
+    names.append(sqlite_template(tmp_path))
     assert len(set(names)) == len(names)
     assert all(n.parent == tmp_path / "var" / "test-databases" for n in names)

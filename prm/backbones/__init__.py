@@ -24,7 +24,7 @@ from prm.backbones.base import STRUCTURE_BUCKETS, Backbone, Item
 from prm.backbones.bow import BowBackbone
 from prm.backbones.hf import BackboneLoadError, HFTokenBackbone
 from prm.backbones.minilm import MiniLMBackbone, minilm_path
-from prm.backbones.minilm import _quiet_transformers as _quiet_transformers  # tests use it
+from prm.backbones.minilm import quiet_transformers as quiet_transformers  # tests use it
 from prm.features import FEATURES_VERSION
 
 __all__ = [

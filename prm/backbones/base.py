@@ -46,11 +46,11 @@ def _structure_id(token: str) -> int:
     return stable_hash("s:" + token) % STRUCTURE_BUCKETS
 
 
-def _structure_ids(tokens_: list[str]) -> list[int]:
+def structure_ids(tokens_: list[str]) -> list[int]:
     return [_structure_id(t) for t in tokens_]
 
 
-class _HashCache(dict[str, int]):
+class HashCache(dict[str, int]):
     """token -> stable hash, computed on first use (hashing dominates featurisation)."""
 
     def __missing__(self, token: str) -> int:
@@ -58,7 +58,7 @@ class _HashCache(dict[str, int]):
         return value
 
 
-def _prefix_keys(problem: str, steps: Sequence[str]) -> list[tuple[str, int, str]]:
+def prefix_keys(problem: str, steps: Sequence[str]) -> list[tuple[str, int, str]]:
     """A key per step for "same problem, same previous steps, same step", in O(1) per step.
 
     The previous steps enter through a hash chain (exact on the problem and the step itself), so
@@ -104,7 +104,7 @@ def fork_state(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _bag(lists: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+def bagged(lists: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """Flat ids and offsets for ``nn.EmbeddingBag``."""
     offsets = [0]
     for ids in lists[:-1]:

