@@ -65,7 +65,7 @@ from labeling.queue.gold import (
     gold_score,
     gold_set_warnings,
 )
-from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
+from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim, membership_pause
 from labeling.queue.phase1 import (
     Phase1View,
     candidate_choose,
@@ -122,6 +122,7 @@ __all__ = [
     "gold_set_warnings",
     "human_completion_load",
     "leases_reclaim",
+    "membership_pause",
     "model_columns",
     "model_fetch",
     "model_from_row",
