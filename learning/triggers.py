@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
 from common.jobs import JobKind, JobPage
-from labeling.models import Assignment, Campaign, StepLabel
+from labeling.models import Campaign, StepLabel
 from labeling.permissions import MANAGE
 from learning.models import ActiveLearningRun
 
@@ -92,11 +92,7 @@ def submitted_labels(*, campaign: Campaign, since=None) -> int:
     the ``(campaign, submitted_at)`` index, so the check after each submit stays cheap however
     many labels the campaign has.
     """
-    labels = StepLabel.objects.filter(
-        assignment__campaign=campaign,
-        assignment__status=Assignment.Status.SUBMITTED,
-        rating__isnull=False,
-    )
+    labels = StepLabel.objects.submitted_rated().filter(assignment__campaign=campaign)
     if since is not None:
         labels = labels.filter(assignment__submitted_at__gt=since)
     return labels.count()

@@ -221,9 +221,11 @@ def solutions_make_gold(
         ids = _locked_ids(solutions.filter(campaign=campaign))
         for chunk in _chunks(ids):
             ratings: dict[int, list[int | None]] = {}
-            for step_id, rating in StepLabel.objects.filter(
-                assignment__solution_id__in=chunk, assignment__status=Assignment.Status.SUBMITTED
-            ).values_list("step_id", "rating"):
+            for step_id, rating in (
+                StepLabel.objects.submitted()
+                .filter(assignment__solution_id__in=chunk)
+                .values_list("step_id", "rating")
+            ):
                 ratings.setdefault(step_id, []).append(rating)
             steps = list(Step.objects.filter(solution_id__in=chunk))
             gold = {}
