@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections import Counter
 
 from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
+from labeling.consensus import plurality_rating
 from labeling.curation.filters import SolutionFilter
 from labeling.grading import solutions_grade
 from labeling.models import (
@@ -197,22 +197,13 @@ def solution_gold_set(*, solution: Solution, kind: str, gold: list[int | None]) 
     return solution
 
 
-def consensus(ratings: list[int | None]) -> int | None:
-    """The majority rating of a step (ties: the more negative); None when nobody rated it."""
-    rated = [r for r in ratings if r is not None]
-    if not rated:
-        return None
-    counts = Counter(rated)
-    best = max(counts.values())
-    return min(r for r, n in counts.items() if n == best)
-
-
 def solutions_make_gold(
     *, campaign: Campaign, solutions: QuerySet, kind: str, actor=None, progress=None
 ) -> int:
     """Make solutions quality-control or screening questions whose gold is the consensus of
-    their submitted ratings (majority per step, ties to the more negative; a step nobody rated
-    has no gold). A solution nobody rated is left as it is. Returns how many became gold.
+    their submitted ratings (``labeling.consensus.plurality_rating`` per step: ties to the more
+    negative; a step nobody rated has no gold). A solution nobody rated is left as it is. Returns
+    how many became gold.
     """
     if kind not in (Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING):
         raise ValueError(f"Gold is qc or screening, not {kind!r}.")
@@ -230,7 +221,7 @@ def solutions_make_gold(
             steps = list(Step.objects.filter(solution_id__in=chunk))
             gold = {}
             for step in steps:
-                step.gold_rating = consensus(ratings.get(step.pk, []))
+                step.gold_rating = plurality_rating(ratings.get(step.pk, []))
                 if step.gold_rating is not None:
                     gold[step.solution_id] = True
             Step.objects.bulk_update(

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from common.endpoints import CHAT, endpoints_of
 from common.pages import query_id
+from labeling.consensus import plurality_rating
 from labeling.curation import actions, filters, history
 from labeling.models import (
     Assignment,
@@ -403,7 +404,7 @@ def _item_context(campaign, solution: Solution) -> dict:
                 step=step,
                 labels=cells,
                 scores=[s[step.index] if step.index < len(s) else None for s in scores.values()],
-                consensus=actions.consensus([c.rating if c else None for c in cells]),
+                consensus=plurality_rating(c.rating if c else None for c in cells),
                 evidence=evidence.get(step.pk, []),
             )
         )
@@ -533,7 +534,7 @@ def _gold_from(solution: Solution, source: str) -> list[int | None]:
             "step_id", "rating"
         ):
             by_step.setdefault(step_id, []).append(rating)
-        return [actions.consensus(by_step.get(step_id, [])) for step_id, _ in steps]
+        return [plurality_rating(by_step.get(step_id, [])) for step_id, _ in steps]
     if not is_db_id(source) or not submitted.filter(pk=int(source)).exists():
         raise actions.CurationError("Choose a submitted assignment of this solution.")
     ratings = dict(
