@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from labeling.models.campaigns import Campaign, FinishReason, Rating
 from labeling.models.solutions import Solution, Step
+from labeling.prm800k_steps import completions_join
 
 
 class AssignmentQuerySet(models.QuerySet):
@@ -294,11 +295,8 @@ class StepLabel(models.Model):
 
     def completions(self, step_text: str) -> list[dict]:
         """PRM800K's ``completions`` list: the alternatives with the step's own one in place."""
-        out = list(self.alternatives)
-        if self.completion_index is not None:
-            own = {"text": step_text, "rating": self.rating, "flagged": self.flagged}
-            out.insert(self.completion_index, own)
-        return out
+        own = {"text": step_text, "rating": self.rating, "flagged": self.flagged}
+        return completions_join(self.alternatives, self.completion_index, own)
 
 
 class Review(models.Model):
