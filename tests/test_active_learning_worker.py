@@ -21,7 +21,7 @@ from learning.run import active_learning_run
 from learning.triggers import AL_RUNS, active_learning_trigger, submitted_labels
 from tests.al_data import demo_campaign
 from tests.factories import make_member, submit_ratings
-from tests.waiting import wait_until
+from tests.waiting import log_tail, wait_until
 
 DEADLINE_S = 240  # a failure bound, not a performance assertion
 
@@ -41,12 +41,7 @@ def workers(celery_workers):
 
 def _wait(predicate, *, proc, what: str):
     return wait_until(
-        predicate,
-        what=what,
-        seconds=DEADLINE_S,
-        every=0.05,
-        processes=[proc],
-        log=lambda: proc.log_path.read_text(errors="replace")[-5000:],
+        predicate, what=what, seconds=DEADLINE_S, every=0.05, processes=[proc], log=log_tail(proc)
     )
 
 

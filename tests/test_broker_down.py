@@ -19,7 +19,7 @@ from imports.models import ImportJob
 from labeling.models import Membership, Solution
 from tests.conftest import FIXTURES, free_port
 from tests.factories import make_campaign, make_labelled, make_member, make_solution, make_token
-from tests.waiting import wait_until
+from tests.waiting import log_tail, wait_until
 
 pytestmark = [
     pytest.mark.celery,
@@ -125,7 +125,7 @@ def test_work_posted_while_the_broker_is_down_gets_its_id_and_runs_once_when_it_
         seconds=DEADLINE_S,
         every=0.2,
         processes=[worker],
-        log=lambda: worker.log_path.read_text(errors="replace")[-5000:],
+        log=log_tail(worker),
     )
 
     assert export.status == "done", export.error

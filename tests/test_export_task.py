@@ -11,7 +11,7 @@ from common.jobs import job_task
 from exports.models import Export
 from exports.services import EXPORT_JOBS, export_create
 from tests.factories import make_campaign, make_labelled, make_solution
-from tests.waiting import wait_until
+from tests.waiting import log_tail, wait_until
 
 WORKER_DEADLINE_S = 120  # a failure bound, not a performance assertion
 
@@ -45,7 +45,7 @@ def test_a_celery_worker_process_runs_an_export_enqueued_on_commit(media, celery
         seconds=WORKER_DEADLINE_S,
         every=0.2,
         processes=[celery_worker_process],
-        log=lambda: celery_worker_process.log_path.read_text(errors="replace"),
+        log=log_tail(celery_worker_process),
     )
     log = celery_worker_process.log_path.read_text(errors="replace")
     assert export.status == Export.Status.DONE, f"export {export.status}: {export.error}\n{log}"

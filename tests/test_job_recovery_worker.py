@@ -37,7 +37,7 @@ from tests.al_data import demo_campaign
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_problem, make_solution
 from tests.generation_servers import StubServer
-from tests.waiting import wait_until
+from tests.waiting import log_tail, wait_until
 
 pytestmark = [pytest.mark.celery, pytest.mark.slow]
 
@@ -62,12 +62,7 @@ def media(settings, tmp_path):
 
 def _wait(predicate, *, proc, what: str):
     return wait_until(
-        predicate,
-        what=what,
-        seconds=DEADLINE_S,
-        every=0.1,
-        processes=[proc],
-        log=lambda: proc.log_path.read_text(errors="replace")[-5000:],
+        predicate, what=what, seconds=DEADLINE_S, every=0.1, processes=[proc], log=log_tail(proc)
     )
 
 

@@ -20,7 +20,7 @@ from labeling.models import Membership
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_member, make_problem, make_solution
 from tests.generation_servers import StubServer
-from tests.waiting import wait_until
+from tests.waiting import log_tail, wait_until
 
 pytestmark = [pytest.mark.celery, pytest.mark.slow]
 
@@ -38,11 +38,7 @@ def media(settings, tmp_path):
 
 def _wait(predicate, *, procs, what: str):
     return wait_until(
-        predicate,
-        what=what,
-        seconds=DEADLINE_S,
-        processes=procs,
-        log=lambda: "\n".join(p.log_path.read_text(errors="replace")[-3000:] for p in procs),
+        predicate, what=what, seconds=DEADLINE_S, processes=procs, log=log_tail(*procs, chars=3000)
     )
 
 

@@ -120,7 +120,7 @@ RULES = (
     Rule(
         "the labelling page's submission fields and early finishes (labeling/_submit_fields.html, "
         "labeling/_finish_early.html)",
-        ("templates/labeling/_submit_fields.html", "templates/labeling/_finish_early.html"),
+        ("templates/labeling/_submit_fields.html",),
         re.compile(r"name=\"(finish_reason|submission_key|total_time_ms)\""),
         '<input type="hidden" name="finish_reason" value="give_up">',
         where=("templates",),

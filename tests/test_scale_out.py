@@ -20,7 +20,7 @@ from django.db import connection
 from labeling.models import Assignment
 from learning.triggers import submitted_labels
 from tests.factories import make_campaign, make_member, make_token
-from tests.waiting import wait_until
+from tests.waiting import log_tail, wait_until
 
 pytestmark = [pytest.mark.celery, pytest.mark.postgres, pytest.mark.slow]
 
@@ -77,8 +77,7 @@ class Cluster:
             return last[0] if until(last[0]) else None
 
         def logs() -> str:
-            tails = (w.log_path.read_text(errors="replace")[-3000:] for w in self.workers)
-            return f"last answer: {last}\n" + "\n".join(tails)
+            return f"last answer: {last}\n" + log_tail(*self.workers, chars=3000)()
 
         return wait_until(
             answered, what=what, seconds=DEADLINE_S, every=0.3, processes=self.workers, log=logs

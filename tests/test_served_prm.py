@@ -30,7 +30,7 @@ from learning.served import (
 )
 from tests.factories import make_campaign, make_member, make_solution, make_user
 from tests.pooling_server import PoolingServer, Script, TinyPRM
-from tests.waiting import wait_until
+from tests.waiting import log_tail, wait_until
 
 KEY = "sk-served-prm-secret-0123456789"
 
@@ -188,7 +188,7 @@ def test_a_killed_worker_s_job_resumes_without_scoring_anything_twice(
             what="60 solutions scored",
             seconds=30,
             processes=[worker],
-            log=lambda: worker.log_path.read_text()[-3000:],
+            log=log_tail(worker, chars=3000),
         )
         committed = set(ServedScore.objects.filter(job=job).values_list("solution_id", flat=True))
         assert len(committed) == 60

@@ -22,7 +22,7 @@ from imports.services import import_job_create, import_job_run
 from imports.splitting import SplitError, check_mode, split_texts
 from labeling.models import Step
 from tests.factories import make_campaign, make_member
-from tests.waiting import wait_until
+from tests.waiting import log_tail, wait_until
 
 CATASTROPHIC = "(a+)+$"
 RUN = "a" * 5000 + "!"
@@ -137,7 +137,7 @@ def test_a_worker_splits_with_the_catastrophic_pattern(
         seconds=180,  # the worker's start-up, not the split
         every=0.2,
         processes=[celery_worker_process],
-        log=lambda: celery_worker_process.log_path.read_text(errors="replace"),
+        log=log_tail(celery_worker_process),
     )
     log = celery_worker_process.log_path.read_text(errors="replace")
     assert job.status == "done", f"{job.status}: {job.errors}\n{log}"

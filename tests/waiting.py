@@ -47,6 +47,12 @@ def wait_until(
     pytest.fail(f"{reason} {what}" + (f"\n{log()}" if log else ""))
 
 
+def log_tail(*processes: Any, chars: int = 5000) -> Callable[[], str]:
+    """The end of each worker's log (``log_path``, as the worker fixtures give it), read when
+    a wait fails."""
+    return lambda: "\n".join(p.log_path.read_text(errors="replace")[-chars:] for p in processes)
+
+
 def answers(call: Callable[[], T], *errors: type[BaseException]) -> Callable[[], T | None]:
     """``call`` as a condition that is not met (None) while it raises one of ``errors``: a server
     still starting refuses connections."""
