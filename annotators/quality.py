@@ -15,8 +15,9 @@ of one size again), so a series keeps at most 24 points. Two kinds of block:
   everyone's unscreened first work and is left out, as in the agreement figures), with
 
   - *agreement with the consensus*: the share of their rated steps that match the other
-    annotators' consensus, the rating a strict majority of the others gave (a step without one,
-    or rated by nobody else, is not counted);
+    annotators' consensus, the rating a strict majority of the others gave
+    (``labeling.consensus.strict_majority_rating``; a step without one, or rated by nobody else,
+    is not counted);
   - *agreement with adjudication*: the share of their rated steps that carry a reviewer's current
     decision (``Adjudication``) and match it;
   - *seconds per step*: the median over the block's timed solutions of a solution's time over
@@ -36,6 +37,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
+from labeling.consensus import strict_majority_rating
 from labeling.gold.scores import gold_score
 from labeling.models import Adjudication, Assignment, Campaign, Solution, StepLabel
 
@@ -204,13 +206,11 @@ def _consensus_by_assignment(shared) -> dict[int, tuple[int, int]]:
             mine[uid][rating + 1] += 1
         for uid, rating, aid in ratings:
             own = mine[uid]
-            others = [total[i] - own[i] for i in range(3)]
-            n = sum(others)
-            best = max(others)
-            if not n or 2 * best <= n:
+            majority = strict_majority_rating([total[i] - own[i] for i in range(3)])
+            if majority is None:
                 continue
             counted = out[aid]
-            counted[0] += others[rating + 1] == best
+            counted[0] += rating == majority
             counted[1] += 1
     return {aid: (a, c) for aid, (a, c) in out.items()}
 

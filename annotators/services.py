@@ -18,12 +18,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotators.models import ApiToken
-from labeling.models import (
-    Assignment,
-    Campaign,
-    Invitation,
-    Membership,
-)
+from labeling.models import Campaign, Invitation, Membership
+from labeling.queue import membership_pause
 
 log = logging.getLogger(__name__)
 
@@ -223,26 +219,18 @@ def membership_update(
                 raise ManageError("A campaign needs an active manager: appoint another one first.")
         if role != Role.ANNOTATOR and locked.screening == Membership.Screening.PENDING:
             locked.screening = Membership.Screening.PASSED
-        changes = ["role", "status", "screening"]
-        if status != locked.status and status == Membership.Status.PAUSED:
-            # Paused by hand: when is recorded, and no rule's reason or figures.
-            locked.paused_at, locked.pause_reason, locked.pause_figures = timezone.now(), "", None
-            changes += ["paused_at", "pause_reason", "pause_figures"]
-        elif locked.status == Membership.Status.PAUSED and status == Membership.Status.ACTIVE:
+        changes = ["role", "screening"]
+        if locked.status == Membership.Status.PAUSED and status == Membership.Status.ACTIVE:
             # The QC pause rule starts afresh: only QC questions answered from now count.
             locked.resumed_at = timezone.now()
             changes.append("resumed_at")
-        locked.role, locked.status = role, status
+        locked.role = role
+        if status == Membership.Status.ACTIVE:
+            locked.status = status
+            changes.append("status")
         locked.save(update_fields=changes)
         if status != Membership.Status.ACTIVE:
-            # Expire their live leases; the queue's own reclaim releases the slots below.
-            Assignment.objects.filter(
-                campaign_id=locked.campaign_id,
-                annotator_id=locked.user_id,
-                status=Assignment.Status.LEASED,
-            ).update(lease_expires_at=timezone.now())
-    if status != Membership.Status.ACTIVE:
-        from labeling.queue import leases_reclaim
-
-        leases_reclaim(campaign=locked.campaign, limit=None)
+            # Paused by hand (no rule's reason or figures) or removed: their leases end and
+            # the solutions they held go back to the queue at once.
+            membership_pause(membership=locked, status=status)
     return locked

@@ -6,6 +6,8 @@ Same services as the page (``exports.services.export_create``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
@@ -17,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from common.api import CursorListView, idempotent_job
+from exports.formats.options import FORMAT_OPTIONS, FormatOption, options_refused
 from exports.formats.registry import FORMATS
 from exports.models import Export
 from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
@@ -89,7 +92,19 @@ def policy_field(option: Option) -> serializers.Field:
     return number(min_value=option.min_value, max_value=option.max_value, **common)
 
 
-FORMAT_OPTION_FIELDS = ("step_tag", "tokenizer", "max_length", "step_separator", "keep_labels")
+def format_option_field(option: FormatOption) -> serializers.Field:
+    """The serializer field of one format option, from its declaration (absent: its default;
+    the service refuses a tokenizer the operator did not declare)."""
+    common: dict[str, Any] = {"required": False, "help_text": f"{option.scope}: {option.help}"}
+    if option.type is bool:
+        return serializers.BooleanField(**common)
+    if option.type is int:
+        return serializers.IntegerField(
+            min_value=option.min_value, max_value=option.max_value, **common
+        )
+    return serializers.CharField(
+        max_length=option.max_chars, trim_whitespace=not option.keep_spaces, **common
+    )
 
 
 class ExportCreateSerializer(serializers.Serializer):
@@ -102,36 +117,13 @@ class ExportCreateSerializer(serializers.Serializer):
         "parameters (`/api/campaigns/{slug}/solutions/`), each a string or a list of strings, "
         'e.g. {"answer": "wrong", "negative": "true", "id": ["12", "15"]}.',
     )
-    step_tag = serializers.CharField(
-        max_length=20, required=False, trim_whitespace=False, help_text="math-shepherd only."
-    )
-    tokenizer = serializers.CharField(
-        max_length=200,
-        required=False,
-        help_text="trl and trl-parquet only: a tokenizer the operator declared "
-        "(STEPWISE_EXPORT_TOKENIZERS); the manifest's length_check counts the labels TRL's "
-        "PRMTrainer would cut off at max_length.",
-    )
-    max_length = serializers.IntegerField(
-        min_value=8, max_value=1_000_000, required=False, help_text="PRMConfig.max_length."
-    )
-    step_separator = serializers.CharField(
-        max_length=40,
-        required=False,
-        trim_whitespace=False,
-        help_text='PRMConfig.step_separator (default "\\n"); " [SEP] " for BERT-style tokenizers.',
-    )
-    keep_labels = serializers.BooleanField(
-        required=False,
-        help_text="With a tokenizer: rewrite the rows the trainer would cut so that every label "
-        "stays within max_length (prompt truncated from the left, or windows).",
-    )
 
     def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
-        extra = {name: fields.pop(name) for name in (*FORMAT_OPTION_FIELDS, "selection")}
+        selection = fields.pop("selection")
         fields.update({option.name: policy_field(option) for option in POLICY_OPTIONS})
-        fields.update(extra)
+        fields.update({option.name: format_option_field(option) for option in FORMAT_OPTIONS})
+        fields["selection"] = selection
         return fields
 
     def validate_selection(self, value: dict) -> SolutionFilter | None:
@@ -167,13 +159,10 @@ class ExportList(CursorListView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         fmt = values.pop("format")
-        options = {name: values.pop(name) for name in FORMAT_OPTION_FIELDS if name in values}
+        options = {o.name: values.pop(o.name) for o in FORMAT_OPTIONS if o.name in values}
         selection = values.pop("selection", None)
-        if "step_tag" in options and fmt != "math-shepherd":
-            raise exceptions.ValidationError({"step_tag": ["Only math-shepherd has a step tag."]})
-        for name in set(options) - {"step_tag"}:
-            if fmt not in ("trl", "trl-parquet"):
-                raise exceptions.ValidationError({name: ["Only trl and trl-parquet have it."]})
+        if refused := options_refused(fmt, options):
+            raise exceptions.ValidationError({name: [why] for name, why in refused.items()})
         try:
             export = idempotent_job(
                 request,

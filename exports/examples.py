@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from exports.policy import ADJUDICATED, HUMAN, MACHINE, LabelPolicy
 from exports.reader import AssignmentData, SolutionData
+from labeling.consensus import majority_label
 
 
 @dataclass(slots=True)
@@ -79,11 +80,10 @@ def _annotator_labels(
 
 def _vote(votes: list[bool], mode: str) -> bool | None:
     """Combine several annotators' labels of one step: None means no agreed label."""
-    positive = sum(votes)
-    negative = len(votes) - positive
     if mode == "unanimous":
-        return None if positive and negative else positive > 0
-    return positive > negative  # majority (also adjudicated's fallback); a tie: more negative
+        positive = sum(votes)
+        return None if positive and len(votes) - positive else positive > 0
+    return majority_label(votes)  # also adjudicated's fallback
 
 
 def labelled_paths(solution: SolutionData, policy: LabelPolicy) -> list[LabelledPath]:

@@ -7,13 +7,10 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-from exports.formats.math_shepherd import DEFAULT_STEP_TAG
+from exports.formats.options import FORMAT_OPTIONS, FormatOption
 from exports.formats.registry import FORMATS
-from exports.lengths import TRL_DEFAULT_MAX_LENGTH, TRL_DEFAULT_SEPARATOR, tokenizer_choices
 from exports.policy import POLICY_OPTIONS, LabelPolicy, Option
 from labeling.curation.filters import FilterError, SolutionFilter
-
-TRL_FIELDS = ("tokenizer", "max_length", "step_separator", "keep_labels")
 
 
 def policy_field(option: Option) -> forms.Field:
@@ -31,43 +28,39 @@ def policy_field(option: Option) -> forms.Field:
     return number(min_value=option.min_value, max_value=option.max_value, **common)
 
 
+def format_option_field(option: FormatOption) -> forms.Field:
+    """The form field of one format option, from its declaration. Never required: a format
+    without the option ignores it, and an empty one means its default."""
+    common: dict[str, Any] = {
+        "required": False,
+        "help_text": f"{option.scope}: {option.help}",
+        "label": option.label or None,
+    }
+    if (declared := option.choices) is not None:
+        # Only what the operator declared (read when the form is shown): the page never reads
+        # a path.
+        return forms.ChoiceField(choices=lambda: [("", option.blank_choice), *declared()], **common)
+    if option.type is bool:
+        return forms.BooleanField(**common)
+    if option.type is int:
+        return forms.IntegerField(
+            min_value=option.min_value,
+            max_value=option.max_value,
+            initial=option.default,
+            **common,
+        )
+    # A default of spaces alone (the separator's newline) cannot be shown in a one-line box:
+    # the box starts empty, which means the default.
+    initial = option.default if option.default.strip() else None
+    return forms.CharField(
+        max_length=option.max_chars, strip=not option.keep_spaces, initial=initial, **common
+    )
+
+
 class ExportForm(forms.Form):
     format = forms.ChoiceField(
         choices=[(f.name, f"{f.name}: {f.description}") for f in FORMATS.values()],
         initial="trl",
-    )
-    step_tag = forms.CharField(
-        max_length=20,
-        initial=DEFAULT_STEP_TAG,
-        strip=False,
-        required=False,
-        help_text="math-shepherd only",
-    )
-    tokenizer = forms.ChoiceField(
-        required=False,
-        choices=(),
-        help_text="trl only: the trainer's tokenizer; the manifest counts the labels TRL's "
-        "PRMTrainer would cut off at max_length",
-    )
-    max_length = forms.IntegerField(
-        min_value=8,
-        max_value=1_000_000,
-        initial=TRL_DEFAULT_MAX_LENGTH,
-        required=False,
-        help_text="trl only: PRMConfig.max_length",
-    )
-    step_separator = forms.CharField(
-        max_length=40,
-        strip=False,
-        required=False,
-        help_text="trl only: PRMConfig.step_separator (empty: TRL's default, a newline); "
-        "for BERT-style tokenizers ' [SEP] '",
-    )
-    keep_labels = forms.BooleanField(
-        required=False,
-        label="Keep every label within max_length",
-        help_text="trl only, with a tokenizer: rows the trainer would cut lose the start of "
-        "their prompt, or are split into windows that each end on a labelled step",
     )
     # The data browser's filters, as its query string: export only what they match.
     selection = forms.CharField(required=False, widget=forms.HiddenInput, max_length=200_000)
@@ -76,8 +69,11 @@ class ExportForm(forms.Form):
         super().__init__(*args, **kwargs)
         for option in POLICY_OPTIONS:
             self.fields[option.name] = policy_field(option)
-        self.fields["tokenizer"].choices = [("", "none (no length check)"), *tokenizer_choices()]
-        self.order_fields(["format", *(o.name for o in POLICY_OPTIONS), "step_tag", *TRL_FIELDS])
+        for format_option in FORMAT_OPTIONS:
+            self.fields[format_option.name] = format_option_field(format_option)
+        self.order_fields(
+            ["format", *(o.name for o in POLICY_OPTIONS), *(o.name for o in FORMAT_OPTIONS)]
+        )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -97,13 +93,10 @@ class ExportForm(forms.Form):
         return LabelPolicy(**{o.name: self.cleaned_data[o.name] for o in POLICY_OPTIONS})
 
     def options(self) -> dict[str, Any]:
-        if self.cleaned_data["format"] == "math-shepherd":
-            return {"step_tag": self.cleaned_data["step_tag"] or DEFAULT_STEP_TAG}
-        if self.cleaned_data["format"] in ("trl", "trl-parquet"):
-            return {
-                "tokenizer": self.cleaned_data["tokenizer"] or "",
-                "max_length": self.cleaned_data["max_length"] or TRL_DEFAULT_MAX_LENGTH,
-                "step_separator": self.cleaned_data["step_separator"] or TRL_DEFAULT_SEPARATOR,
-                "keep_labels": self.cleaned_data["keep_labels"],
-            }
-        return {}
+        """The chosen format's options, each left empty as its default."""
+        fmt = self.cleaned_data["format"]
+        return {
+            o.name: self.cleaned_data[o.name] or o.default
+            for o in FORMAT_OPTIONS
+            if fmt in o.formats
+        }

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labeling.models import Assignment, Step, StepLabel
+from labeling.models import Step, StepLabel
 
 RATINGS = (-1, 0, 1)
 ITERATIONS = 50
@@ -93,12 +93,8 @@ def campaign_probabilities(
     """``(solution id, step index) -> P(positive)`` for every step with a current rating of a
     solution of ``kinds``, from a Dawid-Skene fit over all of them and their gold."""
     rows = list(
-        StepLabel.objects.filter(
-            assignment__campaign_id=campaign_id,
-            assignment__status=Assignment.Status.SUBMITTED,
-            assignment__solution__kind__in=kinds,
-            rating__isnull=False,
-        )
+        StepLabel.objects.submitted_rated()
+        .filter(assignment__campaign_id=campaign_id, assignment__solution__kind__in=kinds)
         .order_by()
         .values_list("step__solution_id", "step__index", "assignment__annotator_id", "rating")
         .iterator(chunk_size=20_000)

@@ -20,6 +20,7 @@ from typing import Any
 
 from labeling.grading import extract_answer
 from labeling.models import FinishReason, Solution
+from labeling.prm800k_steps import completions_split, own_completion
 
 from .records import (
     FieldError,
@@ -129,6 +130,7 @@ def _label_steps(label: dict, pre: list[str] | None) -> tuple[list[StepLabelIn],
         completions = step["completions"]
         human = step["human_completion"]
         chosen = step["chosen_completion"]
+        own: int | None
         if pre is not None:
             own = 0
             if not completions:
@@ -140,14 +142,11 @@ def _label_steps(label: dict, pre: list[str] | None) -> tuple[list[StepLabelIn],
                     "pre-generated steps in order)",
                 )
         else:
-            own = chosen if chosen is not None else None if human is not None else 0
+            own = own_completion(chosen=chosen, human=human)
             if own == 0 and not completions:
                 raise FieldError(f"label.steps[{i}]", "no completion and no human completion")
-        if own is None:
-            text = as_str(human["text"], f"label.steps[{i}].human_completion.text", nonempty=True)
-            rating, flagged, alternatives = human.get("rating"), human.get("flagged"), completions
-        else:
-            mine = completions[own]
+        mine, alternatives = completions_split(completions, own)
+        if mine is not None:
             if len(mine) != 3 or "flagged" not in mine:
                 raise FieldError(
                     f"label.steps[{i}].completions[{own}]",
@@ -157,7 +156,9 @@ def _label_steps(label: dict, pre: list[str] | None) -> tuple[list[StepLabelIn],
             if not text.strip():
                 raise FieldError(f"label.steps[{i}].completions[{own}].text", "must not be empty")
             rating, flagged = mine["rating"], mine["flagged"]
-            alternatives = completions[:own] + completions[own + 1 :]
+        else:
+            text = as_str(human["text"], f"label.steps[{i}].human_completion.text", nonempty=True)
+            rating, flagged = human.get("rating"), human.get("flagged")
         texts.append(text)
         out.append(
             StepLabelIn(
@@ -276,23 +277,22 @@ def parse_trajectories(record: dict, options: dict) -> list[SolutionIn]:
             raise FieldError(
                 f"{path}.chosen_completion", f"{chosen} is not an index of its completions"
             )
-        own = chosen if chosen is not None else None if human is not None else 0
+        own = own_completion(chosen=chosen, human=human)
         human_obj = (
             None
             if human is None
             else {"text": human, "rating": None, "source": "human", "flagged": None}
         )
-        if own is None:
+        if own is not None and not completions:
+            raise FieldError(path, "no completion and no human completion")
+        mine, alternatives = completions_split(completions, own)
+        if mine is None:
             as_str(human, f"{path}.human_completion", nonempty=True)
             texts.append(human)
-            rating, alternatives, answer = None, completions, None
+            rating, answer = None, None
         else:
-            if not completions:
-                raise FieldError(path, "no completion and no human completion")
-            mine = completions[own]
             texts.append(as_str(mine["text"], f"{path}.completions[{own}].text", nonempty=True))
-            rating, alternatives = mine["rating"], completions[:own] + completions[own + 1 :]
-            answer = mine.get("answer")
+            rating, answer = mine["rating"], mine.get("answer")
         steps.append(
             StepLabelIn(
                 rating=rating,

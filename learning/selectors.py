@@ -106,17 +106,16 @@ def campaign_arm_labels(*, campaign: Campaign) -> list:
     neutral positive, the path cut after its first negative step), the solution's arm and the
     strategy that placed it (``learning.efficiency.strategy_rows`` picks one strategy's)."""
     from exports.policy import LabelPolicy
-    from labeling.models import Assignment, StepLabel
+    from labeling.models import StepLabel
     from learning.efficiency import ArmLabels
 
     policy = LabelPolicy()
     rows = (
-        StepLabel.objects.filter(
+        StepLabel.objects.submitted_rated()
+        .filter(
             assignment__campaign=campaign,
-            assignment__status=Assignment.Status.SUBMITTED,
             assignment__solution__kind=Solution.Kind.REGULAR,
             assignment__solution__al_arm__in=["strategy", "control"],
-            rating__isnull=False,
         )
         .order_by("assignment_id", "step__index")
         .values_list(

@@ -160,9 +160,7 @@ def export(state: RunState) -> None:
     # The operator's list decides (STEPWISE_PRM_BACKBONES): refused before any work.
     state.spec = backbone_spec(state.campaign.al_backbone)
     state.labels = (
-        StepLabel.objects.submitted()
-        .filter(assignment__campaign=state.campaign, rating__isnull=False)
-        .count()
+        StepLabel.objects.submitted_rated().filter(assignment__campaign=state.campaign).count()
     )
     manifest = write_export(
         campaign=state.campaign,

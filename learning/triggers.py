@@ -68,9 +68,7 @@ def submitted_labels(*, campaign: Campaign, since=None) -> int:
     the ``(campaign, submitted_at)`` index, so the check after each submit stays cheap however
     many labels the campaign has.
     """
-    labels = StepLabel.objects.submitted().filter(
-        assignment__campaign=campaign, rating__isnull=False
-    )
+    labels = StepLabel.objects.submitted_rated().filter(assignment__campaign=campaign)
     if since is not None:
         labels = labels.filter(assignment__submitted_at__gt=since)
     return labels.count()

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import answers, wait_until
+
 # Playwright's sync API runs an event loop in the test thread; Django must still allow ORM calls.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 # Hugging Face libraries (datasets, transformers, trl) read these at import: nothing may be
@@ -205,7 +207,6 @@ def web_processes(transactional_db, settings, tmp_path):
     root (the test sets ``MEDIA_ROOT`` first). Whatever is still running at the end is stopped."""
     import subprocess
     import sys
-    import time
 
     import httpx
     from django.db import connection
@@ -241,14 +242,17 @@ def web_processes(transactional_db, settings, tmp_path):
         )
         started.append(proc)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                httpx.get(f"{url}/login/", timeout=5)
-                return url
-            except httpx.TransportError:
-                time.sleep(0.2)
-        pytest.fail(f"gunicorn on {port} did not start:\n{log.name}")
+        wait_until(
+            answers(
+                lambda: httpx.get(f"{url}/login/", timeout=5).status_code, httpx.TransportError
+            ),
+            what=f"gunicorn on {port} to start",
+            seconds=60,
+            every=0.2,
+            processes=[proc],
+            log=lambda: log.name,
+        )
+        return url
 
     yield start
     for proc in started:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from tests.waiting import answers, wait_until
+
 # serve_forever's poll interval: shutdown() waits up to one (the default, 0.5 s, per server).
 POLL_S = 0.02
 
@@ -262,18 +264,20 @@ class TransformersServe:
                 env=env,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"transformers serve exited:\n{self.log_path.read_text()}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.__exit__()
-        raise RuntimeError(f"transformers serve did not start:\n{self.log_path.read_text()}")
+        health = f"http://127.0.0.1:{self.port}/health"
+        try:
+            wait_until(
+                answers(lambda: httpx.get(health, timeout=2).status_code == 200, httpx.HTTPError),
+                what="transformers serve to start",
+                seconds=self.start_timeout,
+                every=0.5,
+                processes=[self.proc],
+                log=self.log_path.read_text,
+            )
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
 
     def __exit__(self, *exc) -> None:
         import signal

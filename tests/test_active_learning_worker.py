@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -22,6 +21,7 @@ from learning.run import active_learning_run
 from learning.triggers import AL_RUNS, active_learning_trigger, submitted_labels
 from tests.al_data import demo_campaign
 from tests.factories import make_member, submit_ratings
+from tests.waiting import log_tail, wait_until
 
 DEADLINE_S = 240  # a failure bound, not a performance assertion
 
@@ -40,16 +40,9 @@ def workers(celery_workers):
 
 
 def _wait(predicate, *, proc, what: str):
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    log = proc.log_path.read_text(errors="replace")[-5000:]
-    pytest.fail(f"timed out waiting for {what}\n{log}")
+    return wait_until(
+        predicate, what=what, seconds=DEADLINE_S, every=0.05, processes=[proc], log=log_tail(proc)
+    )
 
 
 def _finished(run: ActiveLearningRun):

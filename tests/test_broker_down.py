@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 
 import pytest
 
@@ -20,6 +19,7 @@ from imports.models import ImportJob
 from labeling.models import Membership, Solution
 from tests.conftest import FIXTURES, free_port
 from tests.factories import make_campaign, make_labelled, make_member, make_solution, make_token
+from tests.waiting import log_tail, wait_until
 
 pytestmark = [
     pytest.mark.celery,
@@ -59,15 +59,13 @@ def redis_port(tmp_path):
             stderr=subprocess.DEVNULL,
         )
         started.append(proc)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            ping = subprocess.run(
-                ["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True
-            )
-            if ping.stdout.strip() == "PONG":
-                return
-            time.sleep(0.1)
-        pytest.fail("redis-server did not start")
+        ping = ["redis-cli", "-p", str(port), "ping"]
+        wait_until(
+            lambda: subprocess.run(ping, capture_output=True, text=True).stdout.strip() == "PONG",
+            what="redis-server to start",
+            seconds=30,
+            processes=[proc],
+        )
 
     yield port, start
     for proc in started:
@@ -121,11 +119,14 @@ def test_work_posted_while_the_broker_is_down_gets_its_id_and_runs_once_when_it_
     # The broker comes back; a worker with beat runs the sweep, which sends both jobs.
     start_redis()
     worker = celery_workers(beat=True, **FAST)
-    deadline = time.monotonic() + DEADLINE_S
-    while not (_finished(export) and _finished(job)):
-        if time.monotonic() > deadline or worker.poll() is not None:
-            pytest.fail(worker.log_path.read_text(errors="replace")[-5000:])
-        time.sleep(0.2)
+    wait_until(
+        lambda: _finished(export) and _finished(job),
+        what="the sweep to send both jobs and a worker to run them",
+        seconds=DEADLINE_S,
+        every=0.2,
+        processes=[worker],
+        log=log_tail(worker),
+    )
 
     assert export.status == "done", export.error
     assert job.status == "done", job.errors

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from common.jobs import job_task
 from exports.models import Export
 from exports.services import EXPORT_JOBS, export_create
 from tests.factories import make_campaign, make_labelled, make_solution
+from tests.waiting import log_tail, wait_until
 
 WORKER_DEADLINE_S = 120  # a failure bound, not a performance assertion
 
@@ -35,12 +35,18 @@ def _campaign():
 def test_a_celery_worker_process_runs_an_export_enqueued_on_commit(media, celery_worker_process):
     export = export_create(campaign=_campaign(), fmt="trl")  # autocommit: sent at once
 
-    deadline = time.monotonic() + WORKER_DEADLINE_S
-    while time.monotonic() < deadline and celery_worker_process.poll() is None:
+    def finished() -> bool:
         export.refresh_from_db()
-        if export.is_finished:
-            break
-        time.sleep(0.2)
+        return export.is_finished
+
+    wait_until(
+        finished,
+        what="the worker to finish the export",
+        seconds=WORKER_DEADLINE_S,
+        every=0.2,
+        processes=[celery_worker_process],
+        log=log_tail(celery_worker_process),
+    )
     log = celery_worker_process.log_path.read_text(errors="replace")
     assert export.status == Export.Status.DONE, f"export {export.status}: {export.error}\n{log}"
     assert "exports.export_run" in log  # the worker process ran it, not this one

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,7 @@ from tests.generation_servers import (
     TransformersServe,
     build_tiny_model,
 )
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -566,11 +566,14 @@ def test_a_command_killed_half_way_resumes_without_duplicates(tmp_path, settings
         log = open(tmp_path / "generate.log", "wb")  # noqa: SIM115 (closed below)
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
         try:
-            deadline = time.monotonic() + 120
-            while Solution.objects.filter(campaign=campaign).count() < 50:
-                assert proc.poll() is None, (tmp_path / "generate.log").read_text()
-                assert time.monotonic() < deadline, "no batch written in time"
-                time.sleep(0.05)
+            wait_until(
+                lambda: Solution.objects.filter(campaign=campaign).count() >= 50,
+                what="a batch written",
+                seconds=120,
+                every=0.05,
+                processes=[proc],
+                log=(tmp_path / "generate.log").read_text,
+            )
             proc.send_signal(signal.SIGKILL)
         finally:
             proc.kill()

@@ -11,6 +11,7 @@ from imports.services import import_job_run
 from labeling.models import Solution, Step
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_member
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -160,16 +161,9 @@ def test_the_status_row_polls_while_running_and_stops_when_finished(manager_clie
     assert "hx-trigger" not in done and "5 new solutions" in done
 
 
-def _wait_for(predicate, seconds: float = 30.0) -> bool:
+def _wait_for(predicate, what: str) -> bool:
     """Poll until ``predicate()`` holds (a failure bound, not a timing assertion)."""
-    import time
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_until(predicate, what=what, seconds=30.0, every=0.05)
 
 
 def _attempt(job: ImportJob):
@@ -186,7 +180,9 @@ def test_progress_is_written_by_its_own_connection():
     attempt = _attempt(job)
     with attempt.heartbeat():
         attempt.report(phase="writing", progress=0.5)
-        seen = _wait_for(lambda: ImportJob.objects.get(pk=job.pk).progress == 0.5)
+        seen = _wait_for(
+            lambda: ImportJob.objects.get(pk=job.pk).progress == 0.5, "the reported progress"
+        )
 
     assert seen
     assert ImportJob.objects.get(pk=job.pk).phase == "writing"
@@ -204,7 +200,9 @@ def test_progress_shows_while_the_import_transaction_is_still_open():
         make_member(campaign=campaign)  # the import's writes, not committed yet
         with attempt.heartbeat():
             attempt.report(phase="writing", progress=0.25)
-            assert _wait_for(lambda: _progress_elsewhere(job.pk) == 0.25)
+            assert _wait_for(
+                lambda: _progress_elsewhere(job.pk) == 0.25, "the progress seen elsewhere"
+            )
 
 
 def _progress_elsewhere(pk: int) -> float:

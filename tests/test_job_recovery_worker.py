@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import signal
-import time
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -38,6 +37,7 @@ from tests.al_data import demo_campaign
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_problem, make_solution
 from tests.generation_servers import StubServer
+from tests.waiting import log_tail, wait_until
 
 pytestmark = [pytest.mark.celery, pytest.mark.slow]
 
@@ -61,16 +61,9 @@ def media(settings, tmp_path):
 
 
 def _wait(predicate, *, proc, what: str):
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        if proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    log = proc.log_path.read_text(errors="replace")[-5000:]
-    pytest.fail(f"timed out waiting for {what}\n{log}")
+    return wait_until(
+        predicate, what=what, seconds=DEADLINE_S, every=0.1, processes=[proc], log=log_tail(proc)
+    )
 
 
 def _paused_at(proc, stage: str):

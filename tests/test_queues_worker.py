@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -21,6 +20,7 @@ from machines.generation import generation_job_create
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_member, make_problem, make_solution
 from tests.generation_servers import StubServer
+from tests.waiting import log_tail, wait_until
 
 pytestmark = [pytest.mark.celery, pytest.mark.slow]
 
@@ -37,16 +37,9 @@ def media(settings, tmp_path):
 
 
 def _wait(predicate, *, procs, what: str):
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        if any(proc.poll() is not None for proc in procs):
-            break
-        time.sleep(0.1)
-    logs = "\n".join(proc.log_path.read_text(errors="replace")[-3000:] for proc in procs)
-    pytest.fail(f"timed out waiting for {what}\n{logs}")
+    return wait_until(
+        predicate, what=what, seconds=DEADLINE_S, processes=procs, log=log_tail(*procs, chars=3000)
+    )
 
 
 def _log(proc) -> str:

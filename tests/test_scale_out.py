@@ -11,7 +11,6 @@ PostgreSQL and Redis (CI has both); database connections stay bounded throughout
 from __future__ import annotations
 
 import hashlib
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from django.db import connection
 from labeling.models import Assignment
 from learning.triggers import submitted_labels
 from tests.factories import make_campaign, make_member, make_token
+from tests.waiting import log_tail, wait_until
 
 pytestmark = [pytest.mark.celery, pytest.mark.postgres, pytest.mark.slow]
 
@@ -69,17 +69,19 @@ class Cluster:
         return n
 
     def wait(self, path: str, *, until, what: str) -> dict:
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
+        last: list[dict] = []
+
+        def answered() -> dict | None:
             self.connections()
-            body = self.client().get(path).json()
-            if until(body):
-                return body
-            if any(w.poll() is not None for w in self.workers):
-                break
-            time.sleep(0.3)
-        logs = "\n".join(w.log_path.read_text(errors="replace")[-3000:] for w in self.workers)
-        pytest.fail(f"timed out waiting for {what}: {body}\n{logs}")
+            last[:] = [self.client().get(path).json()]
+            return last[0] if until(last[0]) else None
+
+        def logs() -> str:
+            return f"last answer: {last}\n" + log_tail(*self.workers, chars=3000)()
+
+        return wait_until(
+            answered, what=what, seconds=DEADLINE_S, every=0.3, processes=self.workers, log=logs
+        )
 
 
 def test_two_web_processes_and_two_workers_on_separate_queues_run_a_whole_cycle(

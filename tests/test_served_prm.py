@@ -13,7 +13,6 @@ import json
 import math
 import os
 import signal
-import time
 
 import pytest
 
@@ -32,6 +31,7 @@ from machines.served import (
 from prm.metrics import solution_score
 from tests.factories import make_campaign, make_member, make_solution, make_user
 from tests.pooling_server import PoolingServer, Script, TinyPRM
+from tests.waiting import log_tail, wait_until
 
 KEY = "sk-served-prm-secret-0123456789"
 
@@ -184,9 +184,13 @@ def test_a_killed_worker_s_job_resumes_without_scoring_anything_twice(
         worker = celery_workers(queues="learning", **env)
         job = scoring_job_start(campaign=campaign)
         assert script.held.wait(120), worker.log_path.read_text()[-3000:]
-        deadline = time.monotonic() + 30
-        while ScoringJob.objects.get(pk=job.pk).scored < 60 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(
+            lambda: ScoringJob.objects.get(pk=job.pk).scored >= 60,
+            what="60 solutions scored",
+            seconds=30,
+            processes=[worker],
+            log=log_tail(worker, chars=3000),
+        )
         committed = set(ServedScore.objects.filter(job=job).values_list("solution_id", flat=True))
         assert len(committed) == 60
         os.kill(worker.pid, signal.SIGKILL)

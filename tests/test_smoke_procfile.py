@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from django.db import connection
 from labeling.models import Membership
 from tests.conftest import database_url, free_port
 from tests.factories import make_campaign, make_member, make_token
+from tests.waiting import answers, wait_until
 
 pytestmark = [pytest.mark.celery, pytest.mark.postgres, pytest.mark.slow]
 
@@ -92,16 +92,17 @@ def stack(transactional_db, settings, tmp_path):
             raise LookupError(queue)
 
     try:
-        deadline = time.monotonic() + DEADLINE_S
-        while True:
-            if honcho.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the stack did not get ready:\n{Stack.output()[-6000:]}")
-            try:
-                if httpx.get(f"{Stack.url}/readyz", timeout=10).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
+        wait_until(
+            answers(
+                lambda: httpx.get(f"{Stack.url}/readyz", timeout=10).status_code == 200,
+                httpx.TransportError,
+            ),
+            what="the stack to get ready",
+            seconds=DEADLINE_S,
+            every=0.5,
+            processes=[honcho],
+            log=lambda: Stack.output()[-6000:],
+        )
         yield Stack
     finally:
         for child in psutil.Process(honcho.pid).children(recursive=True):
@@ -116,13 +117,19 @@ def stack(transactional_db, settings, tmp_path):
 
 
 def _wait(client, url: str, *, until, what: str, stack) -> dict:
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        body = client.get(url).json()
-        if until(body):
-            return body
-        time.sleep(0.3)
-    pytest.fail(f"timed out waiting for {what}: {body}\n{stack.output()[-6000:]}")
+    last: list[dict] = []
+
+    def answered() -> dict | None:
+        last[:] = [client.get(url).json()]
+        return last[0] if until(last[0]) else None
+
+    return wait_until(
+        answered,
+        what=what,
+        seconds=DEADLINE_S,
+        every=0.3,
+        log=lambda: f"last answer: {last}\n{stack.output()[-6000:]}",
+    )
 
 
 def test_the_procfile_stack_imports_labels_exports_and_reports_a_stopped_worker(stack):

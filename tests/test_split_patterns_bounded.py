@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -23,6 +22,7 @@ from imports.services import import_job_create, import_job_run
 from imports.splitting import SplitError, check_mode, split_texts
 from labeling.models import Step
 from tests.factories import make_campaign, make_member
+from tests.waiting import log_tail, wait_until
 
 CATASTROPHIC = "(a+)+$"
 RUN = "a" * 5000 + "!"
@@ -126,12 +126,19 @@ def test_a_worker_splits_with_the_catastrophic_pattern(
         fmt="jsonl",
         split=CATASTROPHIC,
     )
-    deadline = time.monotonic() + 180  # the worker's start-up, not the split
-    while time.monotonic() < deadline and celery_worker_process.poll() is None:
+
+    def finished() -> bool:
         job.refresh_from_db()
-        if job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED):
-            break
-        time.sleep(0.2)
+        return job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED)
+
+    wait_until(
+        finished,
+        what="the worker to finish the import",
+        seconds=180,  # the worker's start-up, not the split
+        every=0.2,
+        processes=[celery_worker_process],
+        log=log_tail(celery_worker_process),
+    )
     log = celery_worker_process.log_path.read_text(errors="replace")
     assert job.status == "done", f"{job.status}: {job.errors}\n{log}"
     assert "imports.import_run" in log  # the worker process ran it, not this one

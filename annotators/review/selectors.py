@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, F, Max, Min, OuterRef, Subquery
 from django.db.models.functions import Left
 
 from annotators.models import CampaignSnapshot
@@ -303,7 +303,7 @@ def _sent_steps(*, campaign: Campaign, state: str) -> tuple[set[int], dict[int, 
 
 def _sent_rows(*, step_ids: list[int]) -> list[dict]:
     """The adjudication queue's rows of steps a manager sent, shaped as the disputed ones."""
-    rated = Q(labels__assignment__status=Assignment.Status.SUBMITTED, labels__rating__isnull=False)
+    rated = StepLabel.submitted_q(through="labels__", rated=True)
     current = Adjudication.objects.filter(step_id=OuterRef("pk"), replaced_at__isnull=True)
     return [
         dict(row)
@@ -369,7 +369,8 @@ def adjudication_detail(*, campaign: Campaign, step_id: int) -> DisputedStep | N
     if step is None:
         return None
     labels = (
-        StepLabel.objects.filter(step=step, assignment__status=Assignment.Status.SUBMITTED)
+        StepLabel.objects.submitted()
+        .filter(step=step)
         .select_related("assignment__annotator")
         .order_by("assignment__submitted_at", "assignment_id")
     )

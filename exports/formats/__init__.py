@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from exports.formats.base import Format
 from exports.formats.csv_labels import CSV_COLUMNS
-from exports.formats.math_shepherd import DEFAULT_STEP_TAG
+from exports.formats.options import DEFAULT_STEP_TAG, FORMAT_OPTIONS, FormatOption
 from exports.formats.registry import FORMATS, format_options, get_format
 from exports.policy import ExportError, LabelPolicy
 
@@ -22,8 +22,10 @@ __all__ = [
     "CSV_COLUMNS",
     "DEFAULT_STEP_TAG",
     "FORMATS",
+    "FORMAT_OPTIONS",
     "ExportError",
     "Format",
+    "FormatOption",
     "LabelPolicy",
     "format_options",
     "get_format",

@@ -16,10 +16,9 @@ from exports.formats.base import (
     add_sources,
     with_sources,
 )
+from exports.formats.options import DEFAULT_STEP_TAG, option_defaults
 from exports.policy import LabelPolicy
 from exports.reader import SolutionData
-
-DEFAULT_STEP_TAG = "ки"
 
 
 def math_shepherd_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iterator:
@@ -49,6 +48,6 @@ MATH_SHEPHERD = Format(
     math_shepherd_rows,
     ALL_OPTIONS,
     BINARY_NAMES,
-    options={"step_tag": DEFAULT_STEP_TAG},
+    options=option_defaults("math-shepherd"),
     description="Math-Shepherd / OpenRLHF (JSONL, step tag and +/-)",
 )

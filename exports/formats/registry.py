@@ -7,6 +7,7 @@ from typing import Any
 from exports.formats.base import Format
 from exports.formats.csv_labels import CSV
 from exports.formats.math_shepherd import MATH_SHEPHERD
+from exports.formats.options import OPTIONS_BY_NAME
 from exports.formats.prm800k import PRM800K
 from exports.formats.processbench import PROCESSBENCH
 from exports.formats.trl import TRL, TRL_PARQUET
@@ -25,25 +26,15 @@ def get_format(name: str) -> Format:
 
 
 def format_options(fmt: Format, options: dict[str, Any] | None) -> dict[str, Any]:
-    """The format's options with defaults filled in; unknown or empty ones are refused."""
+    """The format's options with defaults filled in, each checked as declared
+    (``exports.formats.options``); unknown or blank ones are refused."""
     options = dict(options or {})
     unknown = set(options) - set(fmt.options)
     if unknown:
         raise ExportError(f"{fmt.name} has no options {', '.join(sorted(unknown))}")
     merged = {**fmt.options, **options}
-    if "step_tag" in merged and not str(merged["step_tag"]).strip():
-        raise ExportError("step_tag must not be blank")
-    if "max_length" in merged:
-        try:
-            merged["max_length"] = int(merged["max_length"])
-        except (TypeError, ValueError):
-            raise ExportError(
-                f"max_length must be a whole number, not {merged['max_length']!r}"
-            ) from None
-        if not 8 <= merged["max_length"] <= 1_000_000:
-            raise ExportError(f"max_length must be from 8 to 1000000, not {merged['max_length']}")
-    if "tokenizer" in merged:
-        merged["tokenizer"] = str(merged["tokenizer"] or "")
+    for name, value in merged.items():
+        merged[name] = OPTIONS_BY_NAME[name].clean(value)
     if merged.get("keep_labels") and not merged.get("tokenizer"):
         raise ExportError("keep_labels needs a tokenizer")
     return merged

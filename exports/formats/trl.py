@@ -19,7 +19,8 @@ from exports.formats.base import (
     add_sources,
     with_sources,
 )
-from exports.lengths import TRL_DEFAULT_MAX_LENGTH, TRL_DEFAULT_SEPARATOR, LengthFit
+from exports.formats.options import option_defaults
+from exports.lengths import LengthFit
 from exports.policy import MACHINE, LabelPolicy
 from exports.reader import SolutionData
 
@@ -50,13 +51,9 @@ def trl_rows(solution: SolutionData, policy: LabelPolicy, options: dict) -> Iter
             offset += len(kept)
 
 
-# PRMTrainer's settings, as PRMConfig names them; without a tokenizer nothing is measured.
-TRL_OPTIONS = {
-    "tokenizer": "",
-    "max_length": TRL_DEFAULT_MAX_LENGTH,
-    "step_separator": TRL_DEFAULT_SEPARATOR,
-    "keep_labels": False,
-}
+# PRMTrainer's settings, as PRMConfig names them (exports.formats.options declares them); without
+# a tokenizer nothing is measured.
+TRL_OPTIONS = option_defaults("trl")
 
 
 class ParquetWriter:

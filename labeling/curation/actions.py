@@ -163,8 +163,9 @@ def solutions_make_gold(
     *, campaign: Campaign, solutions: QuerySet, kind: str, actor=None, progress=None
 ) -> int:
     """Make solutions quality-control or screening questions whose gold is the consensus of
-    their submitted ratings (majority per step, ties to the more negative; a step nobody rated
-    has no gold). A solution nobody rated is left as it is. Returns how many became gold.
+    their submitted ratings (``labeling.consensus.plurality_rating`` per step: ties to the more
+    negative; a step nobody rated has no gold). A solution nobody rated is left as it is. Returns
+    how many became gold.
     """
     if kind not in (Solution.Kind.QUALITY_CONTROL, Solution.Kind.SCREENING):
         raise ValueError(f"Gold is qc or screening, not {kind!r}.")

@@ -15,8 +15,8 @@ from django.db.models import Count, QuerySet
 from django.db.models.functions import Left
 from django.shortcuts import get_object_or_404
 
+from labeling.consensus import plurality_rating
 from labeling.curation import filters, history
-from labeling.gold.services import consensus
 from labeling.models import (
     Assignment,
     Campaign,
@@ -238,7 +238,7 @@ def solution_item(*, campaign: Campaign, pk: int) -> dict[str, Any]:
                 step=step,
                 labels=cells,
                 scores=[s[step.index] if step.index < len(s) else None for s in scores.values()],
-                consensus=consensus([c.rating if c else None for c in cells]),
+                consensus=plurality_rating(c.rating if c else None for c in cells),
                 evidence=evidence.get(step.pk, []),
             )
         )

@@ -7,8 +7,9 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Left
 
 from common.pages import query_id
+from labeling.consensus import plurality_rating
 from labeling.gold.scores import gold_set_warnings
-from labeling.gold.services import GoldError, consensus
+from labeling.gold.services import GoldError
 from labeling.models import Assignment, Campaign, Solution, Step, StepLabel
 from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
 
@@ -70,7 +71,7 @@ def gold_from_labels(*, solution: Solution, source: str) -> list[int | None]:
             "step_id", "rating"
         ):
             by_step.setdefault(step_id, []).append(rating)
-        return [consensus(by_step.get(step_id, [])) for step_id, _ in steps]
+        return [plurality_rating(by_step.get(step_id, [])) for step_id, _ in steps]
     if query_id(source) is None or not submitted.filter(pk=int(source)).exists():
         raise GoldError("Choose a submitted assignment of this solution.")
     ratings = dict(

@@ -9,11 +9,10 @@ solutions are open to everyone, regular ones up to the overlap.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from django.db import transaction
 
-from labeling.models import Assignment, Rating, Solution, Step, StepLabel
+from labeling.consensus import plurality_rating
+from labeling.models import Rating, Solution, Step, StepLabel
 
 
 class GoldError(ValueError):
@@ -51,33 +50,25 @@ def solution_gold_set(*, solution: Solution, kind: str, gold: list[int | None]) 
     return solution
 
 
-def consensus(ratings: list[int | None]) -> int | None:
-    """The majority rating of a step (ties: the more negative); None when nobody rated it."""
-    rated = [r for r in ratings if r is not None]
-    if not rated:
-        return None
-    counts = Counter(rated)
-    best = max(counts.values())
-    return min(r for r, n in counts.items() if n == best)
-
-
 def solutions_gold_from_consensus(*, solution_ids: list[int], kind: str) -> list[int]:
     """Make these solutions ``kind`` gold whose gold is the consensus of their submitted ratings
-    (majority per step, ties to the more negative; a step nobody rated has no gold). A solution
+    (``labeling.consensus.plurality_rating`` per step; a step nobody rated has no gold). A solution
     nobody rated is left as it is. Returns the ids of those that became gold.
 
     Called inside the caller's transaction with the solutions locked (the bulk action's), a
     chunk at a time.
     """
     ratings: dict[int, list[int | None]] = {}
-    for step_id, rating in StepLabel.objects.filter(
-        assignment__solution_id__in=solution_ids, assignment__status=Assignment.Status.SUBMITTED
-    ).values_list("step_id", "rating"):
+    for step_id, rating in (
+        StepLabel.objects.submitted()
+        .filter(assignment__solution_id__in=solution_ids)
+        .values_list("step_id", "rating")
+    ):
         ratings.setdefault(step_id, []).append(rating)
     steps = list(Step.objects.filter(solution_id__in=solution_ids))
     gold = {}
     for step in steps:
-        step.gold_rating = consensus(ratings.get(step.pk, []))
+        step.gold_rating = plurality_rating(ratings.get(step.pk, []))
         if step.gold_rating is not None:
             gold[step.solution_id] = True
     Step.objects.bulk_update(

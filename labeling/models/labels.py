@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from labeling.models.campaigns import Campaign, FinishReason, Rating
 from labeling.models.solutions import Solution, Step
+from labeling.prm800k_steps import completions_join
 
 
 class AssignmentQuerySet(models.QuerySet):
@@ -173,14 +174,19 @@ class StepLabelQuerySet(models.QuerySet):
 
     def submitted(self) -> StepLabelQuerySet:
         """Labels of submitted work: what the figures, the filters and the rule read."""
-        return self.filter(assignment__status=Assignment.Status.SUBMITTED)
+        return self.filter(StepLabel.submitted_q())
+
+    def submitted_rated(self) -> StepLabelQuerySet:
+        """Rated labels of submitted work: the ratings that count (what a model trains on, the
+        trigger counts and agreement compares); a step after the first error has none."""
+        return self.filter(StepLabel.submitted_q(rated=True))
 
     def contradicted(self) -> StepLabelQuerySet:
         """Rated labels that a submitted label of another assignment rates differently (the
         label itself may be of any status: a reviewer compares rejected work with the rest)."""
         others = (
-            StepLabel.objects.submitted()
-            .filter(step_id=OuterRef("step_id"), rating__isnull=False)
+            StepLabel.objects.submitted_rated()
+            .filter(step_id=OuterRef("step_id"))
             .exclude(assignment_id=OuterRef("assignment_id"))
             .exclude(rating=OuterRef("rating"))
         )
@@ -194,8 +200,7 @@ class StepLabelQuerySet(models.QuerySet):
         """One row per step annotators disagree on: ``step_id``, ``n`` (submitted ratings) and
         ``low`` / ``high`` (the extreme ratings); a GROUP BY over these labels."""
         return (
-            self.submitted()
-            .filter(rating__isnull=False)
+            self.submitted_rated()
             .order_by()
             .values("step_id")
             .annotate(n=Count("id"), low=Min("rating"), high=Max("rating"))
@@ -249,13 +254,22 @@ class StepLabel(models.Model):
     def __str__(self) -> str:
         return f"{self.rating} on step {self.step_id}"
 
+    @classmethod
+    def submitted_q(cls, *, through: str = "", rated: bool = False) -> Q:
+        """The labels of submitted work (``rated``: with a rating) as a condition, for a query
+        that reaches the labels through a relation (``through="labels__"`` from a step, as
+        in a filtered ``Count``); ``StepLabelQuerySet.submitted`` and ``submitted_rated`` are
+        this on the labels themselves. Submitted: the current version of finished work (not
+        rejected, superseded or skipped, nor a live lease's drafts)."""
+        q = Q(**{f"{through}assignment__status": Assignment.Status.SUBMITTED})
+        if rated:
+            q &= Q(**{f"{through}rating__isnull": False})
+        return q
+
     def completions(self, step_text: str) -> list[dict]:
         """PRM800K's ``completions`` list: the alternatives with the step's own one in place."""
-        out = list(self.alternatives)
-        if self.completion_index is not None:
-            own = {"text": step_text, "rating": self.rating, "flagged": self.flagged}
-            out.insert(self.completion_index, own)
-        return out
+        own = {"text": step_text, "rating": self.rating, "flagged": self.flagged}
+        return completions_join(self.alternatives, self.completion_index, own)
 
 
 class Review(models.Model):

@@ -58,7 +58,7 @@ from labeling.queue.errors import (
     NotLeaseHolder,
     ScreeningFailed,
 )
-from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim
+from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim, membership_pause
 from labeling.queue.phase1.drafts import candidate_choose, candidate_rate, phase1_undo, step_write
 from labeling.queue.phase1.sampling import candidate_sampler_register
 from labeling.queue.phase1.view import Phase1View, phase1_applies, phase1_open, phase1_page
@@ -100,6 +100,7 @@ __all__ = [
     "candidate_sampler_register",
     "human_completion_load",
     "leases_reclaim",
+    "membership_pause",
     "model_columns",
     "model_fetch",
     "model_from_row",

@@ -58,6 +58,52 @@ def leases_reclaim(
             return released
 
 
+def membership_pause(
+    *,
+    membership: Membership,
+    status: str = Membership.Status.PAUSED,
+    reason: str = "",
+    figures: dict | None = None,
+    now: datetime | None = None,
+) -> int:
+    """Stop serving a member: pause (or remove, ``status``) them and end their leases at once,
+    giving back the slots the leases held; returns how many leases it ended.
+
+    The one way anyone stops a member's work (a manager's pause or removal, the QC pause rule),
+    so the solutions they held go back to the queue at once rather than when the sweep passes,
+    whichever path paused them. A change to ``paused`` records when, and the rule's ``reason``
+    and ``figures`` (none for a manager's pause); a member already paused keeps theirs.
+
+    The caller holds ``membership`` locked (the lock order: membership, assignments, solutions).
+    Their leased rows are taken ``SKIP LOCKED``: one locked by someone else is being reclaimed by
+    the sweep, which releases its slot itself.
+    """
+    now = now or timezone.now()
+    changes = ["status"]
+    if status == Membership.Status.PAUSED and membership.status != status:
+        membership.paused_at, membership.pause_reason = now, reason
+        membership.pause_figures = figures
+        changes += ["paused_at", "pause_reason", "pause_figures"]
+    membership.status = status
+    with transaction.atomic():
+        membership.save(update_fields=changes)
+        rows = list(
+            Assignment.objects.filter(
+                campaign_id=membership.campaign_id,
+                annotator_id=membership.user_id,
+                status=Assignment.Status.LEASED,
+            )
+            .select_for_update(skip_locked=True, no_key=True)
+            .values_list("pk", "solution_id")
+        )
+        if rows:
+            Assignment.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+                status=Assignment.Status.EXPIRED, lease_expires_at=now
+            )
+            _slots_release(Counter((membership.campaign_id, sid) for _, sid in rows))
+    return len(rows)
+
+
 def _slots_release(counts: Counter) -> None:
     """Give back ``counts[(campaign_id, solution_id)]`` slots, locking the solutions in id order."""
     ids = sorted(sid for _, sid in counts)

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from labeling.gold.scores import GoldScore, gold_score
 from labeling.models import Assignment, Campaign, Membership, Solution, Step, StepLabel
+from labeling.queue.leases import membership_pause
 
 
 def qc_window_score(*, campaign: Campaign, membership: Membership) -> tuple[GoldScore, int]:
@@ -75,8 +76,8 @@ def pause_reason_text(*, score: GoldScore, questions: int, threshold: float, whe
 def qc_pause_evaluate(*, campaign: Campaign, membership: Membership) -> bool:
     """Pause the annotator if the rule says so; True when it did (see the module docstring).
 
-    ``membership`` is the row the submit locked. Their live leases end at once, as when a
-    manager pauses someone, so the solutions they held go back to the queue.
+    ``membership`` is the row the submit locked. The pause is ``membership_pause``, as a
+    manager's: their leases end and the solutions they held go back to the queue at once.
     """
     if (
         not campaign.qc_pause
@@ -91,16 +92,10 @@ def qc_pause_evaluate(*, campaign: Campaign, membership: Membership) -> bool:
     if score.score >= threshold:
         return False
     now = timezone.now()
-    membership.status = Membership.Status.PAUSED
-    membership.paused_at = now
-    membership.pause_reason = pause_reason_text(
-        score=score, questions=questions, threshold=threshold, when=now
+    membership_pause(
+        membership=membership,
+        reason=pause_reason_text(score=score, questions=questions, threshold=threshold, when=now),
+        figures=score.as_dict() | {"questions": questions, "threshold": threshold},
+        now=now,
     )
-    membership.pause_figures = score.as_dict() | {"questions": questions, "threshold": threshold}
-    membership.save(update_fields=["status", "paused_at", "pause_reason", "pause_figures"])
-    Assignment.objects.filter(
-        campaign_id=campaign.pk,
-        annotator_id=membership.user_id,
-        status=Assignment.Status.LEASED,
-    ).update(lease_expires_at=now)
     return True

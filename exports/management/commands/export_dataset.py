@@ -10,7 +10,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from exports.files import write_export
-from exports.formats.math_shepherd import DEFAULT_STEP_TAG
+from exports.formats.options import FORMAT_OPTIONS, FormatOption
 from exports.formats.registry import FORMATS
 from exports.policy import POLICY_OPTIONS, ExportError, LabelPolicy, Option
 from labeling.models import Campaign
@@ -28,6 +28,16 @@ def add_policy_option(group: argparse._ArgumentGroup, option: Option) -> None:
         group.add_argument(option.flag, type=option.type, **common)
 
 
+def add_format_option(group: argparse._ArgumentGroup, option: FormatOption) -> None:
+    """One format option's flag, from its declaration; a flag not given leaves the format's
+    default (and a format without the option is not told about it)."""
+    text = f"{option.scope}: {option.help}".replace("%", "%%")
+    if option.type is bool:
+        group.add_argument(option.flag, action="store_true", default=None, help=text)
+    else:
+        group.add_argument(option.flag, type=option.type, default=None, help=text)
+
+
 class Command(BaseCommand):
     help = (
         "Export a campaign's labels in a format PRM trainers read, with a manifest beside it. "
@@ -41,28 +51,11 @@ class Command(BaseCommand):
         policy = parser.add_argument_group("label policy")
         for option in POLICY_OPTIONS:
             add_policy_option(policy, option)
-        parser.add_argument(
-            "--step-tag", help=f"math-shepherd's step tag (default {DEFAULT_STEP_TAG})"
+        formats = parser.add_argument_group(
+            "format options (TRL's are PRMTrainer's settings, docs/exports.md)"
         )
-        trl = parser.add_argument_group(
-            "TRL length check (trl, trl-parquet; PRMTrainer's settings, docs/exports.md)"
-        )
-        trl.add_argument(
-            "--tokenizer",
-            help="the trainer's tokenizer: a declared name (STEPWISE_EXPORT_TOKENIZERS), a local "
-            "folder or a hub id in the cache; the manifest counts the labels PRMTrainer would cut",
-        )
-        trl.add_argument("--max-length", type=int, help="PRMConfig.max_length (default 1024)")
-        trl.add_argument(
-            "--step-separator", help="PRMConfig.step_separator (default TRL's newline)"
-        )
-        trl.add_argument(
-            "--keep-labels",
-            action="store_true",
-            default=None,
-            help="rewrite rows the trainer would cut: prompt truncated from the left, or windows "
-            "that each end on a labelled step",
-        )
+        for format_option in FORMAT_OPTIONS:
+            add_format_option(formats, format_option)
         parser.add_argument(
             "--progress",
             action=argparse.BooleanOptionalAction,
@@ -76,7 +69,7 @@ class Command(BaseCommand):
         except Campaign.DoesNotExist:
             raise CommandError(f"no campaign with slug {opts['campaign']!r}") from None
         show = opts["progress"] if opts["progress"] is not None else sys.stderr.isatty()
-        given = ("step_tag", "tokenizer", "max_length", "step_separator", "keep_labels")
+        given = (o.name for o in FORMAT_OPTIONS)
         options = {name: opts[name] for name in given if opts[name] is not None}
         bar = None
         if show:

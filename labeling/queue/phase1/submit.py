@@ -27,6 +27,7 @@ from labeling.models import (
     StepLabel,
     prefix_hash,
 )
+from labeling.prm800k_steps import completions_split
 from labeling.queue.errors import LabelsInvalid
 from labeling.queue.leases import slot_hold
 from labeling.queue.phase1.tree import ANSWER_MARK, chosen_path, shared_candidates
@@ -130,11 +131,8 @@ def _path_labels(assignment: Assignment) -> list[_PathLabel]:
         else:
             text, human = path[position].candidate.text, None
             own = chosen = [c.pk for c in shared].index(path[position].candidate_id)
-        if own is None:
-            rating, flagged, alternatives = None, False, completions
-        else:
-            rating, flagged = completions[own]["rating"], completions[own]["flagged"]
-            alternatives = completions[:own] + completions[own + 1 :]
+        kept, alternatives = completions_split(completions, own)
+        rating, flagged = (None, False) if kept is None else (kept["rating"], kept["flagged"])
         out.append(
             _PathLabel(
                 text=text,
