@@ -55,28 +55,37 @@ def open_scored(
     beat: Callable[[], None],
     stats: dict | None = None,
     members: Sequence = (),
+    stand_in: bool = False,
 ) -> list[Scored]:
     """Every open regular solution with its PRM score (product of step P(correct)), its
     uncertainty (mean step entropy) and, given ``members`` (``bow`` models on bootstrap
     resamples of the labels), their ``disagreement``; ``stats`` receives how many solutions were
-    featurised and how many came from the feature cache."""
-    from prm.batch_scoring import BatchScoring
+    featurised and how many came from the feature cache.
 
+    Without a ``scorer`` (no labels to train the campaign's own PRM on yet): with ``stand_in``
+    the served PRM's stored scores stand in for it (``stats["served"]``: how many it scored),
+    else the solutions carry no score, only what the strategies that need no PRM read."""
     rows = {
         pk: (correct, digest, verifier)
         for pk, correct, digest, verifier in open_solutions(campaign)
         .order_by("pk")
         .values_list("pk", "answer_is_correct", "content_hash", "verifier_score")
     }
+    cache = campaign_cache_dir(campaign)
+    if scorer is None:
+        return _scored_by_stored(rows, stand_in=stand_in, campaign=campaign, stats=stats)
+    from prm.batch_scoring import BatchScoring
+
     batch = BatchScoring(
         scorer,
         wanted=[(pk, digest) for pk, (_, digest, _) in rows.items()],
-        cache=campaign_cache_dir(campaign),
+        cache=cache,
         members=members,
         workers=score_workers(),
     )
+    texts = solution_texts(campaign=campaign, ids=batch.missing)
     scored = []
-    for k, record in enumerate(batch.score(solution_texts(campaign=campaign, ids=batch.missing))):
+    for k, record in enumerate(batch.score(texts)):
         correct, _, verifier = rows[record.id]
         scored.append(
             Scored(
@@ -96,21 +105,25 @@ def open_scored(
     return scored
 
 
-def open_scored_by(*, campaign: Campaign, step_scores: dict[int, list[float]]) -> list[Scored]:
-    """Every open regular solution scored by another PRM's stored step scores (the served PRM
-    standing in for the campaign's own before it has labels): its score the product of them,
-    its uncertainty their mean entropy (``prm.metrics``); a solution without scores scores 0 (it
-    goes last of its kind) and has no uncertainty. With no scores at all, what the strategies
-    that need no PRM read (the answer's grade, the verifier score)."""
+def _scored_by_stored(
+    rows: dict[int, tuple[bool | None, str, float | None]],
+    *,
+    stand_in: bool,
+    campaign: Campaign,
+    stats: dict | None,
+) -> list[Scored]:
+    """The open solutions scored by the served PRM's stored step scores (``stand_in``): the
+    product of them, their mean entropy (``prm.metrics``); one it has not scored scores 0 (it
+    goes last of its kind) and has no uncertainty. Without ``stand_in``, no score at all."""
+    from machines.served import served_scores
     from prm.metrics import solution_score, step_entropy
 
+    stored: dict[int, list[float]] = {}
+    if stand_in:
+        stored = dict(served_scores(campaign=campaign).values_list("solution_id", "step_scores"))
     out = []
-    for pk, correct, verifier in (
-        open_solutions(campaign)
-        .order_by("pk")
-        .values_list("pk", "answer_is_correct", "verifier_score")
-    ):
-        steps = step_scores.get(pk)
+    for pk, (correct, _, verifier) in rows.items():
+        steps = stored.get(pk)
         out.append(
             Scored(
                 pk,
@@ -120,6 +133,8 @@ def open_scored_by(*, campaign: Campaign, step_scores: dict[int, list[float]]) -
                 verifier_score=verifier,
             )
         )
+    if stats is not None and stand_in:
+        stats["served"] = sum(1 for pk in rows if pk in stored)
     return out
 
 

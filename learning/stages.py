@@ -46,7 +46,7 @@ from learning.auto import AutoChoice, auto_candidates, auto_choice, auto_shares
 from learning.models import ActiveLearningRun, PRMModel
 from learning.ordering import Scored, head_summary
 from learning.placing import CONTROL_ARM, arm_of, place
-from learning.scoring import campaign_cache_dir, open_scored, open_scored_by
+from learning.scoring import campaign_cache_dir, open_scored
 from learning.strategies import (
     AUTO,
     ENSEMBLE_MEMBERS,
@@ -382,22 +382,14 @@ def score(state: RunState) -> None:
     own PRM's (with members, the ensemble's disagreement too), before it has one the served
     PRM's, standing in; with neither (a strategy that needs no PRM) they carry no score."""
     counts: dict = {}
-    if state.scorer is not None:
-        state.scored = open_scored(
-            campaign=state.campaign,
-            scorer=state.scorer,
-            beat=state.attempt.beat,
-            stats=counts,
-            members=state.members,
-        )
-    elif PRM in state.available:
-        from machines.served import served_scores
-
-        served = served_scores(campaign=state.campaign).values_list("solution_id", "step_scores")
-        state.scored = open_scored_by(campaign=state.campaign, step_scores=dict(served))
-        counts["served"] = sum(1 for s in state.scored if s.uncertainty is not None)
-    else:
-        state.scored = open_scored_by(campaign=state.campaign, step_scores={})
+    state.scored = open_scored(
+        campaign=state.campaign,
+        scorer=state.scorer,
+        beat=state.attempt.beat,
+        stats=counts,
+        members=state.members,
+        stand_in=PRM in state.available,
+    )
     state.timings.update({f"solutions_{k}": v for k, v in counts.items()})
 
 
