@@ -32,6 +32,7 @@ from django.db import connection, transaction
 from common.readahead import read_ahead
 from labeling.grading import PRM800K, solutions_grade
 from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepLabel
+from labeling.services import campaign_grading_rule_adopt
 
 from .db_writer import DatabaseWriter
 from .jsonl import parse_jsonl
@@ -130,19 +131,12 @@ def import_file(
 
 
 def _grading_rule_from_format(campaign: Campaign, fmt: str) -> None:
-    """Give a campaign without solutions the grading rule of the format its first come in.
-
-    Only then: a campaign that already holds graded solutions keeps its rule (a manager changes
-    it in the settings, which regrades). Inside the import's transaction: a refused file leaves
-    the rule as it was.
-    """
+    """A campaign without solutions takes the grading rule of the format its first come in
+    (``labeling.services.campaign_grading_rule_adopt``). Inside the import's transaction: a
+    refused file leaves the rule as it was."""
     rule = FORMATS[fmt].grading_rule
-    if rule is None or campaign.grading_rule == rule:
-        return
-    if Solution.objects.filter(campaign=campaign).exists():
-        return
-    Campaign.objects.filter(pk=campaign.pk).update(grading_rule=rule)
-    campaign.grading_rule = rule
+    if rule is not None:
+        campaign_grading_rule_adopt(campaign=campaign, rule=rule)
 
 
 # Rows after which an import refreshes PostgreSQL's statistics of the tables it wrote.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 
 from labeling.models import (
@@ -36,7 +36,7 @@ def campaign_create(*, creator: AbstractBaseUser, **fields: Any) -> Campaign:
 
 
 def campaign_update(
-    *, campaign: Campaign, actor: AbstractBaseUser | None = None, **fields: Any
+    *, campaign: Campaign, actor: AbstractBaseUser | AnonymousUser | None = None, **fields: Any
 ) -> Campaign:
     """Change a campaign's settings. A new overlap or bad-problem limit reopens or closes
     solutions at once (``refresh_queue_state``), so the queue follows the new rule. A new
@@ -53,8 +53,22 @@ def campaign_update(
     return campaign
 
 
+def campaign_grading_rule_adopt(*, campaign: Campaign, rule: str) -> bool:
+    """Give a campaign that has no solutions yet the grading rule its first solutions were
+    labelled under (an import in PRM800K's formats); returns whether it changed.
+
+    Only then: a campaign that already holds graded solutions keeps its rule (a manager changes
+    it in the settings, which regrades). Nothing to regrade: there is nothing graded yet.
+    """
+    if campaign.grading_rule == rule or Solution.objects.filter(campaign=campaign).exists():
+        return False
+    Campaign.objects.filter(pk=campaign.pk).update(grading_rule=rule)
+    campaign.grading_rule = rule
+    return True
+
+
 def campaign_regrade(
-    *, campaign: Campaign, actor: AbstractBaseUser | None = None
+    *, campaign: Campaign, actor: AbstractBaseUser | AnonymousUser | None = None
 ) -> SolutionBulkAction:
     """Grade every solution of the campaign again under its grading rule: the data browser's
     bulk action ``regrade`` over all of them, one job (run in this request when small, else by
