@@ -2,6 +2,7 @@
 pairs, throughput, and whether the results change when every core is busy.
 
     .venv/bin/python bench/grading.py [--gsm8k-problems 1319] [--hogs N] [--sets qwen,math500]
+        [--rules mathematical,prm800k]
 
 Reads ``../shared/data`` (or ``$STEPWISE_SHARED_DATA``). The sets, each graded by a fresh
 ``labeling.grading.Grader`` (worker processes, distinct pairs once):
@@ -13,11 +14,14 @@ Reads ``../shared/data`` (or ``$STEPWISE_SHARED_DATA``). The sets, each graded b
   matrices, sets, expressions, words; no labels: the reference pairs are right, almost all
   others wrong);
 - ``prm800k``: PRM800K phase 1's final answers (GPT-4's, from the candidate steps) against their
-  problems' truths (no labels).
+  problems' truths, with the labeler's rating of the answer step as the label (+1 right, -1
+  wrong; a 0 or unrated answer has none).
 
-Agreement counts undecided as "not correct". With ``--hogs N`` (default: one per core; 0: off)
-every set is graded again with N busy-looping processes beside it, and the pairs whose result
-differs between the two runs are counted and printed. No database needed.
+Agreement counts undecided as "not correct". ``--rules`` grades every set under each grading
+rule named (``labeling.grading.rules``; default: ``mathematical``), one after the other. With
+``--hogs N`` (default: one per core; 0: off) every set is graded again, under the first rule,
+with N busy-looping processes beside it, and the pairs whose result differs between the two
+runs are counted and printed. No database needed.
 """
 
 from __future__ import annotations
@@ -91,7 +95,8 @@ def prm800k(_: argparse.Namespace) -> list[Sample]:
         for step in r["label"]["steps"]:
             for c in step["completions"]:
                 if "answer" in c:
-                    out.append((c["answer"], truth, None))
+                    label = {1: True, -1: False}.get(c.get("rating"))
+                    out.append((c["answer"], truth, label))
     return out
 
 
@@ -102,14 +107,14 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def grade(samples: list[Sample]) -> tuple[dict, float, float, int]:
+def grade(samples: list[Sample], rule: str) -> tuple[dict, float, float, int]:
     """(results, wall seconds, worker CPU seconds, workers killed) of one fresh Grader."""
     from labeling.grading import Grader
 
     grader = Grader()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    results = grader.grade_many((a, t) for a, t, _ in samples)
+    results = grader.grade_many(((a, t) for a, t, _ in samples), rule=rule)
     seconds = time.monotonic() - started
     grader.close()  # its workers exit and count in RUSAGE_CHILDREN
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -151,16 +156,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gsm8k-problems", type=int, default=1319)
     parser.add_argument("--hogs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--rules", default="mathematical")
     args = parser.parse_args(argv)
+    rules = args.rules.split(",")
     if not DATA.is_dir():
         sys.exit(f"{DATA} is missing: this benchmark reads ../shared/data (STEPWISE_SHARED_DATA)")
     names = args.sets.split(",")
     samples = {name: SETS[name](args) for name in names}
-    print(f"{ROOT.name}: idle run, load average {load()}", flush=True)
-    idle = {}
-    for name in names:
-        idle[name] = grade(samples[name])
-        report(name, samples[name], *idle[name])
+    idle: dict[str, tuple[dict, float, float, int]] = {}
+    for rule in rules:
+        print(f"{ROOT.name}: idle run, rule {rule}, load average {load()}", flush=True)
+        for name in names:
+            result = grade(samples[name], rule)
+            idle.setdefault(name, result)  # the first rule's, for the run beside the hogs
+            report(name, samples[name], *result)
     if not args.hogs:
         return
     hogs = start_hogs(args.hogs)
@@ -169,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{ROOT.name}: with {args.hogs} CPU hogs beside it, load average {load()}")
         busy = {}
         for name in names:
-            busy[name] = grade(samples[name])
+            busy[name] = grade(samples[name], rules[0])
             report(name, samples[name], *busy[name])
         print(f"  (load average at the end {load()})")
     finally:

@@ -107,6 +107,8 @@ def manifest_write(
         "policy": policy.to_dict(),
         "policy_applies": list(spec.applies),
         "campaign": {"id": campaign.pk, "slug": campaign.slug, "name": campaign.name},
+        # what answer_is_correct means in these files (labeling.grading.rules)
+        "grading_rule": campaign.grading_rule,
         "created_at": timezone.now().isoformat(),
         "counts": counts,
         "split": {

@@ -12,7 +12,10 @@ Two streaming passes over the file, never holding it in memory:
 
 New solutions are written with their queue slots already counted; older solutions that received
 labels are recounted with ``refresh_queue_state``. Then the new solutions' answers are graded
-(after the commit: grading is slow and needs no lock).
+(after the commit: grading is slow and needs no lock), under the campaign's grading rule. A
+format may name the rule its solutions were graded by (PRM800K's: ``ImportFormat.grading_rule``);
+a campaign that has no solutions when such a file comes takes that rule, in the import's
+transaction, so PRM800K's solutions grade as its labels were made.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from typing import Any
 from django.db import connection, transaction
 
 from common.readahead import read_ahead
-from labeling.grading import solutions_grade
+from labeling.grading import PRM800K, solutions_grade
 from labeling.models import Assignment, Campaign, Problem, Solution, Step, StepLabel
+from labeling.services import campaign_grading_rule_adopt
 
 from .db_writer import DatabaseWriter
 from .jsonl import parse_jsonl
@@ -51,16 +55,21 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ImportFormat:
-    """One import format: its parser, and what it is in words (the upload form, the command)."""
+    """One import format: its parser, what it is in words (the upload form, the command), and
+    the grading rule its solutions' labels were made under, if the source had one: a campaign
+    whose first solutions come in this format grades by it (``labeling.grading.rules``)."""
 
     parse: Parser
     description: str
+    grading_rule: str | None = None
 
 
 # Every format, declared once (docs/contributing.md: how to add one).
 FORMATS: dict[str, ImportFormat] = {
-    "prm800k": ImportFormat(parse_prm800k, "PRM800K label lines (phase 1 or 2)"),
-    "prm800k-trajectories": ImportFormat(parse_trajectories, "PRM800K phase 1 trajectories"),
+    "prm800k": ImportFormat(parse_prm800k, "PRM800K label lines (phase 1 or 2)", PRM800K),
+    "prm800k-trajectories": ImportFormat(
+        parse_trajectories, "PRM800K phase 1 trajectories", PRM800K
+    ),
     "processbench": ImportFormat(parse_processbench, "ProcessBench records"),
     "jsonl": ImportFormat(parse_jsonl, "problems with solutions (generic, GSM8K, Qwen2.5-Math)"),
 }
@@ -95,6 +104,7 @@ def import_file(
     parse = _parser(path, fmt, options)
     labelers = validate(path, parse, options, progress)
     with transaction.atomic(), _constraints_checked_per_statement():
+        _grading_rule_from_format(campaign, fmt)
         writer = DatabaseWriter(
             campaign=campaign, source=fmt, file=path.name, import_job_id=import_job_id
         )
@@ -118,6 +128,15 @@ def import_file(
         result.grading = solutions_grade(solutions=solutions, progress=progress is True)
         result.solutions_graded = result.grading.graded
     return result
+
+
+def _grading_rule_from_format(campaign: Campaign, fmt: str) -> None:
+    """A campaign without solutions takes the grading rule of the format its first come in
+    (``labeling.services.campaign_grading_rule_adopt``). Inside the import's transaction: a
+    refused file leaves the rule as it was."""
+    rule = FORMATS[fmt].grading_rule
+    if rule is not None:
+        campaign_grading_rule_adopt(campaign=campaign, rule=rule)
 
 
 # Rows after which an import refreshes PostgreSQL's statistics of the tables it wrote.

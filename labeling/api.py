@@ -429,7 +429,7 @@ def campaign_detail(request: Request, slug: str) -> Response:
     form = CampaignForm({**current, **values}, instance=Campaign.objects.get(pk=campaign.pk))
     if not form.is_valid():
         raise _form_errors(form)
-    campaign = services.campaign_update(campaign=campaign, **form.settings())
+    campaign = services.campaign_update(campaign=campaign, actor=request.user, **form.settings())
     if paused is not None:
         services.campaign_pause_set(campaign=campaign, paused=paused)
     return _campaign_body(request, campaign)

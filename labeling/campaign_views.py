@@ -19,7 +19,7 @@ from labeling.forms import (
     AmendForm,
     CampaignForm,
 )
-from labeling.models import Campaign, Membership
+from labeling.models import Campaign, Membership, SolutionBulkAction
 from labeling.permissions import (
     LABEL,
     MANAGE,
@@ -91,12 +91,20 @@ def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
         if membership
         else []
     )
+    # The latest regrade after a change of grading rule, for the managers' summary.
+    regrade = (
+        SolutionBulkAction.objects.filter(
+            campaign=campaign, action=SolutionBulkAction.Action.REGRADE
+        )
+        .order_by("-pk")
+        .first()
+    )
     return campaign_page(
         request,
         "labeling/campaign_detail.html",
         campaign,
         membership,
-        {"recent_reviews": reviewed},
+        {"recent_reviews": reviewed, "regrade": regrade},
     )
 
 
@@ -106,8 +114,16 @@ def campaign_settings(request: HttpRequest, slug: str) -> HttpResponse:
     campaign, membership = campaign_for(request.user, slug, roles=MANAGE)
     form = CampaignForm(posted(request), instance=Campaign.objects.get(pk=campaign.pk))
     if request.method == "POST" and form.is_valid():
-        services.campaign_update(campaign=campaign, **form.settings())
-        messages.success(request, "Settings saved.")
+        rule_before = campaign.grading_rule
+        services.campaign_update(campaign=campaign, actor=request.user, **form.settings())
+        if campaign.grading_rule != rule_before:
+            messages.success(
+                request,
+                "Settings saved. Every final answer is graded again under the new rule: the "
+                "campaign's page shows how far it is.",
+            )
+        else:
+            messages.success(request, "Settings saved.")
         return redirect("labeling:campaign-settings", slug=campaign.slug)
     return campaign_page(
         request,

@@ -45,6 +45,7 @@ CAMPAIGN = Columns(
         "qc_pause",
         "qc_pause_window",
         "qc_pause_threshold",
+        "grading_rule",
         "created_by_id",
     ),
 )

@@ -151,6 +151,7 @@ class CampaignForm(forms.ModelForm):
             "bad_problem_limit",
             "relabel_by_same_annotator",
             "reviewers_see_evidence",
+            "grading_rule",
             "active_learning",
             "al_wrong_answer_share",
             "al_retrain_every",
@@ -179,6 +180,7 @@ class CampaignForm(forms.ModelForm):
             "lease_seconds": "Lease (seconds)",
             "relabel_by_same_annotator": "Rejected work may go back to the same annotator",
             "reviewers_see_evidence": "Reviewers see machine evidence on the review page",
+            "grading_rule": "Grading rule (final answers)",
         }
         widgets = {"instructions": forms.Textarea(attrs={"rows": 8})}
 
@@ -222,6 +224,7 @@ class CampaignForm(forms.ModelForm):
         self.fields["al_control_share"].required = False
         self.fields["qc_pause_window"].required = False
         self.fields["qc_pause_threshold"].required = False
+        self.fields["grading_rule"].required = False
 
     def clean_overlap(self) -> int:
         value = self.cleaned_data["overlap"]
@@ -269,6 +272,10 @@ class CampaignForm(forms.ModelForm):
         if value is None:  # a client that predates the setting keeps the campaign's
             return self.instance.al_control_share
         return _share(value, "The control arm's share")
+
+    def clean_grading_rule(self) -> str:
+        # a client that predates the setting keeps the campaign's (a new one, the default)
+        return self.cleaned_data.get("grading_rule") or self.instance.grading_rule
 
     def clean_al_strategy(self) -> str:
         return self.cleaned_data.get("al_strategy") or self.instance.al_strategy

@@ -290,6 +290,7 @@ def test_the_manifest_records_format_policy_counts_split_and_checksums(campaign,
     assert manifest["format"] == fmt
     assert manifest["policy"] == policy.to_dict()
     assert manifest["campaign"] == {"id": campaign.pk, "slug": "algebra", "name": campaign.name}
+    assert manifest["grading_rule"] == "mathematical"  # what answer_is_correct means
     assert datetime.fromisoformat(manifest["created_at"]).tzinfo is not None
     assert manifest["split"]["splits"] == ["train", "test"]
     assert sum(manifest["split"]["problems"].values()) == 2

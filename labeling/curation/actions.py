@@ -1,6 +1,7 @@
 """Curating a campaign's solutions from the data browser: requeue, archive, restore, make gold
 (from the consensus: ``labeling.gold`` sets it), ground truth, send to
-adjudication or for review (``AdjudicationRequest``, ``ReviewRequest``).
+adjudication or for review (``AdjudicationRequest``, ``ReviewRequest``), grade the answers again
+(after a change of the campaign's grading rule).
 
 One solution or many: the bulk functions take a queryset (a selection, or everything a
 ``labeling.curation.filters.SolutionFilter`` matches). Many at once run as a
@@ -157,6 +158,34 @@ def problem_ground_truth_set(*, problem: Problem, answer: str, actor=None) -> in
         # Solutions with no answer, or all of them when the truth is gone, are ungraded.
         solutions.update(answer_is_correct=None)
     return solutions_grade(solutions=solutions, regrade=True).graded
+
+
+def solutions_regrade(*, campaign: Campaign, solutions: QuerySet, actor=None, progress=None) -> int:
+    """Grade these solutions' final answers again under the campaign's grading rule as it is
+    now; returns how many changed (each changed one gets a ``regraded`` event: from, to, rule).
+
+    The campaign's row is locked first, so two rule changes in a row regrade one after the
+    other, each under the rule then current: the last one to run leaves the grades of the rule
+    the campaign shows.
+    """
+    with transaction.atomic():
+        rule = Campaign.objects.select_for_update().values_list("grading_rule", flat=True)
+        rule_now = rule.get(pk=campaign.pk)
+        mine = solutions.filter(campaign=campaign)
+        before = dict(mine.values_list("pk", "answer_is_correct"))
+        solutions_grade(solutions=mine, regrade=True, rule=rule_now)
+        after = dict(
+            Solution.objects.filter(pk__in=list(before)).values_list("pk", "answer_is_correct")
+        )
+        changed = [
+            (pk, {"from": was, "to": after[pk], "rule": rule_now})
+            for pk, was in sorted(before.items())
+            if after[pk] != was
+        ]
+        _events_each(changed, SolutionEvent.Action.REGRADED, actor)
+        if progress:
+            progress(len(before))
+    return len(changed)
 
 
 def solutions_make_gold(
@@ -333,6 +362,7 @@ _RUNNERS = {
     Action.GOLD_SCREENING: functools.partial(solutions_make_gold, kind=Solution.Kind.SCREENING),
     Action.ADJUDICATE: solutions_send_to_adjudication,
     Action.REVIEW: solutions_send_to_review,
+    Action.REGRADE: solutions_regrade,
 }
 
 

@@ -15,6 +15,10 @@
 A pair grades ``True``/``False``; ``None`` means it could not be decided: no answer, no truth,
 an answer math-verify cannot parse, or one outside the bounds.
 
+What "equal" means is the campaign's grading rule (``rules``): mathematically equal
+(math-verify), or as PRM800K's reference grader graded (``as_prm800k``). Under both, words and
+letter sequences are text and clock times are times (``readings``).
+
 Nothing here imports Django except :func:`solutions_grade`, which does so lazily: the worker
 processes import this package without settings.
 """
@@ -27,12 +31,16 @@ from typing import TYPE_CHECKING
 
 from labeling.grading.answers import extract_answer, normalise
 from labeling.grading.bounds import Limits
+from labeling.grading.rules import MATHEMATICAL, PRM800K, RULES
 from labeling.grading.workers import Grader
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
 __all__ = [
+    "MATHEMATICAL",
+    "PRM800K",
+    "RULES",
     "Grader",
     "GradingResult",
     "Limits",
@@ -43,9 +51,9 @@ __all__ = [
 ]
 
 
-def grade(answer: str | None, truth: str | None) -> bool | None:
-    """Whether ``answer`` equals ``truth`` mathematically (``None``: undecidable)."""
-    return Grader.shared().grade_many([(answer, truth)])[(answer, truth)]
+def grade(answer: str | None, truth: str | None, rule: str = MATHEMATICAL) -> bool | None:
+    """Whether ``answer`` equals ``truth`` under ``rule`` (``None``: undecidable)."""
+    return Grader.shared().grade_many([(answer, truth)], rule=rule)[(answer, truth)]
 
 
 @dataclass
@@ -57,12 +65,20 @@ class GradingResult:
 
 
 def solutions_grade(
-    *, solutions: QuerySet, regrade: bool = False, progress: bool = False, chunk: int = 2000
+    *,
+    solutions: QuerySet,
+    regrade: bool = False,
+    progress: bool = False,
+    chunk: int = 2000,
+    rule: str | None = None,
 ) -> GradingResult:
-    """Set ``answer_is_correct`` on these solutions from their answer and problem's truth.
+    """Set ``answer_is_correct`` on these solutions from their answer and problem's truth,
+    under their campaign's grading rule (or ``rule``, for all of them).
 
     Only ungraded ones unless ``regrade``. A solution without an answer, or whose problem has no
-    ground-truth answer, stays null; so does one whose pair cannot be decided.
+    ground-truth answer, stays null; so does one whose pair cannot be decided. The rule is read
+    with the rows, so every caller (an import, a new ground truth, a rule change) grades as the
+    campaign says without passing it.
     """
     from labeling.models import Solution
 
@@ -73,18 +89,28 @@ def solutions_grade(
         solutions.exclude(answer__isnull=True)
         .exclude(answer="")
         .exclude(problem__ground_truth_answer="")
-        .values_list("pk", "answer", "problem__ground_truth_answer")
+        .values_list("pk", "answer", "problem__ground_truth_answer", "campaign__grading_rule")
         .order_by()
     )
-    by_pair: dict[tuple[str, str], list[int]] = {}
+    by_rule: dict[str, dict[tuple[str, str], list[int]]] = {}
     n = 0
-    for pk, answer, truth in rows.iterator(chunk_size=chunk):
+    for pk, answer, truth, campaign_rule in rows.iterator(chunk_size=chunk):
+        by_pair = by_rule.setdefault(rule or campaign_rule, {})
         by_pair.setdefault((answer, truth), []).append(pk)
         n += 1
-    results = Grader.shared().grade_many(by_pair, progress=progress)
+    results = {
+        pair_rule: Grader.shared().grade_many(by_pair, rule=pair_rule, progress=progress)
+        for pair_rule, by_pair in by_rule.items()
+    }
     graded = 0
     for value in (True, False, None):
-        ids = [pk for pair, pks in by_pair.items() if results[pair] is value for pk in pks]
+        ids = [
+            pk
+            for pair_rule, by_pair in by_rule.items()
+            for pair, pks in by_pair.items()
+            if results[pair_rule][pair] is value
+            for pk in pks
+        ]
         if value is not None:
             graded += len(ids)
         elif not regrade:
@@ -92,5 +118,8 @@ def solutions_grade(
         for i in range(0, len(ids), chunk):
             Solution.objects.filter(pk__in=ids[i : i + chunk]).update(answer_is_correct=value)
     return GradingResult(
-        solutions=n, graded=graded, pairs=len(by_pair), seconds=time.monotonic() - started
+        solutions=n,
+        graded=graded,
+        pairs=sum(len(by_pair) for by_pair in by_rule.values()),
+        seconds=time.monotonic() - started,
     )

@@ -37,6 +37,8 @@ from typing import Any
 
 from labeling.grading.answers import normalise, quick
 from labeling.grading.bounds import Limits, expression_refusal, text_refusal
+from labeling.grading.readings import unwrap
+from labeling.grading.rules import MATHEMATICAL, PRM800K, check
 
 CPU_BUDGET_S = 30.0
 STALL_S = 120.0
@@ -78,28 +80,29 @@ class Grader:
         return cls._shared
 
     def grade_many(
-        self, pairs: Iterable[Pair], *, progress: bool = False
+        self, pairs: Iterable[Pair], *, rule: str = MATHEMATICAL, progress: bool = False
     ) -> dict[Pair, bool | None]:
-        """Grade each distinct pair once; returns pair -> result."""
+        """Grade each distinct pair once under ``rule`` (``rules``); returns pair -> result."""
+        check(rule)
         results: dict[Pair, bool | None] = {}
         todo: list[Pair] = []
         for pair in pairs:
             if pair in results:
                 continue
-            decided, result = quick(*pair)
+            decided, result = quick(*pair, rule)
             results[pair] = result
             if not decided:
                 todo.append(pair)
         if todo:
             todo.sort(key=lambda pair: normalise(pair[1]) or "")  # see serve()
             bar = _bar(len(todo), progress)
-            for pair, result in self._run(todo, bar):
+            for pair, result in self._run(todo, rule, bar):
                 results[pair] = result
             if bar is not None:
                 bar.close()
         return results
 
-    def _run(self, todo: list[Pair], bar: Any) -> Iterator[tuple[Pair, bool | None]]:
+    def _run(self, todo: list[Pair], rule: str, bar: Any) -> Iterator[tuple[Pair, bool | None]]:
         """Feed pairs to idle workers; yield (pair, result) as answers come back."""
         new = [self._spawn() for _ in range(min(self.size, len(todo)) - len(self._procs))]
         for proc in new:
@@ -114,8 +117,8 @@ class Grader:
                     if proc not in busy and pending:
                         pair = pending.pop()
                         try:
-                            sides = [normalise(pair[0]), normalise(pair[1])]
-                            proc.stdin.write(json.dumps(sides) + "\n")
+                            line = [normalise(pair[0]), normalise(pair[1]), rule]
+                            proc.stdin.write(json.dumps(line) + "\n")
                             proc.stdin.flush()
                         except (BrokenPipeError, OSError):
                             pending.append(pair)
@@ -238,8 +241,12 @@ def _wait_ready(proc: subprocess.Popen) -> None:
 
 
 def serve() -> None:
-    """Worker loop: read ``[answer, truth]`` lines on stdin, write ``true/false/null`` lines."""
+    """Worker loop: read ``[answer, truth, rule]`` lines on stdin, write ``true/false/null``
+    lines. Sides arrive normalised (``answers.normalise``) and never both missing."""
     import resource
+    import warnings
+
+    from labeling.grading.as_prm800k import compare, sympy_equal_bounded
 
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     limits = Limits(**config.get("limits", {}))
@@ -247,6 +254,11 @@ def serve() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a worker stopped by its budget dumps nothing
     logging.disable(logging.WARNING)  # math-verify warns that its timeouts are off
     from math_verify import parse, verify
+
+    sympy_equal = sympy_equal_bounded(limits)
+    # after the imports, which install sympy's own filters: its deprecation notices on odd
+    # answers ((1,2)-(2,1)) would fill the log
+    warnings.simplefilter("ignore")
 
     @lru_cache(maxsize=4096)
     def parsed(text: str) -> list:
@@ -264,9 +276,14 @@ def serve() -> None:
     out.flush()
     for line in sys.stdin:
         _allow_cpu(resource, budget)
-        answer, truth = json.loads(line)
-        gold, pred = parsed(truth), parsed(answer)
-        result = bool(verify(gold, pred, timeout_seconds=None)) if gold and pred else None
+        answer, truth, rule = json.loads(line)
+        result: bool | None
+        if rule == PRM800K:
+            result = compare(answer, truth, sympy_equal)
+        else:
+            # a wrapper around all of it goes: \text{A,B,E} is the list A,B,E
+            gold, pred = parsed(unwrap(truth)), parsed(unwrap(answer))
+            result = bool(verify(gold, pred, timeout_seconds=None)) if gold and pred else None
         out.write(json.dumps(result) + "\n")
         out.flush()
 

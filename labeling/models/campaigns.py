@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from labeling.grading import rules as grading_rules
+
 
 class Rating(models.IntegerChoices):
     NEGATIVE = -1, "negative"
@@ -43,6 +45,13 @@ AL_BACKBONES = [
 # Active learning waits for at least this share of the labels its last run trained on before it
 # retrains (``Campaign.al_labels_before_retrain``).
 AL_RETRAIN_GROWTH = 0.1
+
+
+class GradingRule(models.TextChoices):
+    """How final answers are graded against the ground truth (``labeling.grading.rules``)."""
+
+    MATHEMATICAL = grading_rules.MATHEMATICAL, grading_rules.RULES[grading_rules.MATHEMATICAL]
+    PRM800K = grading_rules.PRM800K, grading_rules.RULES[grading_rules.PRM800K]
 
 
 class CampaignQuerySet(models.QuerySet):
@@ -231,6 +240,19 @@ class Campaign(models.Model):
         db_default=QC_PAUSE_THRESHOLD_DEFAULT,
         help_text="The QC score (as screening's) under which the rule pauses: measured to stop "
         "careless raters and to spare careful ones (docs/campaigns.md).",
+    )
+    # New campaigns grade mathematically; the first import in one of PRM800K's formats into a
+    # campaign without solutions sets PRM800K's rule (imports.pipeline), so PRM800K's solutions
+    # grade as its labels were made. Changing it regrades the campaign (a job: services).
+    grading_rule = models.CharField(
+        max_length=20,
+        choices=GradingRule.choices,
+        default=GradingRule.MATHEMATICAL,
+        db_default=GradingRule.MATHEMATICAL,
+        help_text="How final answers are graded against the ground truth: mathematically equal "
+        "(6/10 is 3/5, a list is a set), or as PRM800K's reference grader graded (answers in "
+        "the form MATH expects: 6/10 is not 3/5, lists in order). Changing it grades every "
+        "solution again.",
     )
     is_paused = models.BooleanField(default=False)
     created_by = models.ForeignKey(

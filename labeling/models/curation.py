@@ -16,7 +16,8 @@ class SolutionEvent(models.Model):
 
     What the queue and the annotators did (served, skipped, submitted) is already in
     ``Assignment`` and ``Review`` rows; these rows record the curation that leaves no other
-    trace: requeued, archived, restored, made gold, ground truth edited.
+    trace: requeued, archived, restored, made gold, ground truth edited, graded again under a new
+    grading rule.
     """
 
     class Action(models.TextChoices):
@@ -27,6 +28,7 @@ class SolutionEvent(models.Model):
         GROUND_TRUTH = "ground_truth", "ground truth edited"
         SENT_TO_ADJUDICATION = "sent_to_adjudication", "sent to adjudication"
         SENT_TO_REVIEW = "sent_to_review", "sent for review"
+        REGRADED = "regraded", "answer graded again"
 
     solution = models.ForeignKey(Solution, on_delete=models.CASCADE, related_name="events")
     action = models.CharField(max_length=20, choices=Action.choices)
@@ -48,7 +50,7 @@ class SolutionEvent(models.Model):
 
 class SolutionBulkAction(BackgroundJob):
     """One action applied to many solutions at once (requeue, archive, restore, make gold from
-    the consensus), as a job.
+    the consensus, grade the answers again under the campaign's grading rule), as a job.
 
     ``selection`` is what was chosen in the data browser: the filter's query parameters
     (``labeling.curation.filters``), which may name ids. The solutions it matched are resolved
@@ -64,6 +66,7 @@ class SolutionBulkAction(BackgroundJob):
         GOLD_SCREENING = "gold_screening", "make screening gold from the consensus"
         ADJUDICATE = "adjudicate", "send to adjudication"
         REVIEW = "review", "send for review"
+        REGRADE = "regrade", "grade the final answers again"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="bulk_actions")
     action = models.CharField(max_length=20, choices=Action.choices)
