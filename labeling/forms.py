@@ -118,6 +118,13 @@ class SubmitForm(forms.Form):
         ],
     )
     total_time_ms = MillisecondsField(maximum=TOTAL_TIME_MAX_MS)
+    # A trajectory's final outcome (``labeling/_outcome_rating.html``); empty: not rated.
+    outcome_rating = forms.TypedChoiceField(
+        required=False,
+        choices=[("", "not rated"), ("-1", "-1"), ("0", "0"), ("1", "1")],
+        coerce=int,
+        empty_value=None,
+    )
 
 
 def _share(value: float, name: str) -> float:
