@@ -235,3 +235,17 @@ def test_the_trainers_formats_carry_the_assistant_steps(tmp_path):
     assert any("Tool call: bash" in r["input"] for r in read(tmp_path / "m.jsonl"))
     write_export(campaign=campaign, fmt="csv", out=tmp_path / "c.csv")
     assert "Tool call: bash" in (tmp_path / "c.csv").read_text()
+
+
+def test_the_upload_preview_shows_each_turn_as_a_step():
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from imports.services import import_preview
+
+    upload = SimpleUploadedFile("chat.jsonl", OPENAI.read_bytes())
+    preview = import_preview(upload=upload, fmt="agent-openai")
+    assert preview["errors"] == []
+    first = preview["solutions"][0]
+    assert first["problem"] == "How many kilometres longer is the Danube than the Rhine?"
+    assert len(first["steps"]) == 4
+    assert first["steps"][0]["text"].startswith("I will look up the Danube's length first.")

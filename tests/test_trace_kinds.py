@@ -67,3 +67,19 @@ def test_the_judge_asks_about_a_trajectory_with_the_trajectory_prompt():
     assert prompt.startswith("The following is a task given to an AI agent")
     assert "<step_0>\nI will look up the Danube's length first." in prompt
     assert "Tool call: search" in prompt
+
+
+@pytest.mark.django_db
+def test_the_new_campaign_page_offers_the_kinds(client):
+    from django.urls import reverse
+
+    from tests.factories import make_user
+
+    manager = make_user()
+    manager.is_staff = True
+    manager.save()
+    client.force_login(manager)
+    html = client.get(reverse("labeling:campaign-create")).content.decode()
+    assert "What it labels" in html
+    for kind in TRACE_KINDS.values():
+        assert f'value="{kind.name}"' in html and kind.title in html
