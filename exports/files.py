@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from exports.formats.base import Format
-from exports.formats.registry import format_options, get_format
+from exports.formats.registry import format_for, format_options
 from exports.manifest import Tally, manifest_write
 from exports.policy import LabelPolicy
 from exports.reader import Progress, StreamStats, iter_solutions
@@ -55,7 +55,7 @@ def write_export(
     ``selection``: only the solutions these data-browser filters match.
     """
     policy = policy or LabelPolicy()
-    spec = get_format(fmt)
+    spec = format_for(campaign, fmt)
     opts = format_options(spec, options)
     files, manifest_path = output_paths(Path(out), spec, policy.splits)
     manifest_path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,11 +8,12 @@ stays flat whatever the campaign's size. The formats turn these plain rows into 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from itertools import groupby
 from operator import itemgetter
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Q
@@ -82,6 +83,8 @@ class AssignmentData:
     # (a reviewer rejected it) or ``superseded`` (its annotator amended it).
     status: str = Assignment.Status.SUBMITTED
     review_comment: str = ""
+    # The rating of a trajectory's final outcome (``Assignment.outcome_rating``).
+    outcome_rating: int | None = None
 
     @property
     def is_current(self) -> bool:
@@ -104,6 +107,8 @@ class SolutionData:
     answer: str | None
     answer_is_correct: bool | None
     verifier_score: float | None
+    # An agent trajectory's conversation (``Solution.trace``); None for math.
+    trace: Mapping[str, Any] | None = _column("trace")
     split: str
     steps: list[str] = field(default_factory=list)
     assignments: list[AssignmentData] = field(default_factory=list)
@@ -296,6 +301,7 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
         corrections,
         status,
         comment,
+        outcome,
     ) in assignments.order_by("solution_id", "submitted_at", "id").values_list(
         "id",
         "solution_id",
@@ -307,6 +313,7 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
         "review__corrections",
         "status",
         "review__comment",
+        "outcome_rating",
     ):
         if decision == Review.Decision.REJECTED:
             # Rejected before rejection released the slot, or a review written around it.
@@ -325,6 +332,7 @@ def _fill(by_id: dict[int, SolutionData], policy: LabelPolicy) -> Iterator[Solut
             corrections or {},
             status=status,
             review_comment=comment or "",
+            outcome_rating=outcome,
         )
         by_id[s_id].assignments.append(data)
         by_assignment[a_id] = data

@@ -14,7 +14,7 @@ from django.db import transaction
 from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
 from common.storage import storage_publish_dir, storage_scratch_dir
 from exports.files import write_export
-from exports.formats.registry import format_options, get_format
+from exports.formats.registry import format_for, format_options, get_format
 from exports.lengths import check_declared_tokenizer
 from exports.models import Export
 from exports.policy import LabelPolicy
@@ -41,7 +41,7 @@ def export_create(
     ``selection`` (the data browser's filters) exports only the solutions it matches.
     """
     policy = policy or LabelPolicy()
-    spec = get_format(fmt)
+    spec = format_for(campaign, fmt)
     checked = format_options(spec, options)
     check_declared_tokenizer(checked.get("tokenizer", ""))
     export = Export.objects.create(

@@ -48,6 +48,11 @@ class _Known:
     unique_id: bool
 
 
+def _json(value: object) -> str | None:
+    """A JSON column's value as ``TableRows`` takes it: serialised, or None for SQL NULL."""
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
 class DatabaseWriter:
     """Writes parsed solutions batch by batch, remembering what exists (by content hash)."""
 
@@ -105,10 +110,11 @@ class DatabaseWriter:
                 "assignment_count",
                 "is_open",
                 "import_job_id",
+                "trace",
             ],
         )
         self.step_rows = TableRows(
-            Step, ["id", "solution_id", "index", "text", "raw_text", "gold_rating"]
+            Step, ["id", "solution_id", "index", "text", "raw_text", "gold_rating", "content"]
         )
         self.assignment_rows = TableRows(
             Assignment,
@@ -124,6 +130,7 @@ class DatabaseWriter:
                 "total_time_ms",
                 "submission_key",
                 "source",
+                "outcome_rating",
             ],
         )
         self.label_rows = TableRows(
@@ -301,14 +308,18 @@ class DatabaseWriter:
                     labels[h],
                     is_open_value(self.campaign, kind=s.kind, slots=labels[h]),
                     self.import_job_id,
+                    _json(s.trace),
                 )
             )
             ids = new_steps[pk] = [next(step_ids) for _ in s.steps]
             gold = s.gold or [None] * len(ids)
             raws = s.raw_steps or s.steps
+            contents: list[dict | None] = [*s.contents] if s.contents else [None] * len(ids)
             step_rows.extend(
-                (sid, pk, i, text, raw if raw != text else "", g)
-                for i, (sid, text, raw, g) in enumerate(zip(ids, s.steps, raws, gold, strict=True))
+                (sid, pk, i, text, raw if raw != text else "", g, _json(c))
+                for i, (sid, text, raw, g, c) in enumerate(
+                    zip(ids, s.steps, raws, gold, contents, strict=True)
+                )
             )
             self.solutions[h] = pk
         self.result.solutions_created += self.solution_rows.insert(solution_rows)
@@ -413,6 +424,7 @@ class DatabaseWriter:
                     label.total_time_ms,
                     key,
                     self.source,
+                    label.outcome,
                 )
             )
             for sid, sl in zip(steps[solution_id], label.steps, strict=False):

@@ -42,6 +42,7 @@ from .reading import Parser, batches, validate
 from .records import SolutionIn
 from .result import ImportResult, ImportValidationError, LineError
 from .splitting import SplitError, check_mode
+from .trajectories import parse_agentprocessbench, parse_anthropic, parse_openai
 
 __all__ = [
     "FORMATS",
@@ -72,6 +73,15 @@ FORMATS: dict[str, ImportFormat] = {
     ),
     "processbench": ImportFormat(parse_processbench, "ProcessBench records"),
     "jsonl": ImportFormat(parse_jsonl, "problems with solutions (generic, GSM8K, Qwen2.5-Math)"),
+    "agent-openai": ImportFormat(
+        parse_openai, "agent trajectories: OpenAI-style chat messages with tool calls"
+    ),
+    "agent-anthropic": ImportFormat(
+        parse_anthropic, "agent trajectories: Anthropic-style tool_use / tool_result blocks"
+    ),
+    "agentprocessbench": ImportFormat(
+        parse_agentprocessbench, "agent trajectories: AgentProcessBench records (with labels)"
+    ),
 }
 OPTIONS = {"as_gold", "generator", "labeler", "split"}
 
@@ -101,7 +111,7 @@ def import_file(
     """
     started = time.monotonic()
     path = Path(path)
-    parse = _parser(path, fmt, options)
+    parse = _parser(path, fmt, options, campaign=campaign)
     labelers = validate(path, parse, options, progress)
     with transaction.atomic(), _constraints_checked_per_statement():
         _grading_rule_from_format(campaign, fmt)
@@ -208,10 +218,17 @@ def _constraints_checked_per_statement() -> Iterator[None]:
         cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
-def _parser(path: Path, fmt: str, options: dict) -> Parser:
+def _parser(path: Path, fmt: str, options: dict, *, campaign: Campaign) -> Parser:
     problems = []
+    kind = campaign.kind
     if fmt not in FORMATS:
-        problems.append(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+        # The formats this campaign's kind of trace takes (``labeling.traces``).
+        problems.append(f"unknown format {fmt!r} (one of {', '.join(kind.import_formats)})")
+    elif fmt not in kind.import_formats:
+        problems.append(
+            f"{fmt} is not a format of this campaign: it labels {kind.title} "
+            f"(formats {', '.join(kind.import_formats)})"
+        )
     if unknown := set(options) - OPTIONS:
         problems.append(f"unknown options {sorted(unknown)}")
     if options.get("as_gold") not in (None, *Solution.Kind.values[1:]):

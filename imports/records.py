@@ -71,6 +71,8 @@ class LabelIn:
     finish_reason: str
     total_time_ms: int | None
     steps: list[StepLabelIn]
+    # The labeler's rating of a trajectory's final outcome (AgentProcessBench's ``final_label``).
+    outcome: int | None = None
 
     def submission_key(self, campaign_id: int, solution_hash: str) -> str:
         """Who labelled which solution when, and how: the assignment's identity on re-import.
@@ -84,7 +86,9 @@ class LabelIn:
             for s in self.steps
         ]
         what = [campaign_id, self.labeler, when, solution_hash, self.finish_reason]
-        blob = json.dumps([*what, self.total_time_ms, ratings])
+        # The outcome joins the key only where one is given: math labels keep their keys.
+        outcome = [] if self.outcome is None else [self.outcome]
+        blob = json.dumps([*what, self.total_time_ms, ratings, *outcome])
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -110,10 +114,14 @@ class SolutionIn:
     raw_steps: list[str] | None = None
     # A generated sample's identity (``Solution.source_ref``): the import skips one it has.
     key: str = ""
+    # An agent trajectory's conversation (``Solution.trace``) and each step's structure
+    # (``Step.content``, one per step); None for math.
+    trace: dict | None = None
+    contents: list[dict] | None = None
 
     @property
     def content_hash(self) -> str:
-        return Solution.hash_content(self.problem.text, self.steps, self.answer)
+        return Solution.hash_content(self.problem.text, self.steps, self.answer, self.trace)
 
 
 # --- field checks: each returns the value or raises FieldError ---------------------------------

@@ -21,6 +21,9 @@ FORMAT_NAMES = {
     "prm800k": "prm800k (PRM800K label lines)",
     "prm800k-trajectories": "prm800k-trajectories (PRM800K phase 1 trajectories)",
     "processbench": "processbench (ProcessBench records)",
+    "agent-openai": "agent-openai (OpenAI-style chat messages with tool calls)",
+    "agent-anthropic": "agent-anthropic (Anthropic-style tool_use / tool_result blocks)",
+    "agentprocessbench": "agentprocessbench (AgentProcessBench records)",
 }
 AUTO = "auto"
 
@@ -47,6 +50,8 @@ def guess_format(record: object) -> str | None:
     """The format whose shape this first record has, or None when it has none of them."""
     if not isinstance(record, dict):
         return None
+    if isinstance(record.get("messages"), list):
+        return _trajectory_format(record)
     if isinstance(record.get("question"), dict) and "label" in record:
         return "prm800k" if "labeler" in record else "prm800k-trajectories"
     if "problem" in record and isinstance(record.get("steps"), list) and "label" in record:
@@ -58,6 +63,23 @@ def guess_format(record: object) -> str | None:
     ):
         return "jsonl"
     return None
+
+
+def _trajectory_format(record: dict) -> str:
+    """Which of the three trajectory shapes: AgentProcessBench's names its task ``question``;
+    Anthropic's has content blocks of tool use or a top-level ``system``; else OpenAI's."""
+    if "question" in record:
+        return "agentprocessbench"
+    blocks = [
+        block
+        for message in record["messages"]
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict)
+    ]
+    if "system" in record or any(b.get("type") in ("tool_use", "tool_result") for b in blocks):
+        return "agent-anthropic"
+    return "agent-openai"
 
 
 def sniff(chunks: Iterable[bytes]) -> Sniffed:

@@ -42,6 +42,7 @@ CAMPAIGN = Columns(
         "phase1_model",
         "phase1_samples",
         "reviewers_see_evidence",
+        "trace_kind",
         "qc_pause",
         "qc_pause_window",
         "qc_pause_threshold",
@@ -110,13 +111,14 @@ SOLUTION = Columns(
         "extra_labels",
         "import_job_id",
         "disputed_steps",
+        "trace",
     ),
 )
 
 STEP = Columns(
     "labeling_step",
     required=("solution_id", "index", "text"),
-    filled=("id", "raw_text", "gold_rating"),
+    filled=("id", "raw_text", "gold_rating", "content"),
 )
 
 ASSIGNMENT = Columns(
@@ -137,6 +139,7 @@ ASSIGNMENT = Columns(
         "total_time_ms",
         "submission_key",
         "supersedes_id",
+        "outcome_rating",
     ),
 )
 

@@ -118,6 +118,13 @@ class SubmitForm(forms.Form):
         ],
     )
     total_time_ms = MillisecondsField(maximum=TOTAL_TIME_MAX_MS)
+    # A trajectory's final outcome (``labeling/_outcome_rating.html``); empty: not rated.
+    outcome_rating = forms.TypedChoiceField(
+        required=False,
+        choices=[("", "not rated"), ("-1", "-1"), ("0", "0"), ("1", "1")],
+        coerce=int,
+        empty_value=None,
+    )
 
 
 def _share(value: float, name: str) -> float:
@@ -134,6 +141,7 @@ class CampaignForm(forms.ModelForm):
         fields = [
             "name",
             "slug",
+            "trace_kind",
             "instructions",
             "overlap",
             "lease_seconds",
@@ -162,6 +170,7 @@ class CampaignForm(forms.ModelForm):
             "al_scoring_model",
         ]
         labels = {
+            "trace_kind": "What it labels",
             "qc_rate": "Quality-control rate",
             "phase1_mode": "PRM800K phase 1 mode (candidate next steps)",
             "phase1_endpoint": "Phase 1 mode: endpoint that samples candidates",
@@ -199,6 +208,8 @@ class CampaignForm(forms.ModelForm):
         # Optional: a client that predates the setting (a saved form, a script) keeps the
         # campaign's strategy, or a new campaign's default.
         self.fields["al_strategy"].required = False
+        # Optional, as the settings after it: a client that predates it keeps the campaign's.
+        self.fields["trace_kind"].required = False
         # A PRM served elsewhere: one of the operator's scoring endpoints, by name (never a URL).
         self.fields["al_scoring_endpoint"] = forms.ChoiceField(
             choices=[("", "none"), *_scoring_choices()],
@@ -279,6 +290,17 @@ class CampaignForm(forms.ModelForm):
 
     def clean_al_strategy(self) -> str:
         return self.cleaned_data.get("al_strategy") or self.instance.al_strategy
+
+    def clean_trace_kind(self) -> str:
+        """The kind chosen, or the campaign's; it changes only while the campaign has no
+        problems (its imports, steps and labels are of the kind they were made as)."""
+        value = self.cleaned_data.get("trace_kind") or self.instance.trace_kind
+        changed = self.instance.pk and value != self.instance.trace_kind
+        if changed and self.instance.problems.exists():
+            raise forms.ValidationError(
+                "What a campaign labels cannot change once it has problems; make a new campaign."
+            )
+        return value
 
     def clean_al_retrain_every(self) -> int:
         value = self.cleaned_data["al_retrain_every"]

@@ -7,10 +7,54 @@ submission refused for missing ratings says which from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from typing import Any
 
 from labeling.models import Rating
-from labeling.selectors.labelling import AssignmentView, LabelView
+from labeling.selectors.labelling import AssignmentView, LabelView, StepView
+from labeling.traces import RESULT_LINES_SHOWN, TraceKind, trace_kind
+
+# A tool call whose only argument is one of these is shown as that code, highlighted.
+CODE_ARGUMENTS = {"code": "python", "command": "bash", "cmd": "bash", "script": "bash"}
+
+
+@dataclass(frozen=True)
+class ToolCallView:
+    """A tool call as a trajectory's step shows it: name, arguments as formatted JSON (or the
+    code it runs), and the tool's result with its first lines apart (the rest folds away)."""
+
+    name: str
+    arguments: str
+    language: str
+    result: str | None
+    head: str
+    lines: int
+
+    @property
+    def folded(self) -> bool:
+        return self.lines > RESULT_LINES_SHOWN
+
+    @classmethod
+    def build(cls, call: dict[str, Any], result: dict[str, Any] | None) -> ToolCallView:
+        arguments = call.get("arguments")
+        language = "json"
+        if isinstance(arguments, dict) and len(arguments) == 1:
+            ((name, value),) = arguments.items()
+            if name in CODE_ARGUMENTS and isinstance(value, str):
+                arguments, language = value, CODE_ARGUMENTS[name]
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, indent=2, ensure_ascii=False)
+        text = None if result is None else (result.get("content") or "")
+        lines = [] if text is None else text.splitlines()
+        return cls(
+            name=call.get("name") or "",
+            arguments=arguments,
+            language=language,
+            result=text,
+            head="\n".join(lines[:RESULT_LINES_SHOWN]),
+            lines=len(lines),
+        )
 
 
 @dataclass(frozen=True)
@@ -20,10 +64,77 @@ class PageStep:
     index: int
     text: str
     label: LabelView | None
+    content: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, step: StepView, label: LabelView | None) -> PageStep:
+        return cls(index=step.index, text=step.text, label=label, content=step.content)
 
     @property
     def number(self) -> int:
         return self.index + 1
+
+    @property
+    def turn_text(self) -> str:
+        """A trajectory's turn: the assistant's own text."""
+        return (self.content or {}).get("text") or ""
+
+    @property
+    def before(self) -> list[dict[str, Any]]:
+        """Context messages said between the previous turn and this one (a user's reply)."""
+        return (self.content or {}).get("before") or []
+
+    @property
+    def calls(self) -> list[ToolCallView]:
+        content = self.content or {}
+        results = {r.get("tool_call_id"): r for r in content.get("results") or []}
+        return [
+            ToolCallView.build(c, results.get(c.get("id"))) for c in content.get("tool_calls") or []
+        ]
+
+
+@dataclass(frozen=True)
+class ToolView:
+    name: str
+    description: str
+    parameters: str
+
+
+@dataclass(frozen=True)
+class TrajectoryContext:
+    """What a trajectory's page shows above its steps: the system prompt and any context said
+    before the first turn (besides the task, which the page shows as the problem), and the
+    tools with their schemas."""
+
+    system: list[str] = field(default_factory=list)
+    before: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[ToolView] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, trace: dict[str, Any] | None, *, task: str) -> TrajectoryContext:
+        if not trace:
+            return cls()
+        messages = trace.get("messages") or []
+        first = (trace.get("steps") or [len(messages)])[0]
+        system, before = [], []
+        for message in messages[:first]:
+            text = message.get("content")
+            text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+            if message.get("role") in ("system", "developer"):
+                system.append(text)
+            elif text.strip() != task.strip():
+                before.append({"role": message.get("role"), "content": text})
+        tools = []
+        for tool in trace.get("tools") or []:
+            fn = tool.get("function", tool) if isinstance(tool, dict) else {}
+            tools.append(
+                ToolView(
+                    name=str(fn.get("name") or ""),
+                    description=str(fn.get("description") or ""),
+                    parameters=json.dumps(fn.get("parameters") or {}, indent=2, ensure_ascii=False),
+                )
+            )
+        return cls(system=system, before=before, tools=tools)
 
 
 @dataclass(frozen=True)
@@ -49,7 +160,7 @@ class LabelPage:
             label = labels.get(step.index)
             if label is None:
                 break
-            rated.append(PageStep(index=step.index, text=step.text, label=label))
+            rated.append(PageStep.of(step, label))
             if label.rating == Rating.NEGATIVE:
                 found_error = True
                 if view.stop_at_first_error:
@@ -58,7 +169,7 @@ class LabelPage:
         current = None
         if not ended:
             step = view.steps[len(rated)]
-            current = PageStep(index=step.index, text=step.text, label=None)
+            current = PageStep.of(step, None)
         return cls(
             view=view,
             rated=rated,
@@ -72,6 +183,15 @@ class LabelPage:
     @property
     def finished(self) -> bool:
         return self.current is None
+
+    @property
+    def kind(self) -> TraceKind:
+        """What the campaign labels (``labeling.traces``): its templates, words, outcome."""
+        return trace_kind(self.view.trace_kind)
+
+    @property
+    def context(self) -> TrajectoryContext:
+        return TrajectoryContext.build(self.view.trace, task=self.view.problem)
 
     @property
     def last_rated(self) -> PageStep | None:

@@ -86,6 +86,10 @@ class SubmitSerializer(serializers.Serializer):
         choices=FinishReason.choices, required=False, allow_null=True
     )
     total_time_ms = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+    # An agent trajectory's final outcome (campaigns of a kind that rates it, labeling.traces).
+    outcome_rating = serializers.IntegerField(
+        min_value=-1, max_value=1, required=False, allow_null=True
+    )
     step_times_ms = BoundedListField(
         most=_most_steps,
         child=serializers.IntegerField(min_value=0),

@@ -17,13 +17,19 @@ from labeling.models import (
     Solution,
     SolutionBulkAction,
 )
+from labeling.traces import DEFAULT_KIND, trace_kind
 
 # Settings that decide whether a solution is open (``Solution.is_open``): changing them recounts.
 _QUEUE_SETTINGS = ("overlap", "bad_problem_limit")
 
 
 def campaign_create(*, creator: AbstractBaseUser, **fields: Any) -> Campaign:
-    """Create a campaign; its creator becomes its manager (exempt from screening)."""
+    """Create a campaign; its creator becomes its manager (exempt from screening). A campaign
+    made without instructions gets its kind's (``labeling.traces``: AgentProcessBench's meanings
+    of the ratings for trajectories), so annotators never start without them."""
+    if not fields.get("instructions"):
+        kind = trace_kind(fields.get("trace_kind") or DEFAULT_KIND)
+        fields["instructions"] = kind.default_instructions
     with transaction.atomic():
         campaign = Campaign.objects.create(created_by=creator, **fields)
         Membership.objects.create(

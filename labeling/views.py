@@ -278,6 +278,7 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             human_completion=data["human_completion"] or None,
             finish_reason=data["finish_reason"] or None,
             total_time_ms=total_ms,
+            outcome_rating=data["outcome_rating"],
         )
     except queue.LabelsInvalid as error:
         if (

@@ -594,7 +594,7 @@ def _served_by(campaign: Campaign) -> str:
     if chosen is None or not served_scores(campaign=campaign).exists():
         return ""
     endpoint, model = chosen
-    return f"{endpoint.title} ({model})"
+    return f"{endpoint.title}, model {model}"
 
 
 def _is_checkpoint(name: str) -> bool:

@@ -57,6 +57,7 @@ from machines.client import requests_bounded
 from machines.endpoints import CHAT, EndpointRefused, endpoint_get
 from machines.generation import default_template, prompt_values
 from machines.models import EvidenceJob
+from machines.prompts import JUDGE_PROMPTS
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +66,9 @@ MAX_UNITS = 20_000  # units one job may plan (a bigger set is several jobs)
 MAX_ERRORS_KEPT = 20
 JUDGE = -1  # the step index of a judge's unit: the whole solution
 
-JUDGE_PROMPT = (
-    "The following is a math problem and a solution to it, split into steps, each enclosed in "
-    "tags and numbered from 0.\n\n[Problem]\n\n{problem}\n\n[Solution]\n\n{steps}\n\n"
-    "Review the solution step by step. If you find an error, give the number of the earliest "
-    "step that contains one; if every step is correct, give -1. Put your final answer (the "
-    "number only) in \\boxed{{}}."
-)
-"""The judge's prompt, after ProcessBench's critic prompt (Zheng et al., 2024)."""
+JUDGE_PROMPT = JUDGE_PROMPTS["judge-math"]
+"""The judge's prompt for math, after ProcessBench's critic prompt (Zheng et al., 2024); each
+kind of trace names its own in ``machines.prompts.JUDGE_PROMPTS`` (``labeling.traces``)."""
 
 _BOXED_INT = re.compile(r"\\boxed\{\s*(-?\d{1,6})\s*\}")
 
@@ -277,7 +273,8 @@ class EvidenceClient(ChatClient):
         steps = "\n\n".join(
             f"<step_{s.index}>\n{s.raw_text or s.text}\n</step_{s.index}>" for s in unit.steps
         )
-        prompt = JUDGE_PROMPT.format(problem=unit.solution.problem.text, steps=steps)
+        template = JUDGE_PROMPTS[unit.solution.campaign.kind.judge_prompt]
+        prompt = template.format(problem=unit.solution.problem.text, steps=steps)
         return {"messages": [{"role": "user", "content": prompt}]}
 
 

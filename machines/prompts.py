@@ -111,3 +111,31 @@ def template_check(template: str) -> str:
 
 def prompt_render(template: str, values: dict[str, str]) -> str:
     return PromptTemplate.parse(template).render(values)
+
+
+# The judge's prompt per kind of trace (``labeling.traces``: a kind names its own), asking for the
+# earliest wrong step in ``\boxed{}`` (``machines.evidence.judge_first_error`` reads it). Python
+# format strings: ``{problem}`` and ``{steps}`` (each step in ``<step_i>`` tags, from 0).
+JUDGE_PROMPTS = {
+    # After ProcessBench's critic prompt (Zheng et al., 2024).
+    "judge-math": (
+        "The following is a math problem and a solution to it, split into steps, each enclosed "
+        "in tags and numbered from 0.\n\n[Problem]\n\n{problem}\n\n[Solution]\n\n{steps}\n\n"
+        "Review the solution step by step. If you find an error, give the number of the earliest "
+        "step that contains one; if every step is correct, give -1. Put your final answer (the "
+        "number only) in \\boxed{{}}."
+    ),
+    # AgentProcessBench's meaning of a wrong step: wrong and harmful to the task, not merely
+    # exploratory.
+    "judge-trajectory": (
+        "The following is a task given to an AI agent and the agent's trajectory: each of its "
+        "turns (its reasoning, the tool it called with the arguments, and the tool's result, "
+        "shortened) is enclosed in tags and numbered from 0.\n\n[Task]\n\n{problem}\n\n"
+        "[Trajectory]\n\n{steps}\n\nReview the trajectory turn by turn. A turn is wrong when "
+        "its judgement, action or output is incorrect and harms the task (a wrong conclusion, a "
+        "wrong or malformed call, an action that damages the state or misleads what follows); "
+        "an exploratory turn, or one without effect, is not wrong. Give the number of the "
+        "earliest wrong turn; if no turn is wrong, give -1. Put your final answer (the number "
+        "only) in \\boxed{{}}."
+    ),
+}

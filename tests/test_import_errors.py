@@ -232,3 +232,101 @@ def test_an_error_while_writing_stops_the_reading_ahead_and_rolls_back(tmp_path)
         import_file(write(tmp_path, *lines), campaign=campaign, fmt="prm800k")
     assert Problem.objects.count() == 1
     assert not Solution.objects.exists()
+
+
+# --- agent trajectories ----------------------------------------------------------------------
+
+TRAJECTORIES = FIXTURES / "agent_trajectories"
+
+
+def trajectory(name: str = "agentprocessbench.jsonl", at: int = 0) -> dict:
+    lines = (TRAJECTORIES / name).read_text().splitlines()
+    return json.loads(lines[at])
+
+
+def trajectory_errors(path, fmt) -> list[str]:
+    with pytest.raises(ImportValidationError) as caught:
+        import_file(path, campaign=make_campaign(trace_kind="agent"), fmt=fmt)
+    assert nothing_written()
+    return [str(e) for e in caught.value.errors]
+
+
+def test_a_tool_result_without_its_call_is_refused_with_its_field(tmp_path):
+    record = trajectory()
+    record["messages"][3]["tool_call_id"] = "call_99"
+    path = write(tmp_path, trajectory(at=1), record, name="apb.jsonl")
+    assert trajectory_errors(path, "agentprocessbench") == [
+        "apb.jsonl:2: messages[3].tool_call_id: 'call_99' answers no tool call made before it "
+        "(a result without its call)"
+    ]
+
+
+def test_an_anthropic_tool_result_without_its_call_is_refused_with_its_block(tmp_path):
+    record = trajectory("anthropic_messages.jsonl")
+    record["messages"][2]["content"][0]["tool_use_id"] = "tu_9"
+    path = write(tmp_path, record, name="claude.jsonl")
+    assert trajectory_errors(path, "agent-anthropic") == [
+        "claude.jsonl:1: messages[2].content[0].tool_use_id: 'tu_9' answers no tool call made "
+        "before it (a result without its call)"
+    ]
+
+
+def test_labels_keyed_to_a_user_turn_are_refused(tmp_path):
+    record = trajectory()
+    record["step_labels"]["1"] = 1  # message 1 is the user's task
+    path = write(tmp_path, record, name="apb.jsonl")
+    assert trajectory_errors(path, "agentprocessbench") == [
+        "apb.jsonl:1: step_labels.1: message 1 is a user turn; only assistant turns are steps"
+    ]
+
+
+def test_labels_keyed_to_a_tool_result_are_refused(tmp_path):
+    record = trajectory("openai_chat.jsonl")
+    record["step_labels"]["3"] = 0
+    path = write(tmp_path, record, name="chat.jsonl")
+    assert trajectory_errors(path, "agent-openai") == [
+        "chat.jsonl:1: step_labels.3: message 3 is a tool turn; only assistant turns are steps"
+    ]
+
+
+def test_a_step_index_out_of_range_is_refused(tmp_path):
+    record = trajectory()
+    record["step_labels"]["40"] = -1
+    path = write(tmp_path, record, name="apb.jsonl")
+    assert trajectory_errors(path, "agentprocessbench") == [
+        "apb.jsonl:1: step_labels.40: message 40 is out of range: the trajectory has 25 messages"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (
+            lambda r: r["step_labels"].update({"2": 5}),
+            "step_labels.2: must be -1, 0, 1 or null, not 5",
+        ),
+        (lambda r: r.update(final_label="yes"), 'final_label: must be -1, 0, 1 or null, not "yes"'),
+        (
+            lambda r: r["messages"][2].update(role="robot"),
+            "messages[2].role: 'robot' is not system, developer, user, assistant or tool",
+        ),
+        (lambda r: r.pop("question"), "question: missing field"),
+        (
+            lambda r: r.update(messages=r["messages"][:2], step_labels={}),
+            "messages: no assistant turn: a trajectory needs at least one step to rate",
+        ),
+        (
+            lambda r: r["step_labels"].update({"two": 1}),
+            "step_labels.two: a key is a message's index in messages (0, 1, ...)",
+        ),
+        (
+            lambda r: r["messages"][2]["tool_calls"][0]["function"].pop("name"),
+            "messages[2].tool_calls[0].function.name: missing field",
+        ),
+    ],
+)
+def test_a_malformed_trajectory_is_named_precisely(tmp_path, change, error):
+    record = trajectory()
+    change(record)
+    path = write(tmp_path, record, name="apb.jsonl")
+    assert trajectory_errors(path, "agentprocessbench") == [f"apb.jsonl:1: {error}"]

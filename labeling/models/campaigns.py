@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 
 from labeling.grading import rules as grading_rules
+from labeling.traces import DEFAULT_KIND, TRACE_KIND_CHOICES, TraceKind, trace_kind
 
 
 class Rating(models.IntegerChoices):
@@ -91,6 +92,17 @@ class Campaign(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     name = models.CharField(max_length=200)
     instructions = models.TextField(blank=True, help_text="Markdown, shown to annotators.")
+    # What the campaign labels (``labeling.traces``): math solutions, or agent trajectories whose
+    # assistant turns are the steps. Chosen when the campaign is made: its imports, page and
+    # exports follow it.
+    trace_kind = models.CharField(
+        max_length=20,
+        choices=TRACE_KIND_CHOICES,
+        default=DEFAULT_KIND,
+        db_default=DEFAULT_KIND,
+        help_text="What the campaign labels: math solutions, or agent trajectories (each "
+        "assistant turn with its tool calls is a step).",
+    )
     overlap = models.PositiveSmallIntegerField(
         default=1, help_text="How many annotators label each solution."
     )
@@ -267,6 +279,11 @@ class Campaign(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def kind(self) -> TraceKind:
+        """The declaration of what this campaign labels (``labeling.traces``)."""
+        return trace_kind(self.trace_kind)
 
     @property
     def lease_duration(self) -> timedelta:

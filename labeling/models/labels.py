@@ -72,6 +72,9 @@ class Assignment(models.Model):
     total_time_ms = models.PositiveIntegerField(null=True, blank=True)
     submission_key = models.CharField(max_length=64, null=True, blank=True)
     source = models.CharField(max_length=40, blank=True, help_text="Import format, if imported")
+    # The annotator's rating of the trajectory's final outcome (campaigns whose kind
+    # ``rates_outcome``; AgentProcessBench's ``final_label``): null where none was asked or given.
+    outcome_rating = models.SmallIntegerField(choices=Rating.choices, null=True, blank=True)
     supersedes = models.OneToOneField(
         "self",
         null=True,

@@ -258,6 +258,11 @@ class Solution(models.Model):
         help_text="Steps annotators disagree on (StepLabelQuerySet's rule), kept by "
         "disputes_recount wherever submitted labels change.",
     )
+    # An agent trajectory's whole conversation (``labeling.traces``): its messages in OpenAI's
+    # chat shape (system, user, assistant with ``tool_calls``, tool results), the tools' schemas,
+    # the message index of each step, and the source's own fields an export gives back. Null for
+    # a math solution. The steps keep what is rated; this keeps what is context.
+    trace = models.JSONField(null=True, blank=True)
     source = models.CharField(max_length=40, blank=True, help_text="Import format")
     source_ref = models.CharField(max_length=200, blank=True, help_text="Id in the source file")
     content_hash = models.CharField(max_length=64)
@@ -297,9 +302,15 @@ class Solution(models.Model):
         return f"solution {self.pk} of problem {self.problem_id}"
 
     @staticmethod
-    def hash_content(problem_text: str, steps: list[str], answer: str | None = None) -> str:
-        """Identity of a solution within a campaign: same problem, steps and answer."""
-        blob = json.dumps([problem_text, steps, answer], ensure_ascii=False)
+    def hash_content(
+        problem_text: str, steps: list[str], answer: str | None = None, trace: dict | None = None
+    ) -> str:
+        """Identity of a solution within a campaign: same problem, steps and answer (and, for a
+        trajectory, the same conversation: two runs may differ only in a tool's result)."""
+        what: list = [problem_text, steps, answer]
+        if trace is not None:
+            what.append(trace)
+        blob = json.dumps(what, ensure_ascii=False, sort_keys=trace is not None)
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -321,6 +332,10 @@ class Step(models.Model):
         "(GSM8K calculator annotations removed); empty when they are the same.",
     )
     gold_rating = models.SmallIntegerField(choices=Rating.choices, null=True, blank=True)
+    # A trajectory's assistant turn, structured (``labeling.traces``): its message index, text,
+    # tool calls (name, arguments) and their results, and the context messages just before it.
+    # ``text`` is the same turn flattened (the kind's ``step_text``). Null for a math step.
+    content = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["solution", "index"]

@@ -78,6 +78,7 @@ def assignment_submit(
     finish_reason: str | None = None,
     total_time_ms: int | None = None,
     step_times_ms: list[int] | None = None,
+    outcome_rating: int | None = None,
 ) -> SubmitResult:
     """Finish an assignment with its labels; idempotent on (annotator, submission_key).
 
@@ -87,10 +88,14 @@ def assignment_submit(
     defaults to ``found_error`` when a step is negative, else ``solution``; ``give_up`` and
     ``bad_problem`` take any rated prefix and release the slot (a bad problem report also
     counts towards ``campaign.bad_problem_limit``, which takes the solution out of the queue).
-    A retry with the same key changes nothing and returns an equal result.
+    A retry with the same key changes nothing and returns an equal result. ``outcome_rating``:
+    the annotator's rating of a trajectory's final outcome (-1, 0, 1; ``labeling.traces``), kept
+    on the assignment.
     """
     if not submission_key or len(submission_key) > 64:
         raise LabelsInvalid("submission_key", "A submission key of 1 to 64 characters is required.")
+    if outcome_rating is not None and outcome_rating not in Rating.values:
+        raise LabelsInvalid("outcome_rating", "The final outcome is rated -1, 0 or 1.")
     try:
         return _assignment_submit(
             assignment=assignment,
@@ -102,6 +107,7 @@ def assignment_submit(
             finish_reason=finish_reason,
             total_time_ms=total_time_ms,
             step_times_ms=step_times_ms,
+            outcome_rating=outcome_rating,
         )
     except IntegrityError as error:
         # The unique (annotator, submission_key) constraint: the key belongs to another
@@ -124,6 +130,7 @@ def _assignment_submit(
     finish_reason,
     total_time_ms,
     step_times_ms,
+    outcome_rating,
 ) -> SubmitResult:
     with transaction.atomic():
         locked, membership = assignment_lock(
@@ -173,12 +180,14 @@ def _assignment_submit(
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE labeling_assignment SET status = 'submitted', submitted_at = %s,"
-                " finish_reason = %s, total_time_ms = %s, submission_key = %s WHERE id = %s",
+                " finish_reason = %s, total_time_ms = %s, submission_key = %s,"
+                " outcome_rating = %s WHERE id = %s",
                 [
                     connection.ops.adapt_datetimefield_value(now),
                     reason,
                     total_time_ms,
                     submission_key,
+                    outcome_rating,
                     locked.pk,
                 ],
             )

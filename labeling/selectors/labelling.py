@@ -6,6 +6,7 @@ Never gold ratings, other annotators' labels or whether a solution is a quality-
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +41,8 @@ from labeling.selectors.home import REJECTIONS_SHOWN, REJECTIONS_SHOWN_DAYS
 class StepView:
     index: int
     text: str
+    # A trajectory's turn, structured (``Step.content``); None for a math step.
+    content: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,11 @@ class AssignmentView:
     ground_truth_answer: str
     steps: list[StepView]
     labels: list[LabelView]
+    # What the campaign labels (``labeling.traces``) and, for a trajectory, its conversation
+    # (``Solution.trace``: the context shown above the steps).
+    trace_kind: str = "math"
+    trace: dict[str, Any] | None = None
+    outcome_rating: int | None = None
 
 
 @dataclass(frozen=True)
@@ -118,8 +126,9 @@ def assignment_view(*, assignment: Assignment) -> AssignmentView:
     campaign = assignment.campaign
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT s.kind, p.text, p.ground_truth_answer,"
-            ' st."index", st.text, l.rating, l.flagged, l.human_completion, l.time_spent_ms'
+            "SELECT s.kind, p.text, p.ground_truth_answer, s.trace,"
+            ' st."index", st.text, l.rating, l.flagged, l.human_completion, l.time_spent_ms,'
+            " st.content"
             " FROM labeling_solution s JOIN labeling_problem p ON p.id = s.problem_id"
             " LEFT JOIN labeling_step st ON st.solution_id = s.id"
             " LEFT JOIN labeling_steplabel l ON l.step_id = st.id AND l.assignment_id = %s"
@@ -127,12 +136,12 @@ def assignment_view(*, assignment: Assignment) -> AssignmentView:
             [assignment.pk, assignment.solution_id],
         )
         rows = cursor.fetchall()
-    kind, problem, answer = rows[0][:3]
+    kind, problem, answer, trace = rows[0][:4]
     steps, labels = [], []
-    for *_, index, text, rating, flagged, correction, ms in rows:
+    for *_, index, text, rating, flagged, correction, ms, content in rows:
         if index is None:  # a solution without steps: its one row has no step
             continue
-        steps.append(StepView(index=index, text=text))
+        steps.append(StepView(index=index, text=text, content=json_value(content)))
         if rating is not None:
             labels.append(
                 LabelView(
@@ -156,7 +165,16 @@ def assignment_view(*, assignment: Assignment) -> AssignmentView:
         ground_truth_answer=answer,
         steps=steps,
         labels=labels,
+        trace_kind=campaign.trace_kind,
+        trace=json_value(trace),
+        outcome_rating=assignment.outcome_rating,
     )
+
+
+def json_value(value: Any) -> Any:
+    """A JSON column read with plain SQL: text (SQLite, and PostgreSQL as Django sets psycopg
+    up) or already parsed."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def queue_no_work(*, campaign: Campaign, annotator) -> NoWork:

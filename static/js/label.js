@@ -10,6 +10,8 @@
  *   [data-time="step|total"]  hidden inputs filled with milliseconds just before a form posts
  *   [data-correction]  the correction textarea (keys are off inside it)
  *   [data-missing]  hidden text shown when Enter is pressed before every step is rated
+ *   [data-outcome="1|2|3"]  an agent trajectory's final-outcome radios (1, 2, 3 choose them
+ *     once every turn is rated; Enter then submits with the choice)
  *   [data-notice]  the message about the previous action, removed at the next one
  * Phase 1 mode (#steps[data-phase1]): [data-candidate] candidates, the highlighted one
  *   ".selected"; in each [data-rate="1|2|3"] rating buttons, [data-flag] its "unsure" box,
@@ -198,7 +200,7 @@
     if (steps.hasAttribute("data-phase1")) return phase1Act(steps, key);
     switch (key) {
       case "1": case "2": case "3":
-        return press(steps.querySelector('[data-key="' + key + '"]'));
+        return press(steps.querySelector('[data-key="' + key + '"]')) || chooseOutcome(steps, key);
       case "f": {
         var box = steps.querySelector("[data-key-flag]");
         if (box) {
@@ -220,6 +222,17 @@
       }
     }
     return false;
+  }
+
+  // Every turn rated: 1, 2, 3 rate the trajectory's final outcome (sent with the submission).
+  function chooseOutcome(steps, key) {
+    var radio = steps.querySelector('[data-outcome="' + key + '"]');
+    if (!radio) return false;
+    radio.checked = true;
+    var announce = document.getElementById("announce");
+    var label = radio.closest("label");
+    if (announce && label) announce.textContent = "Final outcome: " + label.textContent.trim() + ". Press Enter to submit.";
+    return true;
   }
 
   // Enter before the solution is finished: say which steps are not rated yet (the text comes
