@@ -520,7 +520,7 @@ def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch, settings):
     """The run hands the scored solutions to the campaign's strategy (scoring stubbed)."""
     from dataclasses import replace
 
-    from learning import stages
+    from learning import run_state, stages
     from learning.auto import auto_choice, auto_shares
     from learning.placing import place
     from learning.strategies import AUTO, NAMES, strategy_order
@@ -536,7 +536,7 @@ def test_every_strategy_orders_the_queue_of_a_run(media, monkeypatch, settings):
         for k, (s, v) in enumerate(zip(solutions, (0.1, 0.9, 0.7, None, 0.3), strict=True))
     ]
     model = PRMModel.objects.create(campaign=campaign, version=1, path="prm/x/v1")
-    monkeypatch.setattr(stages, "_is_checkpoint", lambda path: True)
+    monkeypatch.setattr(run_state, "_is_checkpoint", lambda path: True)
     monkeypatch.setattr("prm.load", lambda path: object())
     monkeypatch.setattr(stages, "open_scored", lambda **kwargs: list(scored))
     # the served PRM's scores, for served-prm (without them it would leave the queue as it is)

@@ -150,7 +150,7 @@ def _open_order(campaign) -> list[int]:
 def _run_under_auto(campaign, monkeypatch) -> tuple[ActiveLearningRun, list[Scored]]:
     """A run of an auto campaign with a registered model and scoring stubbed (as
     tests/test_active_learning.py does): it orders by what auto chooses."""
-    from learning import stages
+    from learning import run_state, stages
 
     solutions = [make_solution(campaign=campaign, answer_is_correct=k % 3 == 0) for k in range(12)]
     scored = [
@@ -158,7 +158,7 @@ def _run_under_auto(campaign, monkeypatch) -> tuple[ActiveLearningRun, list[Scor
         for k, s in enumerate(solutions)
     ]
     model = PRMModel.objects.create(campaign=campaign, version=1, path="prm/x/v1")
-    monkeypatch.setattr(stages, "_is_checkpoint", lambda path: True)
+    monkeypatch.setattr(run_state, "_is_checkpoint", lambda path: True)
     monkeypatch.setattr("prm.load", lambda path: object())
     monkeypatch.setattr(stages, "open_scored", lambda **kwargs: list(scored))
     run = ActiveLearningRun.objects.create(campaign=campaign, model=model)
@@ -396,7 +396,7 @@ def test_solutions_placed_before_the_field_get_the_strategy_their_runs_measured_
 
 @pytest.mark.django_db
 def test_each_strategy_is_measured_on_the_labels_it_placed_and_the_control_arms():
-    from learning.stages import campaign_efficiency
+    from learning.training_stages import campaign_efficiency
     from tests.factories import make_labelled
 
     campaign = make_campaign(al_strategy="auto", al_control_share=0.2)
@@ -437,7 +437,7 @@ def test_every_ensemble_member_trains_when_a_resample_draws_only_held_out_proble
     from pathlib import Path
 
     from labeling.backbones import backbone_spec
-    from learning.stages import ensemble_members
+    from learning.training_stages import ensemble_members
     from prm import split_of
 
     fixture = Path(__file__).parent / "fixtures" / "prm" / "phase1_trl_small.jsonl"
