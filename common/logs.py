@@ -22,6 +22,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 
 CONTEXT_FIELDS = ("request_id", "user_id", "campaign", "job_kind", "job_id")
@@ -91,9 +92,8 @@ class RequestLogMiddleware:
         started = time.perf_counter()
         with log_context(request_id=request_id):
             response = self.get_response(request)
-            user = getattr(request, "user", None)  # the API authenticates inside the view
-            if user is not None and user.is_authenticated:
-                log_context_add(user_id=user.pk)
+            # The API authenticates inside the view, so the user is read after it.
+            log_context_add(user_id=_user_id(request))
             requests_log.info(
                 "%s %s %s",
                 request.method,
@@ -116,8 +116,15 @@ class RequestLogMiddleware:
         view_args: tuple[Any, ...],
         view_kwargs: dict[str, Any],
     ) -> None:
-        user = getattr(request, "user", None)
-        log_context_add(
-            user_id=user.pk if user is not None and user.is_authenticated else None,
-            campaign=view_kwargs.get("slug"),
-        )
+        log_context_add(user_id=_user_id(request), campaign=view_kwargs.get("slug"))
+
+
+def _user_id(request: HttpRequest) -> int | None:
+    """The request's user's id, or None: anonymous, or unknown because the session cannot be
+    read (the database is down: ``/healthz`` and ``/metrics`` still answer, and so does the log
+    line)."""
+    user = getattr(request, "user", None)
+    try:
+        return user.pk if user is not None and user.is_authenticated else None
+    except DatabaseError:
+        return None

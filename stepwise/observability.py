@@ -30,14 +30,14 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Count, Min
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from common.jobs import FINISHED, job_kinds
@@ -139,13 +139,27 @@ def readiness() -> tuple[bool, dict[str, object], dict[str, str]]:
 
 
 def may_read_metrics(request: HttpRequest) -> bool:
-    """Staff, or the bearer of ``STEPWISE_METRICS_TOKEN`` (when one is set)."""
-    user = getattr(request, "user", None)
-    if user is not None and user.is_active and user.is_staff:
-        return True
+    """The bearer of ``STEPWISE_METRICS_TOKEN`` (when one is set), or staff."""
+    return _bearer_may_read(request) or bool(_is_staff(request))
+
+
+def _bearer_may_read(request: HttpRequest) -> bool:
+    """The metrics token: checked first, since it needs no database, so Prometheus still reads
+    the metrics while the database is down."""
     token = settings.STEPWISE_METRICS_TOKEN
     given = request.headers.get("Authorization", "")
     return bool(token) and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+
+
+def _is_staff(request: HttpRequest) -> bool | None:
+    """Whether the session's user is staff; None when the session cannot be read (the
+    database is down)."""
+    user = getattr(request, "user", None)
+    try:
+        return bool(user is not None and user.is_active and user.is_staff)
+    except DatabaseError as error:
+        log.warning("metrics: the session could not be read: %s", error)
+        return None
 
 
 # --- Views ----------------------------------------------------------------------------------------
@@ -176,9 +190,14 @@ def readyz(request: HttpRequest) -> HttpResponse:
 @never_cache
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus's text format, for staff or the metrics token's bearer."""
-    if not may_read_metrics(request):
-        raise Http404()
+    """Prometheus's text format, for staff or the metrics token's bearer. Anyone else gets the
+    site's 404, or a bare one while the database is down (the 404 page reads the session)."""
+    if not _bearer_may_read(request):
+        staff = _is_staff(request)
+        if staff is None:
+            return HttpResponseNotFound(b"Not Found", content_type="text/plain")
+        if not staff:
+            raise Http404()
     return HttpResponse(generate_latest(metrics_registry()), content_type=CONTENT_TYPE_LATEST)
 
 
@@ -189,68 +208,97 @@ class StepwiseCollector(Collector):
     """Queue depth and consumers per queue, jobs by kind and state with the oldest's age, jobs
     waiting on a queue nobody consumes, step labels in the last minute. One scrape reads the job
     tables grouped by status (small tables), asks the broker each queue's depth and reads the
-    cached consumers (``common.queues``)."""
+    cached consumers (``common.queues``).
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        consumers = queue_consumers()
-        depth = GaugeMetricFamily(
-            "stepwise_queue_depth", "Messages waiting on the queue.", labels=["queue"]
-        )
-        workers = GaugeMetricFamily(
-            "stepwise_queue_consumers", "Workers that consume the queue.", labels=["queue"]
-        )
-        known = GaugeMetricFamily(
-            "stepwise_queue_consumers_known",
-            "1 when the workers could be asked which queues they consume.",
-        )
-        known.add_metric([], 1 if consumers.known else 0)
-        for queue, size in _queue_depths().items():
-            depth.add_metric([queue], size)
-        for queue in settings.STEPWISE_QUEUES:
-            workers.add_metric([queue], len(consumers.of(queue)))
-        yield from (depth, workers, known)
+    Each part (``broker``: the queues; ``database``: the jobs and labels) is read on its own:
+    a part that fails is left out, logged, and said by ``stepwise_metrics_part_ok{part}`` 0, so
+    a scrape while the database or Redis is down still answers 200 with what it could read."""
 
-        jobs = GaugeMetricFamily(
-            "stepwise_jobs", "Jobs by kind and state.", labels=["kind", "state"]
+    def collect(self) -> Iterator[Metric]:
+        ok = GaugeMetricFamily(
+            "stepwise_metrics_part_ok",
+            "1 when this part of the figures could be read at this scrape (0: its figures are "
+            "missing; the web process's log says why).",
+            labels=["part"],
         )
-        oldest = GaugeMetricFamily(
-            "stepwise_job_oldest_seconds",
-            "Age of the oldest waiting or running job, by kind and state (since it was created).",
-            labels=["kind", "state"],
+        parts: tuple[tuple[str, Callable[[], list[Metric]]], ...] = (
+            ("broker", _queue_figures),
+            ("database", _job_figures),
         )
-        stranded = GaugeMetricFamily(
-            "stepwise_jobs_unconsumed",
-            "Waiting jobs whose queue no worker consumes, by kind and queue.",
-            labels=["kind", "queue"],
-        )
-        now = timezone.now()
-        for kind in job_kinds().values():
-            counts = dict.fromkeys(("pending", "running", "done", "failed"), 0)
-            rows = kind.model.objects.values("status").annotate(
-                n=Count("pk"), first=Min(kind.created_field)
-            )
-            for row in rows:
-                state = kind.state(kind.model(status=row["status"]))
-                counts[state] += row["n"]
-                if state not in FINISHED and row["first"] is not None:
-                    oldest.add_metric([kind.name, state], (now - row["first"]).total_seconds())
-            for state, n in counts.items():
-                jobs.add_metric([kind.name, state], n)
-            if consumers.unconsumed(kind.queue):
-                stranded.add_metric([kind.name, kind.queue], counts["pending"])
-            else:
-                stranded.add_metric([kind.name, kind.queue], 0)
-        yield from (jobs, oldest, stranded)
+        for part, read in parts:
+            try:
+                families = read()
+            except Exception as error:  # a part that fails is an answer, not a 500
+                log.warning("metrics: the %s figures could not be read: %s", part, error)
+                ok.add_metric([part], 0)
+                continue
+            ok.add_metric([part], 1)
+            yield from families
+        yield ok
 
-        from labeling.models import StepLabel
 
-        labels = GaugeMetricFamily(
-            "stepwise_step_labels_last_minute", "Step labels written in the last 60 seconds."
+def _queue_figures() -> list[Metric]:
+    consumers = queue_consumers()
+    depth = GaugeMetricFamily(
+        "stepwise_queue_depth",
+        "Messages waiting on the queue (-1: the broker did not answer).",
+        labels=["queue"],
+    )
+    workers = GaugeMetricFamily(
+        "stepwise_queue_consumers", "Workers that consume the queue.", labels=["queue"]
+    )
+    known = GaugeMetricFamily(
+        "stepwise_queue_consumers_known",
+        "1 when the workers could be asked which queues they consume.",
+    )
+    known.add_metric([], 1 if consumers.known else 0)
+    for queue, size in _queue_depths().items():
+        depth.add_metric([queue], size)
+    for queue in settings.STEPWISE_QUEUES:
+        workers.add_metric([queue], len(consumers.of(queue)))
+    return [depth, workers, known]
+
+
+def _job_figures() -> list[Metric]:
+    """Jobs by kind and state, the oldest waiting or running one's age, the waiting ones
+    nobody consumes, step labels in the last minute: read from the database."""
+    consumers = queue_consumers()
+    jobs = GaugeMetricFamily("stepwise_jobs", "Jobs by kind and state.", labels=["kind", "state"])
+    oldest = GaugeMetricFamily(
+        "stepwise_job_oldest_seconds",
+        "Age of the oldest waiting or running job, by kind and state (since it was created).",
+        labels=["kind", "state"],
+    )
+    stranded = GaugeMetricFamily(
+        "stepwise_jobs_unconsumed",
+        "Waiting jobs whose queue no worker consumes, by kind and queue.",
+        labels=["kind", "queue"],
+    )
+    now = timezone.now()
+    for kind in job_kinds().values():
+        counts = dict.fromkeys(("pending", "running", "done", "failed"), 0)
+        rows = kind.model.objects.values("status").annotate(
+            n=Count("pk"), first=Min(kind.created_field)
         )
-        labels.add_metric(
-            [], StepLabel.objects.filter(created_at__gte=now - timedelta(seconds=60)).count()
-        )
-        yield labels
+        for row in rows:
+            state = kind.state(kind.model(status=row["status"]))
+            counts[state] += row["n"]
+            if state not in FINISHED and row["first"] is not None:
+                oldest.add_metric([kind.name, state], (now - row["first"]).total_seconds())
+        for state, n in counts.items():
+            jobs.add_metric([kind.name, state], n)
+        waiting = counts["pending"] if consumers.unconsumed(kind.queue) else 0
+        stranded.add_metric([kind.name, kind.queue], waiting)
+
+    from labeling.models import StepLabel
+
+    labels = GaugeMetricFamily(
+        "stepwise_step_labels_last_minute", "Step labels written in the last 60 seconds."
+    )
+    labels.add_metric(
+        [], StepLabel.objects.filter(created_at__gte=now - timedelta(seconds=60)).count()
+    )
+    return [jobs, oldest, stranded, labels]
 
 
 def _queue_depths() -> dict[str, int]:

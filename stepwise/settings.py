@@ -393,11 +393,12 @@ STEPWISE_PROGRESS_SECONDS = envint("STEPWISE_PROGRESS_SECONDS", "10")
 
 # Caches: login throttling counts (stepwise/security.py). A file cache under var/ is shared by
 # the processes of one machine; set CACHE_URL=redis://... when several machines serve the site.
+# Redis down is a cache without the keys, never a 500 (common/cache.py): it is asked again after
+# STEPWISE_CACHE_RETRY_SECONDS.
 CACHE_URL = envstr("CACHE_URL", "")
+STEPWISE_CACHE_RETRY_SECONDS = float(envstr("STEPWISE_CACHE_RETRY_SECONDS", "5"))
 if CACHE_URL.startswith(("redis://", "rediss://")):
-    CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
-    }
+    CACHES = {"default": {"BACKEND": "common.cache.ResilientRedisCache", "LOCATION": CACHE_URL}}
 else:
     CACHES = {
         "default": {
