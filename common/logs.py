@@ -4,8 +4,9 @@
 (a ``ContextVar``, read only by logging): the request's middleware adds ``request_id``,
 ``user_id`` and ``campaign``; ``common.jobs.job_run`` adds ``job_kind``, ``job_id`` and
 ``campaign``. ``ContextFilter`` puts them on each record, and ``JsonFormatter`` writes one JSON
-object a line (``LOG_FORMAT=json``; stepwise/settings.py). ``RequestLogMiddleware`` also writes
-one line per request (logger ``stepwise.requests``, level INFO) and answers with the request's
+object a line (``LOG_FORMAT=json``; stepwise/settings.py; gunicorn's own lines and its access
+log too, through stepwise/gunicorn_conf.py). ``RequestLogMiddleware`` also writes one line per
+request (logger ``stepwise.requests``, level INFO) and answers with the request's
 id in ``X-Request-ID`` (a proxy's own id, when it sends a well-formed one, is kept).
 """
 
@@ -17,7 +18,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -74,9 +75,31 @@ class JsonFormatter(logging.Formatter):
             value = getattr(record, key, None)
             if value is not None:
                 line[key] = value
+        if record.name == "gunicorn.access" and isinstance(record.args, dict):
+            line.update(_access_fields(record.args))
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str)
+
+
+# gunicorn's access-log atoms (its ``access_log_format`` letters) and the fields they become.
+_ACCESS_ATOMS = {"h": "remote", "m": "method", "U": "path", "q": "query", "s": "status"}
+
+
+def _access_fields(atoms: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a gunicorn access-log line (its record's ``args`` are gunicorn's atoms)."""
+    fields: dict[str, Any] = {}
+    for atom, name in _ACCESS_ATOMS.items():
+        value = atoms.get(atom)
+        if value not in (None, "", "-"):
+            fields[name] = value
+    if isinstance(atoms.get("D"), int):
+        fields["duration_ms"] = round(atoms["D"] / 1000, 1)
+    if isinstance(atoms.get("B"), int):
+        fields["bytes"] = atoms["B"]
+    with suppress(KeyError, TypeError, ValueError):
+        fields["status"] = int(fields["status"])
+    return fields
 
 
 class RequestLogMiddleware:
