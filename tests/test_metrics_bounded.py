@@ -121,14 +121,14 @@ def test_metrics_have_what_the_workers_did_and_the_media_disk_use(client, media)
         started_at=now - timedelta(days=2, seconds=5),
         finished_at=now - timedelta(days=2),
     )
-    ActiveLearningRun.objects.create(
+    run = ActiveLearningRun.objects.create(
         campaign=campaign,
         status="succeeded",
         started_at=now - timedelta(seconds=65),
         finished_at=now - timedelta(seconds=5),
     )
-    (media / "prm/w/run-1").mkdir(parents=True)
-    (media / "prm/w/run-1/labels.jsonl").write_bytes(b"x" * 1000)
+    (media / f"prm/w/run-{run.pk}").mkdir(parents=True)
+    (media / f"prm/w/run-{run.pk}/labels.jsonl").write_bytes(b"x" * 1000)
     client.force_login(make_user(is_staff=True))
     text = client.get("/metrics").content.decode()
 
