@@ -94,14 +94,30 @@ def _silent(cutoff: datetime) -> Q:
 
 
 def jobs_sweep(*, stale_seconds: float | None = None) -> dict[str, dict[str, int]]:
-    """Run ``job_kind_sweep`` for every registered kind (the beat task ``common.jobs_sweep``)."""
+    """Run ``job_kind_sweep`` for every registered kind (the beat task ``common.jobs_sweep``).
+
+    One kind's trouble does not stop the others' recovery, but a sweep that could not sweep
+    every kind (the database down) raises ``SweepFailed`` at the end, naming them, so that the
+    task is recorded as failed, not as a success that recovered nothing."""
     out = {}
+    failed: dict[str, str] = {}
     for kind in job_kinds().values():
         try:
             out[kind.name] = job_kind_sweep(kind, stale_seconds=stale_seconds)
-        except Exception:  # one kind's trouble must not stop the others' recovery
+        except Exception as error:  # one kind's trouble must not stop the others' recovery
             log.exception("sweep of %s failed", kind.name)
+            failed[kind.name] = f"{type(error).__name__}: {error}"
+    if failed:
+        first = next(iter(failed.values()))
+        raise SweepFailed(
+            f"the sweep could not sweep {len(failed)} of {len(job_kinds())} kinds of job "
+            f"({', '.join(failed)}): {first}"
+        )
     return out
+
+
+class SweepFailed(RuntimeError):
+    """The sweep could not sweep some kinds of job (their jobs wait for the next sweep)."""
 
 
 def job_kind_sweep(kind: JobKind[Any], *, stale_seconds: float | None = None) -> dict[str, int]:

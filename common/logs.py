@@ -4,8 +4,9 @@
 (a ``ContextVar``, read only by logging): the request's middleware adds ``request_id``,
 ``user_id`` and ``campaign``; ``common.jobs.job_run`` adds ``job_kind``, ``job_id`` and
 ``campaign``. ``ContextFilter`` puts them on each record, and ``JsonFormatter`` writes one JSON
-object a line (``LOG_FORMAT=json``; stepwise/settings.py). ``RequestLogMiddleware`` also writes
-one line per request (logger ``stepwise.requests``, level INFO) and answers with the request's
+object a line (``LOG_FORMAT=json``; stepwise/settings.py; gunicorn's own lines and its access
+log too, through stepwise/gunicorn_conf.py). ``RequestLogMiddleware`` also writes one line per
+request (logger ``stepwise.requests``, level INFO) and answers with the request's
 id in ``X-Request-ID`` (a proxy's own id, when it sends a well-formed one, is kept).
 """
 
@@ -17,11 +18,12 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 
 CONTEXT_FIELDS = ("request_id", "user_id", "campaign", "job_kind", "job_id")
@@ -73,9 +75,31 @@ class JsonFormatter(logging.Formatter):
             value = getattr(record, key, None)
             if value is not None:
                 line[key] = value
+        if record.name == "gunicorn.access" and isinstance(record.args, dict):
+            line.update(_access_fields(record.args))
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str)
+
+
+# gunicorn's access-log atoms (its ``access_log_format`` letters) and the fields they become.
+_ACCESS_ATOMS = {"h": "remote", "m": "method", "U": "path", "q": "query", "s": "status"}
+
+
+def _access_fields(atoms: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a gunicorn access-log line (its record's ``args`` are gunicorn's atoms)."""
+    fields: dict[str, Any] = {}
+    for atom, name in _ACCESS_ATOMS.items():
+        value = atoms.get(atom)
+        if value not in (None, "", "-"):
+            fields[name] = value
+    if isinstance(atoms.get("D"), int):
+        fields["duration_ms"] = round(atoms["D"] / 1000, 1)
+    if isinstance(atoms.get("B"), int):
+        fields["bytes"] = atoms["B"]
+    with suppress(KeyError, TypeError, ValueError):
+        fields["status"] = int(fields["status"])
+    return fields
 
 
 class RequestLogMiddleware:
@@ -91,9 +115,8 @@ class RequestLogMiddleware:
         started = time.perf_counter()
         with log_context(request_id=request_id):
             response = self.get_response(request)
-            user = getattr(request, "user", None)  # the API authenticates inside the view
-            if user is not None and user.is_authenticated:
-                log_context_add(user_id=user.pk)
+            # The API authenticates inside the view, so the user is read after it.
+            log_context_add(user_id=_user_id(request))
             requests_log.info(
                 "%s %s %s",
                 request.method,
@@ -116,8 +139,15 @@ class RequestLogMiddleware:
         view_args: tuple[Any, ...],
         view_kwargs: dict[str, Any],
     ) -> None:
-        user = getattr(request, "user", None)
-        log_context_add(
-            user_id=user.pk if user is not None and user.is_authenticated else None,
-            campaign=view_kwargs.get("slug"),
-        )
+        log_context_add(user_id=_user_id(request), campaign=view_kwargs.get("slug"))
+
+
+def _user_id(request: HttpRequest) -> int | None:
+    """The request's user's id, or None: anonymous, or unknown because the session cannot be
+    read (the database is down: ``/healthz`` and ``/metrics`` still answer, and so does the log
+    line)."""
+    user = getattr(request, "user", None)
+    try:
+        return user.pk if user is not None and user.is_authenticated else None
+    except DatabaseError:
+        return None

@@ -11,6 +11,8 @@ asks; a job's page (``labeling.templatetags.jobs``), ``/readyz`` and ``/metrics`
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -51,21 +53,52 @@ def task_queue(task_name: str) -> str:
 
 def queue_consumers(*, refresh: bool = False) -> Consumers:
     """Which workers consume which queue, as they said at most
-    ``STEPWISE_QUEUE_CONSUMERS_SECONDS`` ago (``refresh``: ask now)."""
+    ``STEPWISE_QUEUE_CONSUMERS_SECONDS`` ago (``refresh``: ask now).
+
+    Asking waits ``STEPWISE_INSPECT_TIMEOUT`` for the replies, so once the answer is older than
+    that it is still served (for up to ``STALE_FACTOR`` times as long) while one thread of this
+    process asks again: a page, ``/readyz`` or a scrape never waits for the workers, except the
+    first in a process that finds nothing cached."""
     from celery import current_app
 
     if current_app.conf.task_always_eager:  # every task runs in the process that sends it
         return Consumers({queue: ["eager"] for queue in settings.STEPWISE_QUEUES})
     cached = None if refresh else cache.get(CACHE_KEY)
-    if cached is not None:
-        return Consumers(**cached)
+    if cached is None:
+        return _ask_and_keep()
+    if time.time() - float(cached.get("at", 0)) > settings.STEPWISE_QUEUE_CONSUMERS_SECONDS:
+        _ask_in_background()
+    return Consumers(cached["by_queue"], cached.get("error", ""))
+
+
+STALE_FACTOR = 4  # a stale answer is served for at most this many times its age bound
+_asking = threading.Lock()
+
+
+def _ask_and_keep() -> Consumers:
     consumers = _ask_workers()
     cache.set(
         CACHE_KEY,
-        {"by_queue": consumers.by_queue, "error": consumers.error},
-        settings.STEPWISE_QUEUE_CONSUMERS_SECONDS,
+        {"by_queue": consumers.by_queue, "error": consumers.error, "at": time.time()},
+        max(1, settings.STEPWISE_QUEUE_CONSUMERS_SECONDS * STALE_FACTOR),
     )
     return consumers
+
+
+def _ask_in_background() -> None:
+    """Ask the workers again from a thread, one at a time in this process."""
+    if not _asking.acquire(blocking=False):
+        return
+
+    def ask() -> None:
+        try:
+            _ask_and_keep()
+        except Exception:  # a thread's failure is logged, never raised into a request
+            log.exception("could not refresh the workers' queues")
+        finally:
+            _asking.release()
+
+    threading.Thread(target=ask, name="queue-consumers", daemon=True).start()
 
 
 def _ask_workers() -> Consumers:

@@ -5,22 +5,28 @@ on another machine: they live in ``django.core.files.storage.default_storage`` (
 in settings), never at a path one process assumes. The default backend is a directory under
 ``MEDIA_ROOT`` (every process must mount the same one); an S3-compatible bucket works by setting
 (docs/operations.md). These helpers give code that needs a real file (the importer, the format
-writers, PyTorch) a local path, and publish a finished directory in one step.
+writers, PyTorch) a local path, and publish a finished directory in one step; and they name and
+delete what a campaign leaves, so that deleting it frees its files (``campaign_media_register``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage, default_storage
+from django.db import transaction
+
+log = logging.getLogger(__name__)
 
 
 def storage_local_path(name: str) -> Path | None:
@@ -136,3 +142,82 @@ def _download_dir(prefix: str, local: Path) -> None:
             shutil.copyfileobj(src, dst, 1024 * 1024)
     for sub in dirs:
         _download_dir(f"{prefix}/{sub}", local / sub)
+
+
+# --- What a campaign leaves on disk ---------------------------------------------------------
+
+CampaignMedia = Callable[[Any], list[str]]
+_campaign_media: list[CampaignMedia] = []
+
+
+def campaign_media_register(media: CampaignMedia) -> None:
+    """Register ``media(campaign)``: the stored directories (prefixes) that belong to a
+    campaign, so that deleting the campaign deletes them. Each app registers its own in its
+    ``ready()`` (uploads, exports, PRM checkpoints and runs): this layer knows none of them."""
+    if media not in _campaign_media:
+        _campaign_media.append(media)
+
+
+def campaign_media(campaign: Any) -> list[str]:
+    """Every stored directory of ``campaign`` that the registered apps name."""
+    return sorted({prefix for media in _campaign_media for prefix in media(campaign)})
+
+
+def campaign_media_on_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
+    """``pre_delete`` of a campaign: its directories are named now, while the rows that name
+    them still exist (the cascade deletes them next), and deleted once the deletion commits (a
+    rolled-back deletion keeps its files)."""
+    prefixes = campaign_media(instance)
+    if prefixes:
+        transaction.on_commit(lambda: media_delete(prefixes))
+
+
+def media_delete(prefixes: list[str]) -> int:
+    """Delete the stored directories ``prefixes`` and any local copy under ``MEDIA_ROOT`` (a
+    worker's scratch and caches when the storage is not a filesystem); the bytes freed."""
+    freed = 0
+    for prefix in prefixes:
+        freed += storage_dir_size(prefix)
+        storage_delete_dir(prefix)
+        local = Path(settings.MEDIA_ROOT) / prefix
+        if local.is_dir():
+            freed += local_dir_size(local)
+            shutil.rmtree(local, ignore_errors=True)
+    if prefixes:
+        log.info("deleted %d stored directories (%d bytes)", len(prefixes), freed)
+    return freed
+
+
+def local_dir_size(path: Path) -> int:
+    """Bytes of the files under ``path`` (0 when it is absent); links are not followed."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:  # removed while walking
+                continue
+    return total
+
+
+def storage_dir_size(prefix: str) -> int:
+    """Bytes stored under ``prefix`` (0 when it is absent)."""
+    target = storage_local_path(prefix)
+    if target is not None:
+        return local_dir_size(target)
+    try:
+        dirs, files = default_storage.listdir(prefix)
+    except FileNotFoundError:
+        return 0
+    return sum(default_storage.size(f"{prefix}/{name}") for name in files) + sum(
+        storage_dir_size(f"{prefix}/{sub}") for sub in dirs
+    )
+
+
+def storage_listdir(prefix: str) -> tuple[list[str], list[str]]:
+    """The folders and files directly under ``prefix`` (empty when it is absent)."""
+    try:
+        dirs, files = default_storage.listdir(prefix)
+    except (FileNotFoundError, NotADirectoryError):
+        return [], []
+    return sorted(dirs), sorted(files)

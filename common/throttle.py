@@ -80,6 +80,13 @@ def _warn_untrusted_forwarding(remote: str) -> None:
         )
 
 
+def _warn_cache_failed(error: Exception) -> None:
+    """The throttles fail open when the cache fails: a guesser gets more tries for a while,
+    nobody is locked out, and the operator reads why. (The Redis backend, common/cache.py,
+    already answers as an empty cache while Redis is down; this covers any other failure.)"""
+    log.warning("login throttling is off: the cache failed (%s: %s)", type(error).__name__, error)
+
+
 def failure_key(kind: str, value: str) -> str:
     return "login-fail:" + kind + ":" + hashlib.sha256(value.encode()).hexdigest()[:32]
 
@@ -111,7 +118,11 @@ class FailureCounter:
         One cache read per key (a marker that ``failed`` sets once the limit is reached): this
         runs before every token-authenticated API request, the weighing only after a failure.
         """
-        markers = cache.get_many([f"{key}:until" for key in self.limits])
+        try:
+            markers = cache.get_many([f"{key}:until" for key in self.limits])
+        except Exception as error:  # a cache that fails: fail open, never a 500
+            _warn_cache_failed(error)
+            return None
         waits = [until - self.now for until in markers.values() if until > self.now]
         return max(1, math.ceil(max(waits))) if waits else None
 
@@ -146,6 +157,14 @@ class FailureCounter:
         return None
 
     def failed(self) -> None:
+        """Count one failure for every key (and set the wait markers); a cache that fails
+        counts nothing (fail open: logged, never a 500)."""
+        try:
+            self._count()
+        except Exception as error:
+            _warn_cache_failed(error)
+
+    def _count(self) -> None:
         for key in self.limits:
             slot_key = self._slot_key(key, self.slot)
             timeout = self.window + 2 * self.length

@@ -25,6 +25,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -48,6 +49,18 @@ def check_declared_tokenizer(name: str) -> None:
             f"tokenizer {name!r} is not one the operator declared ({declared}; "
             "STEPWISE_EXPORT_TOKENIZERS)"
         )
+
+
+def tokenizer_label(name: str) -> str:
+    """How a manifest names the tokenizer: a declared name or a hub id as given, a local folder
+    (the command line takes one) by its last part only. A manifest travels with the data set:
+    it must not carry the server's paths (issue 41)."""
+    if not name or name in settings.STEPWISE_EXPORT_TOKENIZERS:
+        return name
+    path = Path(name).expanduser()
+    if path.is_absolute() or name.startswith((".", "~")) or path.is_dir():
+        return path.resolve().name or name
+    return name
 
 
 def load_tokenizer(name: str) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 from django.utils import timezone
 
 from exports.formats.base import Format
+from exports.lengths import tokenizer_label
 from exports.policy import ADJUDICATED, HUMAN, MACHINE, SPLIT_HASH, LabelPolicy
 from exports.reader import StreamStats
 from labeling.models import Campaign
@@ -98,6 +99,13 @@ def manifest_write(
     length_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Describe the written ``files`` in a manifest at ``path``, and return it."""
+    if format_options.get("tokenizer"):  # never the server's path to a tokenizer folder
+        format_options = {
+            **format_options,
+            "tokenizer": tokenizer_label(format_options["tokenizer"]),
+        }
+    if length_check and length_check.get("tokenizer"):
+        length_check = {**length_check, "tokenizer": tokenizer_label(length_check["tokenizer"])}
     sourced = policy.machine_labels != "never"
     counts = {split: t.as_dict(spec.rating_names, sources=sourced) for split, t in tallies.items()}
     manifest = {

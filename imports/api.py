@@ -127,6 +127,9 @@ class ImportList(CursorListView):
                     split=values.get("split") or "auto",
                 ),
             )
+        except services.UploadNotStored as error:  # the server's fault: 503, said as such
+            body = {"code": error.code, "detail": str(error)}
+            return Response(body, status=error.http_status)
         except services.ImportRefused as error:
             raise exceptions.ValidationError({"file": [str(error)]}) from error
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

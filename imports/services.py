@@ -38,6 +38,16 @@ class ImportRefused(Exception):
     """An upload that cannot become an import job; the text is shown to the person."""
 
     code = "refused"
+    http_status = 400
+
+
+class UploadNotStored(ImportRefused):
+    """The file storage could not take the upload (an unwritable or full media folder, a bucket
+    that refuses): the server's fault, said as such (503), without the server's paths; the
+    web process's log has the whole error. Nothing is imported."""
+
+    code = "storage_unavailable"
+    http_status = 503
 
 
 def upload_limit_bytes() -> int:
@@ -112,7 +122,16 @@ def import_job_create(
         for chunk in upload.chunks():
             digest.update(chunk)
             size += len(chunk)
-        job.stored_path = default_storage.save(f"imports/{job.pk}/{name}", upload)
+        try:
+            job.stored_path = default_storage.save(f"imports/{job.pk}/{name}", upload)
+        except OSError as error:  # the job's row goes with the transaction
+            log.exception("the upload of campaign %s could not be stored", campaign.slug)
+            reason = error.strerror or type(error).__name__
+            raise UploadNotStored(
+                f"The server could not store the upload ({type(error).__name__}: {reason}); "
+                "nothing was imported. Tell the site's operator: its file storage needs "
+                "attention."
+            ) from None
         job.size, job.sha256 = size, digest.hexdigest()
         job.save(update_fields=["stored_path", "size", "sha256"])
         IMPORT_JOBS.send(job.pk)

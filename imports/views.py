@@ -47,9 +47,10 @@ def import_list(request: HttpRequest, slug: str) -> HttpResponse:
                 )
             except services.ImportRefused as error:
                 form.add_error(None, str(error))
+                status = error.http_status
             else:
                 return redirect("imports:list", slug=campaign.slug)
-        status = 400
+        status = max(status, 400)
     jobs = ImportJob.objects.filter(campaign=campaign).select_related("created_by")[:50]
     return campaign_page(
         request,

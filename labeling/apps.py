@@ -10,3 +10,13 @@ class LabelingConfig(AppConfig):
         from labeling.curation.actions import BULK_ACTIONS
 
         job_kind_register(BULK_ACTIONS)
+        # Deleting a campaign deletes its files (uploads, exports, checkpoints, runs, caches):
+        # each app names its own (common.storage.campaign_media_register).
+        from django.db.models.signals import pre_delete
+
+        from common.storage import campaign_media_on_delete
+        from labeling.models import Campaign
+
+        pre_delete.connect(
+            campaign_media_on_delete, sender=Campaign, dispatch_uid="labeling.campaign_media"
+        )

@@ -37,3 +37,9 @@ class LearningConfig(AppConfig):
 
         step_scorer_register("PRM", active_prm_step_scores)
         step_scorer_register(METHOD, served_step_scores)
+
+        # A campaign's checkpoints, run folders and feature caches (prm/<slug>/) go with it.
+        from common.storage import campaign_media_register
+        from learning.retention import campaign_prm_media
+
+        campaign_media_register(campaign_prm_media)

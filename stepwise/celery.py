@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 from celery import Celery
 from celery.signals import worker_init
@@ -25,3 +27,25 @@ def _database_or_exit(**_kwargs) -> None:
     from stepwise.startup import database_reachable_or_exit
 
     database_reachable_or_exit("worker")
+
+
+def _settings_or_exit() -> None:
+    """A celery command (a worker, beat) loads Django now, so that a bad setting (a malformed
+    ``STEPWISE_ENDPOINTS``) is one line and exit status 3, as the web process says it, instead
+    of the 88-line traceback that Celery's Django fixup prints when it loads the apps itself."""
+    import django
+    from django.core.exceptions import ImproperlyConfigured
+
+    from stepwise.startup import EXIT_CODE, say_and_exit_later
+
+    try:
+        django.setup()
+    except ImproperlyConfigured as error:
+        say_and_exit_later(f"Stepwise cannot start: {error}")
+        raise SystemExit(EXIT_CODE) from None
+
+
+if Path(sys.argv[0]).name == "celery" or sys.argv[0].endswith(
+    os.path.join("celery", "__main__.py")
+):
+    _settings_or_exit()

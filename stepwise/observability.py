@@ -4,17 +4,14 @@ metrics (``/metrics``).
 - ``/healthz`` answers 200 while the process serves requests; it reads nothing else.
 - ``/readyz`` checks every part the app needs (the database, the broker, the file storage, a
   worker on every queue of ``STEPWISE_QUEUES``) and answers 200, or 503 naming the parts that
-  failed. Anyone may ask; why a part failed (the error's text) is shown only to those who may read
-  the metrics.
-- ``/metrics`` is Prometheus's text format: request latency by view, queue depth and consumers
-  per queue, job counts and the oldest job's age by kind and state, step labels in the last
-  minute. Readable by staff (a session) or with ``Authorization: Bearer <STEPWISE_METRICS_TOKEN>``;
-  nobody else (404, so that its existence is not advertised).
-
-The figures that live in the database or the broker are read when Prometheus scrapes
-(``StepwiseCollector``), so every web process answers the same; only request latency is the
-process's own (``PROMETHEUS_MULTIPROC_DIR`` joins a gunicorn's worker processes: see
-docs/operations.md).
+  failed. Anyone may ask, but cheaply: an anonymous address gets ``STEPWISE_READYZ_PER_MINUTE``
+  answers a minute, the storage is written at most every ``STEPWISE_READYZ_SECONDS``, the
+  workers' answer is served from the cache (refreshed in the background, ``common.queues``).
+  Why a part failed (the error's text) and the workers' host names are shown only to those who
+  may read the metrics.
+- ``/metrics`` is Prometheus's text format (the figures: ``stepwise/metrics.py``). Readable by
+  the bearer of ``STEPWISE_METRICS_TOKEN`` (checked first: it needs no database) or staff (a
+  session); nobody else (404, so that its existence is not advertised).
 """
 
 from __future__ import annotations
@@ -23,39 +20,37 @@ import hmac
 import logging
 import os
 import socket
+import threading
 import time
-from collections.abc import Callable, Iterator
-from datetime import timedelta
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import connection
-from django.db.models import Count, Min
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.utils import timezone
+from django.core.signals import setting_changed
+from django.db import DatabaseError, connection
+from django.dispatch import receiver
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from common.jobs import FINISHED, job_kinds
 from common.queues import queue_consumers
+from common.throttle import client_ip
+from stepwise.metrics import REQUEST_SECONDS, metrics_registry
 
 log = logging.getLogger(__name__)
 
-REQUEST_SECONDS = Histogram(
-    "stepwise_request_seconds",
-    "Time to answer a request, by view (URL name), method and status class.",
-    ["view", "method", "status"],
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
-)
+# Methods a caller may send that get a label of their own; any other is "other", so that no
+# caller can add series (18,000 made-up methods once grew one web worker's metrics to 8.3 MB).
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 class RequestMetricsMiddleware:
     """Times every request into ``stepwise_request_seconds``, labelled by the view's URL name
-    (never the path: ids would make a series per object), method and status class (``2xx``)."""
+    (never the path: ids would make a series per object; a path no route takes is
+    ``unresolved``), method (``other`` for any but the seven HTTP methods the app knows) and
+    status class (``2xx``): every label has a bounded set of values whatever callers send."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -65,8 +60,9 @@ class RequestMetricsMiddleware:
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
         view = (match.view_name if match else "") or "unresolved"
+        method = request.method if request.method in KNOWN_METHODS else "other"
         REQUEST_SECONDS.labels(
-            view=view, method=request.method, status=f"{response.status_code // 100}xx"
+            view=view, method=method, status=f"{response.status_code // 100}xx"
         ).observe(time.perf_counter() - started)
         return response
 
@@ -84,22 +80,44 @@ def _check_broker() -> str:
     from celery import current_app
 
     with current_app.connection_for_read() as conn:
-        conn.ensure_connection(max_retries=1, timeout=settings.STEPWISE_INSPECT_TIMEOUT)
+        # ignore[arg-type]: kombu's stub says int; kombu takes seconds as a float.
+        conn.ensure_connection(
+            max_retries=1,
+            timeout=settings.STEPWISE_INSPECT_TIMEOUT,  # type: ignore[arg-type]
+        )
     return "ok"
+
+
+_storage_checked: dict[str, float] = {}
+_storage_lock = threading.Lock()
 
 
 def _check_storage() -> str:
-    """Write, read back and delete a small file where uploads and exports go."""
-    name = default_storage.save(
-        f"readyz/{socket.gethostname()}-{os.getpid()}.txt", ContentFile(b"ready")
-    )
-    try:
-        with default_storage.open(name, "rb") as fh:
-            if fh.read() != b"ready":
-                raise OSError("read back something else than was written")
-    finally:
-        default_storage.delete(name)
+    """Write, read back and delete a small file where uploads and exports go: at most once
+    every ``STEPWISE_READYZ_SECONDS`` per process (a probe every second must not write a file
+    every second); a failure is checked again at the next call."""
+    with _storage_lock:
+        at = _storage_checked.get("ok")
+        if at is not None and time.monotonic() - at < settings.STEPWISE_READYZ_SECONDS:
+            return "ok"
+        name = default_storage.save(
+            f"readyz/{socket.gethostname()}-{os.getpid()}.txt", ContentFile(b"ready")
+        )
+        try:
+            with default_storage.open(name, "rb") as fh:
+                if fh.read() != b"ready":
+                    raise OSError("read back something else than was written")
+        finally:
+            default_storage.delete(name)
+        _storage_checked["ok"] = time.monotonic()
     return "ok"
+
+
+@receiver(setting_changed)
+def _storage_settings_changed(setting: str, **kwargs: object) -> None:
+    """Another media folder or storage: check it at the next call."""
+    if setting in ("MEDIA_ROOT", "STORAGES", "STEPWISE_READYZ_SECONDS"):
+        _storage_checked.clear()
 
 
 def _check_workers() -> dict[str, list[str]]:
@@ -139,13 +157,27 @@ def readiness() -> tuple[bool, dict[str, object], dict[str, str]]:
 
 
 def may_read_metrics(request: HttpRequest) -> bool:
-    """Staff, or the bearer of ``STEPWISE_METRICS_TOKEN`` (when one is set)."""
-    user = getattr(request, "user", None)
-    if user is not None and user.is_active and user.is_staff:
-        return True
+    """The bearer of ``STEPWISE_METRICS_TOKEN`` (when one is set), or staff."""
+    return _bearer_may_read(request) or bool(_is_staff(request))
+
+
+def _bearer_may_read(request: HttpRequest) -> bool:
+    """The metrics token: checked first, since it needs no database, so Prometheus still reads
+    the metrics while the database is down."""
     token = settings.STEPWISE_METRICS_TOKEN
     given = request.headers.get("Authorization", "")
     return bool(token) and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+
+
+def _is_staff(request: HttpRequest) -> bool | None:
+    """Whether the session's user is staff; None when the session cannot be read (the
+    database is down)."""
+    user = getattr(request, "user", None)
+    try:
+        return bool(user is not None and user.is_active and user.is_staff)
+    except DatabaseError as error:
+        log.warning("metrics: the session could not be read: %s", error)
+        return None
 
 
 # --- Views ----------------------------------------------------------------------------------------
@@ -161,128 +193,65 @@ def healthz(request: HttpRequest) -> HttpResponse:
 @never_cache
 @require_GET
 def readyz(request: HttpRequest) -> HttpResponse:
-    """Readiness: 200 when every part works, else 503 naming the parts that failed."""
+    """Readiness: 200 when every part works, else 503 naming the parts that failed. Anonymous
+    callers get at most ``STEPWISE_READYZ_PER_MINUTE`` answers a minute per address (429 past
+    it) and never the workers' host names or the errors: those are for who may read the
+    metrics."""
+    insider = may_read_metrics(request)
+    if not insider and (wait := _readyz_throttle.wait(client_ip(request))) is not None:
+        response = JsonResponse({"status": "throttled", "retry_after": wait}, status=429)
+        response["Retry-After"] = str(wait)
+        return response
     ready, results, errors = readiness()
+    if not insider and isinstance(results.get("workers"), dict):
+        results["workers"] = "ok"
     body: dict[str, object] = {
         "status": "ready" if ready else "not ready",
         "checks": results,
         "failed": sorted(errors),
     }
-    if errors and may_read_metrics(request):
+    if errors and insider:
         body["errors"] = errors
     return JsonResponse(body, status=200 if ready else 503)
+
+
+class _PerMinute:
+    """Calls per address in the current minute, in this process's memory: readiness must not
+    depend on the cache it may be reporting as down. Bounded: past ``MAX_ADDRESSES`` addresses
+    in one minute the oldest minute's counts are dropped."""
+
+    MAX_ADDRESSES = 10_000
+
+    def __init__(self) -> None:
+        self.minute = 0
+        self.counts: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def wait(self, address: str) -> int | None:
+        """Seconds to wait before the next call from ``address``, or None: it is served."""
+        now = time.time()
+        minute = int(now // 60)
+        with self.lock:
+            if minute != self.minute or len(self.counts) > self.MAX_ADDRESSES:
+                self.minute, self.counts = minute, {}
+            self.counts[address] = self.counts.get(address, 0) + 1
+            if self.counts[address] <= settings.STEPWISE_READYZ_PER_MINUTE:
+                return None
+        return max(1, int((minute + 1) * 60 - now))
+
+
+_readyz_throttle = _PerMinute()
 
 
 @never_cache
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus's text format, for staff or the metrics token's bearer."""
-    if not may_read_metrics(request):
-        raise Http404()
+    """Prometheus's text format, for staff or the metrics token's bearer. Anyone else gets the
+    site's 404, or a bare one while the database is down (the 404 page reads the session)."""
+    if not _bearer_may_read(request):
+        staff = _is_staff(request)
+        if staff is None:
+            return HttpResponseNotFound(b"Not Found", content_type="text/plain")
+        if not staff:
+            raise Http404()
     return HttpResponse(generate_latest(metrics_registry()), content_type=CONTENT_TYPE_LATEST)
-
-
-# --- Figures read at scrape time ------------------------------------------------------------------
-
-
-class StepwiseCollector(Collector):
-    """Queue depth and consumers per queue, jobs by kind and state with the oldest's age, jobs
-    waiting on a queue nobody consumes, step labels in the last minute. One scrape reads the job
-    tables grouped by status (small tables), asks the broker each queue's depth and reads the
-    cached consumers (``common.queues``)."""
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        consumers = queue_consumers()
-        depth = GaugeMetricFamily(
-            "stepwise_queue_depth", "Messages waiting on the queue.", labels=["queue"]
-        )
-        workers = GaugeMetricFamily(
-            "stepwise_queue_consumers", "Workers that consume the queue.", labels=["queue"]
-        )
-        known = GaugeMetricFamily(
-            "stepwise_queue_consumers_known",
-            "1 when the workers could be asked which queues they consume.",
-        )
-        known.add_metric([], 1 if consumers.known else 0)
-        for queue, size in _queue_depths().items():
-            depth.add_metric([queue], size)
-        for queue in settings.STEPWISE_QUEUES:
-            workers.add_metric([queue], len(consumers.of(queue)))
-        yield from (depth, workers, known)
-
-        jobs = GaugeMetricFamily(
-            "stepwise_jobs", "Jobs by kind and state.", labels=["kind", "state"]
-        )
-        oldest = GaugeMetricFamily(
-            "stepwise_job_oldest_seconds",
-            "Age of the oldest waiting or running job, by kind and state (since it was created).",
-            labels=["kind", "state"],
-        )
-        stranded = GaugeMetricFamily(
-            "stepwise_jobs_unconsumed",
-            "Waiting jobs whose queue no worker consumes, by kind and queue.",
-            labels=["kind", "queue"],
-        )
-        now = timezone.now()
-        for kind in job_kinds().values():
-            counts = dict.fromkeys(("pending", "running", "done", "failed"), 0)
-            rows = kind.model.objects.values("status").annotate(
-                n=Count("pk"), first=Min(kind.created_field)
-            )
-            for row in rows:
-                state = kind.state(kind.model(status=row["status"]))
-                counts[state] += row["n"]
-                if state not in FINISHED and row["first"] is not None:
-                    oldest.add_metric([kind.name, state], (now - row["first"]).total_seconds())
-            for state, n in counts.items():
-                jobs.add_metric([kind.name, state], n)
-            if consumers.unconsumed(kind.queue):
-                stranded.add_metric([kind.name, kind.queue], counts["pending"])
-            else:
-                stranded.add_metric([kind.name, kind.queue], 0)
-        yield from (jobs, oldest, stranded)
-
-        from labeling.models import StepLabel
-
-        labels = GaugeMetricFamily(
-            "stepwise_step_labels_last_minute", "Step labels written in the last 60 seconds."
-        )
-        labels.add_metric(
-            [], StepLabel.objects.filter(created_at__gte=now - timedelta(seconds=60)).count()
-        )
-        yield labels
-
-
-def _queue_depths() -> dict[str, int]:
-    """Messages waiting on each queue, as the broker counts them (-1: the broker did not say)."""
-    from celery import current_app
-
-    out = dict.fromkeys(settings.STEPWISE_QUEUES, -1)
-    try:
-        with current_app.connection_for_read() as conn:
-            conn.ensure_connection(max_retries=1, timeout=settings.STEPWISE_INSPECT_TIMEOUT)
-            for queue in settings.STEPWISE_QUEUES:
-                channel = conn.channel()
-                try:
-                    out[queue] = channel.queue_declare(queue=queue, passive=True).message_count
-                except Exception:  # never declared (nothing sent or consumed yet): empty
-                    out[queue] = 0
-                finally:
-                    channel.close()
-    except Exception as error:
-        log.warning("metrics: could not read the queues' depth: %s", error)
-    return out
-
-
-def metrics_registry() -> CollectorRegistry:
-    """The registry a scrape reads: this process's request latency (or every gunicorn worker's,
-    with ``PROMETHEUS_MULTIPROC_DIR``) and the figures read now."""
-    registry = CollectorRegistry()
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
-        multiprocess.MultiProcessCollector(registry)
-    else:
-        registry.register(REQUEST_SECONDS)
-    registry.register(StepwiseCollector())
-    return registry

@@ -262,6 +262,13 @@ STEPWISE_INSPECT_TIMEOUT = float(envstr("STEPWISE_INSPECT_TIMEOUT", "1.0"))
 # /metrics (stepwise/observability.py) is readable by staff, and with
 # `Authorization: Bearer <token>` when this is set (for Prometheus). Empty: staff only.
 STEPWISE_METRICS_TOKEN = envstr("STEPWISE_METRICS_TOKEN", "")
+# /metrics: the window of the finished jobs' counts and durations (seconds), how long the media's
+# disk use is kept between two walks, and readiness: how long an answer is kept (it is refreshed
+# in the background once stale) and how many anonymous /readyz calls an address may make a minute.
+STEPWISE_METRICS_WINDOW_SECONDS = envint("STEPWISE_METRICS_WINDOW_SECONDS", "3600")
+STEPWISE_DISK_METRICS_SECONDS = envint("STEPWISE_DISK_METRICS_SECONDS", "300")
+STEPWISE_READYZ_SECONDS = float(envstr("STEPWISE_READYZ_SECONDS", "10"))
+STEPWISE_READYZ_PER_MINUTE = envint("STEPWISE_READYZ_PER_MINUTE", "60")
 # Periodic tasks; each app adds its own entries.
 CELERY_BEAT_SCHEDULE: dict = {}
 # Releases the slots of expired leases in every campaign (the queue also does it when serving).
@@ -310,6 +317,15 @@ STEPWISE_AL_TRAIN = envstr("STEPWISE_AL_TRAIN", "{}")
 # local Hugging Face model folder NAME directly under STEPWISE_MODEL_ROOT. Only the operator
 # chooses models; nothing is ever fetched from a model hub.
 STEPWISE_PRM_BACKBONES = envstr("STEPWISE_PRM_BACKBONES", "bow,minilm")
+# Disk (learning/retention.py): per campaign, the active PRM and the last STEPWISE_PRM_KEEP
+# versions keep their checkpoints (and the last STEPWISE_PRM_KEEP runs their folders); beat
+# deletes the rest every STEPWISE_RETENTION_SECONDS. `manage.py disk_usage` reports and reclaims.
+STEPWISE_PRM_KEEP = envint("STEPWISE_PRM_KEEP", "3")
+STEPWISE_RETENTION_SECONDS = envint("STEPWISE_RETENTION_SECONDS", "3600")
+CELERY_BEAT_SCHEDULE["learning-media-retention"] = {
+    "task": "learning.media_retention",
+    "schedule": STEPWISE_RETENTION_SECONDS,
+}
 STEPWISE_MODEL_ROOT = Path(envstr("STEPWISE_MODEL_ROOT", str(VAR_DIR / "models")))
 
 # Campaign management (annotators/). Who may create campaigns: "users" (anyone logged in, who
@@ -393,11 +409,12 @@ STEPWISE_PROGRESS_SECONDS = envint("STEPWISE_PROGRESS_SECONDS", "10")
 
 # Caches: login throttling counts (stepwise/security.py). A file cache under var/ is shared by
 # the processes of one machine; set CACHE_URL=redis://... when several machines serve the site.
+# Redis down is a cache without the keys, never a 500 (common/cache.py): it is asked again after
+# STEPWISE_CACHE_RETRY_SECONDS.
 CACHE_URL = envstr("CACHE_URL", "")
+STEPWISE_CACHE_RETRY_SECONDS = float(envstr("STEPWISE_CACHE_RETRY_SECONDS", "5"))
 if CACHE_URL.startswith(("redis://", "rediss://")):
-    CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
-    }
+    CACHES = {"default": {"BACKEND": "common.cache.ResilientRedisCache", "LOCATION": CACHE_URL}}
 else:
     CACHES = {
         "default": {

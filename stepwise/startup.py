@@ -5,9 +5,27 @@ says so, instead of serving ``/login/`` while every other page answers 500, or a
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from datetime import UTC, datetime
 
 EXIT_CODE = 3  # gunicorn stops its master when a worker exits with 3 while booting
+
+
+def say_and_exit_later(message: str) -> None:
+    """Write why the process cannot start on stderr: as it is, or one JSON object with
+    ``LOG_FORMAT=json`` (every line of the log is then JSON, this one too)."""
+    if os.environ.get("LOG_FORMAT", "text") == "json":
+        line = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "level": "CRITICAL",
+            "logger": "stepwise.startup",
+            "message": message,
+        }
+        sys.stderr.write(json.dumps(line) + "\n")
+    else:
+        sys.stderr.write(message + "\n")
 
 
 def database_reachable_or_exit(process: str) -> None:
@@ -22,10 +40,10 @@ def database_reachable_or_exit(process: str) -> None:
         where = str(db.get("NAME"))
         if db.get("HOST"):
             where = f"{where} on {db['HOST']}:{db.get('PORT') or 'its default port'}"
-        sys.stderr.write(
+        say_and_exit_later(
             f"Stepwise {process} cannot start: the database ({engine}, {where}) is unreachable:"
             f" {type(error).__name__}: {str(error).strip()}\n"
-            "Check DATABASE_URL (and that the database exists: createdb), then start again.\n"
+            "Check DATABASE_URL (and that the database exists: createdb), then start again."
         )
         sys.stderr.flush()
         raise SystemExit(EXIT_CODE) from None
