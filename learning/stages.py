@@ -21,6 +21,7 @@ Nothing below calls back.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -224,6 +225,7 @@ def write(state: RunState) -> None:
                 state.attempt.finish(
                     DONE, model=model, queue_head=head, strategy=state.campaign.al_strategy
                 )
+            _checkpoints_prune(state.campaign)
             return
         except OperationalError as error:
             if "deadlock" not in str(error).lower() or try_no == 2:
@@ -270,3 +272,15 @@ def _served_by(campaign: Campaign) -> str:
         return ""
     endpoint, model = chosen
     return f"{endpoint.title}, model {model}"
+
+
+def _checkpoints_prune(campaign: Campaign) -> None:
+    """The campaign's old checkpoints removed once the new model is active (``learning.retention``:
+    the active one and the last ``STEPWISE_PRM_KEEP`` stay); the run is done whatever happens
+    here, and the hourly beat task tries again."""
+    from learning.retention import checkpoints_prune
+
+    try:
+        checkpoints_prune(campaign)
+    except Exception:  # the run already succeeded: pruning never undoes it
+        logging.getLogger(__name__).exception("pruning checkpoints of campaign %s", campaign.pk)
