@@ -293,7 +293,9 @@ def _generation_work(
     except (GenerationRefused, TemplateError) as refused:
         message = str(refused)
         attempt.finish(
-            FAILED, errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:]
+            FAILED,
+            errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:],
+            error=message[:5000],
         )
         return
     todo = _missing(job)
@@ -463,6 +465,9 @@ class _BatchWriter:
             "errors": self.errors,
             "progress": min(1.0, (done + self.failed) / job.requested) if job.requested else 1.0,
         }
+        if final_state == FAILED:
+            last = self.errors[-1]["message"] if self.errors else "no answer"
+            fields["error"] = f"no sample could be written; the last error: {last}"[:5000]
         if final_state:
             self.attempt.finish(final_state, **fields)
         else:

@@ -15,7 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from labeling.models import Campaign, Problem
-from machines.client import endpoint_error_message
+from machines.chat import (
+    CONTINUATION,
+    ContinuationRefused,
+    continuation_advice,
+    continuation_refused,
+)
+from machines.client import endpoint_error_message, endpoint_post
+from machines.deadline import deadline
 from machines.endpoints import CHAT, EndpointRefused, endpoint_get
 from machines.generation import default_template, prompt_values
 from machines.prompts import prompt_render
@@ -64,24 +71,37 @@ def phase1_candidates_sample(
     }
     if prefix:
         messages.append({"role": "assistant", "content": "\n\n".join(prefix) + "\n\n"})
-        body |= {"continue_final_message": True, "add_generation_prompt": False}
+        body |= CONTINUATION
     out: list[tuple[str, str]] = []
-    with endpoint.client(timeout_s=min(endpoint.timeout_s, PAGE_TIMEOUT_S)) as client:
+    seconds = min(endpoint.timeout_s, PAGE_TIMEOUT_S)
+    url = endpoint.url("chat/completions")
+    # One deadline for all the requests together: the annotator waits for them.
+    with endpoint.client(timeout_s=seconds) as client, deadline(seconds):
         # A server may answer fewer choices than asked (``n`` is a hint to some): ask again for
         # the rest, at most ``k`` times in all.
         for _ in range(max(1, k)):
             if len(out) >= k:
                 break
+            asked = {**body, "n": k - len(out)}
             try:
-                response = client.post(
-                    endpoint.url("chat/completions"), json={**body, "n": k - len(out)}
-                )
-                response.raise_for_status()
-                choices = response.json()["choices"]
+                answer = endpoint_post(client, endpoint, url, asked, seconds=seconds)
             except Exception as error:
-                raise EndpointRefused(endpoint_error_message(endpoint, error)) from None
-            for choice in choices:
-                step = first_step((choice.get("message") or {}).get("content") or "")
+                raise EndpointRefused(
+                    endpoint_error_message(endpoint, error, seconds=seconds)
+                ) from None
+            if not answer.ok:
+                if continuation_refused(asked, answer):
+                    raise ContinuationRefused(endpoint.scrub(continuation_advice(endpoint, answer)))
+                raise EndpointRefused(answer.refusal(endpoint))
+            try:
+                choices = answer.data["choices"]
+                texts = [(choice.get("message") or {}).get("content") or "" for choice in choices]
+            except (KeyError, TypeError, AttributeError):
+                raise EndpointRefused(
+                    f"{endpoint.name}'s answer is not an OpenAI chat completion"
+                ) from None
+            for text in texts:
+                step = first_step(text if isinstance(text, str) else "")
                 if step:
                     out.append((step, model))
     return out[:k]

@@ -47,9 +47,10 @@ from labeling.models import Campaign, Problem, Solution, Step
 from labeling.permissions import MANAGE
 from machines.client import (
     RETRY_STATUSES,
+    AnswerRefused,
     endpoint_error_message,
+    endpoint_post,
     requests_bounded,
-    retry_after,
     retry_wait,
 )
 from machines.endpoints import (
@@ -211,28 +212,30 @@ class ServedPRM:
         return [[_probability(s, where) for s in scores]]
 
     def _post(self, path: str, body: dict) -> Any:
+        """POST through ``endpoint_post`` (the answer bounded in size, time and nesting),
+        retried as every endpoint client retries; the server's own words of a refusal kept."""
         url = self.endpoint.url(path)
+        seconds = self.endpoint.timeout_s
         error = ""
         for attempt in range(self.max_retries + 1):
             asked_s = None
             with self._lock:
                 self.requests += 1
             try:
-                response = self.http.post(url, json=body)
+                answer = endpoint_post(self.http, self.endpoint, url, body, seconds=seconds)
             except EndpointRefused as e:
                 raise ScoringRefused(str(e)) from None
+            except AnswerRefused as e:  # the same server would answer the same
+                raise ScoringRefused(endpoint_error_message(self.endpoint, e)) from None
             except httpx.HTTPError as e:
-                error = endpoint_error_message(self.endpoint, e)
+                error = endpoint_error_message(self.endpoint, e, seconds=seconds)
             else:
-                if response.status_code == 200:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise ScoringRefused(f"{self.endpoint.name}'s answer is not JSON") from None
-                error = f"{self.endpoint.name} answered {response.status_code}"
-                if response.status_code not in RETRY_STATUSES:
+                if answer.ok:
+                    return answer.data
+                error = answer.refusal(self.endpoint)
+                if answer.status not in RETRY_STATUSES:
                     break
-                asked_s = retry_after(response)
+                asked_s = answer.retry_after_s
             if attempt == self.max_retries:
                 break
             with self._lock:

@@ -351,6 +351,10 @@ STEPWISE_ENDPOINT_URLS = envbool("STEPWISE_ENDPOINT_URLS", "False")
 STEPWISE_ENDPOINT_HOSTS = [
     h.strip() for h in envstr("STEPWISE_ENDPOINT_HOSTS", "").split(",") if h.strip()
 ]
+# The most bytes one answer of a model endpoint may hold after decompression (machines/client.py,
+# endpoint_post): a larger one fails its request. 4 MiB is about eight times a 131,072-token
+# completion.
+STEPWISE_ENDPOINT_MAX_BYTES = envint("STEPWISE_ENDPOINT_MAX_BYTES", str(4 * 1024 * 1024))
 # The secret of the annotator pseudonyms in exports (exports/pseudonyms.py): keep it when
 # rotating SECRET_KEY, or every pseudonym in later exports changes. Empty: SECRET_KEY.
 STEPWISE_PSEUDONYM_SECRET = envstr("STEPWISE_PSEUDONYM_SECRET", "")

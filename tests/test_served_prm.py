@@ -122,7 +122,7 @@ def test_a_server_that_keeps_failing_fails_the_job_with_the_reason_and_no_key(
         campaign = _campaign(5)
         job = scoring_job_run(job=scoring_job_start(campaign=campaign))
     assert job.status == "failed"
-    assert job.error == "prm answered 500 (after 3 tries)"
+    assert job.error == "prm answered 500: busy (after 3 tries)"
     assert not ServedScore.objects.exists()
     _no_key_anywhere(caplog)
 
