@@ -293,6 +293,16 @@ def endpoints_check() -> None:
             )
 
 
+def endpoint_keys_missing() -> list[str]:
+    """``name (VARIABLE)`` of every declared endpoint whose key variable this process's
+    environment lacks (readiness reports them, instead of the first job that needs the key)."""
+    return [
+        f"{e.name} ({e.key_env})"
+        for e in endpoints_declared().values()
+        if e.key_env and not os.environ.get(e.key_env)
+    ]
+
+
 def endpoints_of(kind: str) -> list[Endpoint]:
     return [e for e in endpoints_declared().values() if e.kind == kind]
 
