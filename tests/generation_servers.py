@@ -359,6 +359,10 @@ class _HostileHandler(BaseHTTPRequestHandler):
             pass
 
 
+def _quiet(request: object, client_address: object) -> None:
+    """A server's error handler that says nothing."""
+
+
 class HostileServer:
     """``with HostileServer("drip") as server:`` answers every POST on ``server.url`` (any
     path: chat completions, pooling, step scores) the way ``mode`` says (``HOSTILE``); counts
@@ -375,6 +379,8 @@ class HostileServer:
         self.httpd.requests = 0  # type: ignore[attr-defined]
         self.httpd.lock = threading.Lock()  # type: ignore[attr-defined]
         self.httpd.stopping = threading.Event()  # type: ignore[attr-defined]
+        # A client that gives up mid-answer is what the tests want: no traceback for it.
+        self.httpd.handle_error = _quiet  # type: ignore[method-assign]
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(POLL_S,), daemon=True)
 
@@ -399,7 +405,7 @@ class PeakMemory:
     ``peak.grown_mb``."""
 
     def __init__(self) -> None:
-        import psutil
+        import psutil  # type: ignore[import-untyped]  # (no stub package is pinned)
 
         self.process = psutil.Process()
         self.stop = threading.Event()

@@ -117,7 +117,6 @@ def test_a_hostile_answer_fails_the_job_in_time_with_a_reason_and_bounded_memory
         started = time.monotonic()
         job, reason = RUNS[kind](settings, server.url)
         took = time.monotonic() - started
-    print(f"\n{kind} {mode}: {took:.2f} s, +{peak.grown_mb:.1f} MB, {server.requests} requests")
     assert job.status == "failed", (kind, mode, reason)
     assert REASONS[mode] in reason
     assert took < LIMIT_S, f"{kind} on {mode}: {took:.1f} s"
@@ -193,3 +192,95 @@ def test_rollouts_on_a_server_that_refuses_the_continuation_fields_stop_saying_w
     assert said in job.error and "vLLM" in job.error
     assert asked == 1  # stopped at the first refusal, not eight
     assert said in caplog.text
+
+
+# --- phase 1 mode's pages ------------------------------------------------------------------------
+
+
+def _phase1_at_a_bare_prefix(settings, url: str):
+    """An annotator whose path has reached a prefix the tree has no candidates for."""
+    from labeling import queue
+    from tests.factories import make_member
+
+    declare(settings, f"{url}/v1")
+    campaign = make_campaign(phase1_mode=True, phase1_endpoint="bad", phase1_samples=2)
+    problem = make_problem(campaign=campaign, text="What is $1+1$?", ground_truth_answer="2")
+    make_solution(campaign=campaign, problem=problem, steps=["1 + 1 = 2.", "# Answer\n\n2"])
+    annotator = make_member(campaign=campaign).user
+    assignment = queue.assignment_next(campaign=campaign, annotator=annotator)
+    assert assignment is not None
+    assignment.campaign = campaign
+    view = queue.phase1_open(assignment=assignment)
+    queue.candidate_rate(
+        assignment=assignment, annotator=annotator, candidate_id=view.candidates[0].id, rating=1
+    )
+    queue.step_write(assignment=assignment, annotator=annotator, position=0, text="Mine.")
+    return campaign, annotator
+
+
+@pytest.mark.parametrize("mode", HOSTILE)
+def test_a_phase1_page_never_waits_on_the_server_and_its_sampling_fails_in_time(
+    settings, client, mode
+):
+    from machines.models import Phase1Sampling
+    from machines.phase1_sampling import phase1_sampling_run
+
+    with HostileServer(mode) as server:
+        campaign, annotator = _phase1_at_a_bare_prefix(settings, server.url)
+        client.force_login(annotator)
+        started = time.monotonic()
+        page = client.get(f"/campaigns/{campaign.slug}/label/")
+        page_s = time.monotonic() - started
+        assert page.status_code == 200
+        html = page.content.decode()
+        assert "Sampling candidates for step 2" in html and "hx-get" in html
+        assert page_s < 3, f"the page waited {page_s:.1f} s"  # never the server's drip
+        assert server.requests == 0  # the page asked nothing: a worker does
+
+        job = Phase1Sampling.objects.get()
+        status_url = f"/campaigns/{campaign.slug}/jobs/phase1-sampling/{job.pk}/?state=pending"
+        polled = client.get(status_url, headers={"HX-Request": "true"})
+        assert polled.status_code == 200 and "Sampling candidates" in polled.content.decode()
+        with PeakMemory() as peak:
+            started = time.monotonic()
+            job = phase1_sampling_run(job=job)
+            took = time.monotonic() - started
+        asked = server.requests
+    assert job.status == "failed"
+    assert REASONS[mode] in job.error
+    assert took < TIMEOUT_S + 4  # one deadline for all of a prefix's requests
+    assert peak.grown_mb < MEMORY_BOUND_MB
+    assert asked == 1
+    polled = client.get(status_url, headers={"HX-Request": "true"})
+    assert polled.headers.get("HX-Refresh") == "true"  # the page reloads with the outcome
+    again = client.get(f"/campaigns/{campaign.slug}/label/").content.decode()
+    assert "Candidates could not be sampled (" in again and REASONS[mode] in again
+    assert "hx-get" not in again.split("Step 2")[-1].split("</li>")[0]
+    assert Phase1Sampling.objects.count() == 1  # shown, not asked again at once
+
+
+def test_readiness_names_a_declared_endpoint_whose_key_variable_is_unset(
+    settings, monkeypatch, admin_client
+):
+    from stepwise.observability import readiness
+
+    settings.STEPWISE_ENDPOINTS = [
+        {"name": "gpu", "kind": "chat", "base_url": "http://gpu:8000/v1", "models": ["m"]},
+        {
+            "name": "hosted",
+            "kind": "chat",
+            "base_url": "https://api.example/v1",
+            "models": ["m"],
+            "key_env": "STEPWISE_TEST_HOSTED_KEY",
+        },
+    ]
+    monkeypatch.delenv("STEPWISE_TEST_HOSTED_KEY", raising=False)
+    _, results, errors = readiness()
+    assert results["endpoint_keys"] == "failed"
+    assert errors["endpoint_keys"] == (
+        "LookupError: key variables not set for: hosted (STEPWISE_TEST_HOSTED_KEY)"
+    )
+    body = admin_client.get("/readyz").json()
+    assert "endpoint_keys" in body["failed"] and "hosted" in body["errors"]["endpoint_keys"]
+    monkeypatch.setenv("STEPWISE_TEST_HOSTED_KEY", "k")
+    assert readiness()[1]["endpoint_keys"] == "ok"

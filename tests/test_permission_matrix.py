@@ -31,7 +31,7 @@ from imports.models import ImportJob
 from labeling.models import Membership, SolutionBulkAction
 from labeling.queue import assignment_next
 from learning.models import ActiveLearningRun
-from machines.models import EvidenceJob, GenerationJob, ScoringJob
+from machines.models import EvidenceJob, GenerationJob, Phase1Sampling, ScoringJob
 from tests.factories import (
     make_campaign,
     make_gold_solution,
@@ -296,6 +296,9 @@ def world(settings, tmp_path):
                 "evidence_job": EvidenceJob.objects.create(
                     campaign=campaign, kind="judge", endpoint="e", model="m"
                 ).pk,
+                "phase1_sampling": Phase1Sampling.objects.create(
+                    campaign=campaign, solution=gold, prefix_hash="h"
+                ).pk,
                 "job_kind": "imports",
                 "snapshot": CampaignSnapshot.objects.create(campaign=campaign).pk,
                 "file": "labels.csv",
@@ -410,6 +413,8 @@ JOB_KINDS = {
     "scoring": ("manage", "scoring_job"),
     "bulk_actions": ("manage", "bulk_job"),
     "evidence": ("manage", "evidence_job"),
+    # An annotator's labelling page polls the sampling of its phase 1 candidates.
+    "phase1-sampling": ("label", "phase1_sampling"),
 }
 
 
