@@ -300,3 +300,28 @@ class Phase1Sampling(BackgroundJob):
     def position(self) -> int:
         """The step number (from 1) the candidates are for."""
         return len(self.prefix) + 1
+
+
+class ReceivedSample(models.Model):
+    """One sample a generation job received, written as it arrives (``machines.generation``):
+    a job stopped before its batch was imported imports it when it resumes instead of asking the
+    endpoint again, and a sample that became no solution (a duplicate, an empty or unsplittable
+    completion) is not asked again either. ``written``: its batch has been imported."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="received")
+    key = models.CharField(max_length=100)
+    problem_id = models.BigIntegerField()
+    text = models.TextField()
+    finish_reason = models.CharField(max_length=40, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    retries = models.PositiveSmallIntegerField(default=0)
+    written = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "key"], name="receivedsample_one_per_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({'written' if self.written else 'received'})"

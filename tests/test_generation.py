@@ -23,7 +23,7 @@ from labeling import events
 from labeling.models import Solution, Step
 from machines import generation
 from machines.generation import GenerationRefused, generation_job_create, generation_job_run
-from machines.models import PRM800K_PROMPT, GenerationJob
+from machines.models import PRM800K_PROMPT, GenerationJob, ReceivedSample
 from tests.conftest import database_url
 from tests.factories import make_campaign, make_problem, make_solution
 from tests.generation_servers import (
@@ -227,10 +227,25 @@ def test_a_killed_worker_leaves_its_batches_and_a_resume_adds_only_the_rest(monk
         asked_again = len(server.script.requests) - before
 
     assert job.status == "done"
-    assert asked_again == 10  # only the samples without a solution
+    assert asked_again == 5  # only the samples never received (the lost batch is imported)
     refs = list(Solution.objects.filter(campaign=campaign).values_list("source_ref", flat=True))
     assert len(refs) == len(set(refs)) == 20
     assert job.solutions_created == 20
+
+
+@pytest.mark.django_db
+def test_a_resume_does_not_ask_again_for_a_sample_that_became_no_solution():
+    """Three identical answers make one solution (the import path drops duplicates); a resumed
+    job asks the endpoint for none of them again."""
+    campaign = _campaign(problems=1)
+    with StubServer(Script(reply=lambda body: "Same.\n\n# Answer\n\n2")) as server:
+        job = generation_job_run(job=_job(campaign, server.base_url, samples_per_problem=3))
+        assert (job.status, job.completed, job.solutions_created) == ("done", 3, 1)
+        asked = len(server.script.requests)
+        job = generation.generation_job_resume(job=job, enqueue=False)
+        job = generation_job_run(job=job)
+        assert len(server.script.requests) == asked == 3
+    assert job.status == "done" and job.solutions_created == 1
 
 
 @pytest.mark.django_db
@@ -583,6 +598,8 @@ def test_a_command_killed_half_way_resumes_without_duplicates(tmp_path, settings
         assert 50 <= kept < 200
         job = GenerationJob.objects.get()
         assert job.status == "running"  # as the killed worker left it
+        # Samples it received but had not imported yet: imported by the resume, not asked again.
+        received = ReceivedSample.objects.filter(job=job, written=False).count()
         before = len(server.script.requests)
         call_command(
             "generate_solutions", f"--campaign={campaign.slug}", f"--resume={job.pk}", "--force"
@@ -592,4 +609,6 @@ def test_a_command_killed_half_way_resumes_without_duplicates(tmp_path, settings
     refs = list(Solution.objects.filter(campaign=campaign).values_list("source_ref", flat=True))
     assert job.status == "done"
     assert len(refs) == len(set(refs)) == 200
-    assert asked_again == 200 - kept
+    assert asked_again == 200 - kept - received
+    # Asked twice: only the requests in flight when it was killed (whose answers it never got).
+    assert len(server.script.requests) <= 200 + 2
