@@ -236,9 +236,12 @@ def requests_bounded(
     *,
     concurrency: int,
     name: str = "endpoint",
+    ordered: bool = True,
 ) -> Iterator[_Result]:
     """``ask(request)`` for each of ``requests``, at most ``concurrency`` at a time, the results
-    yielded in the order of ``requests``: the one loop every caller of a model endpoint runs
+    yielded in the order of ``requests`` (``ordered=False``: each as soon as it is back, for a
+    caller that keeps every answer the moment it arrives, so that none it received is lost
+    while it waits for a slower one): the one loop every caller of a model endpoint runs
     (generation, rollouts and a judge, a served PRM), so none floods an endpoint beyond what its
     declaration allows and none waits for one request at a time.
 
@@ -269,13 +272,29 @@ def requests_bounded(
                 order.append(future)
             if not order:
                 return
-            if not order[0].done():
+            if not _ready(order, running, ordered):
                 wait(running, return_when=FIRST_COMPLETED)
             finished = {f for f in running if f.done()}
             running -= finished
             stopped = stopped or any(f.exception() is not None for f in finished)
-            while order and order[0].done():
-                yield order.popleft().result()
+            while (ready := _ready(order, running, ordered)) is not None:
+                order.remove(ready)
+                yield ready.result()
+
+
+def _ready(
+    order: deque[Future[_Result]], running: set[Future[_Result]], ordered: bool
+) -> Future[_Result] | None:
+    """The next result to hand over: the first request's once it is back (``ordered``), else
+    the first that is back; a failed one only once no request is in flight (its error is raised
+    after the results of the requests that were running beside it)."""
+    if ordered:
+        return order[0] if order and order[0].done() else None
+    done = [f for f in order if f.done()]
+    fine = next((f for f in done if f.exception() is None), None)
+    if fine is not None or running:
+        return fine
+    return done[0] if done else None
 
 
 # --- what managers are told -----------------------------------------------------------------------

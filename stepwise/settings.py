@@ -193,6 +193,8 @@ SPECTACULAR_SETTINGS = {
         "AssignmentStatusEnum": "labeling.models.Assignment.Status",
         "RunStatusEnum": "learning.models.ActiveLearningRun.Status",
         "JobStatusEnum": "exports.models.Export.Status",  # imports share these four states
+        "EvidenceKindEnum": "machines.models.EvidenceJob.Kind",
+        "SolutionKindEnum": "labeling.models.Solution.Kind",
     },
     "PATH_CONVERTER_OVERRIDES": {
         "id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}

@@ -167,6 +167,11 @@ ROUTES: dict[str, Route] = {
     "api-generation-endpoints": Route("api-manage", {"GET": 200}, ("slug",)),
     "api-generation": Route("api-manage", {"GET": 200}, ("slug", "generation_job")),
     "api-generation-resume": Route("api-manage", {"POST": 409}, ("slug", "generation_job")),
+    "api-evidence-jobs": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "api-evidence-job": Route("api-manage", {"GET": 200}, ("slug", "evidence_job")),
+    # POST: the campaign names no served PRM here, so it is refused (400) after the role check.
+    "api-scoring-jobs": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "api-scoring-job": Route("api-manage", {"GET": 200}, ("slug", "scoring_job")),
     "api-problems": Route("api-review", {"GET": 200}, ("slug",)),
     "api-problem": Route("api-review", {"GET": 200}, ("slug", "problem")),
     "api-solutions": Route("api-review", {"GET": 200}, ("slug",)),
