@@ -110,6 +110,9 @@ class SolutionIn:
     raw_steps: list[str] | None = None
     # A generated sample's identity (``Solution.source_ref``): the import skips one it has.
     key: str = ""
+    # A line that brings its problem only (no solutions yet: generation asks for them later):
+    # the problem is written, no solution (``steps`` is empty).
+    problem_only: bool = False
 
     @property
     def content_hash(self) -> str:
