@@ -1,7 +1,8 @@
 """Stepwise settings: one file, driven by environment variables with safe defaults.
 
 Every variable is listed in docs/settings.md. With none set, the app runs on an SQLite file and
-kombu's filesystem broker under ``var/``, so a fresh checkout works at once.
+kombu's filesystem broker under ``var/``, so a fresh checkout works at once; installed from a
+wheel (the ``stepwise`` command), ``var/`` is under ``STEPWISE_HOME``, else the current directory.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A checkout has templates/, static/ and demo/ beside the apps; a wheel carries them inside this
+# package (stepwise/assets/, pyproject.toml's package data), where site-packages is no place for
+# the database and the files the site writes.
+CHECKOUT = (BASE_DIR / "manage.py").is_file() and (BASE_DIR / "templates").is_dir()
+ASSETS_DIR = BASE_DIR if CHECKOUT else Path(__file__).resolve().parent / "assets"
 
 
 def envbool(name: str, default: str) -> bool:
@@ -30,7 +36,13 @@ def envstr(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
-VAR_DIR = Path(envstr("STEPWISE_VAR_DIR", str(BASE_DIR / "var")))
+_HOME = Path(envstr("STEPWISE_HOME", "")) if envstr("STEPWISE_HOME", "") else None
+VAR_DIR = Path(
+    envstr(
+        "STEPWISE_VAR_DIR",
+        str((_HOME or (BASE_DIR if CHECKOUT else Path.cwd())).resolve() / "var"),
+    )
+)
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
@@ -99,7 +111,7 @@ WSGI_APPLICATION = "stepwise.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [ASSETS_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -142,7 +154,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [ASSETS_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request otherwise
 MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
