@@ -1,7 +1,7 @@
 """The wheel: ``pip wheel`` of this repository installs, into a fresh virtual environment outside
 the checkout, a ``stepwise`` command that migrates, creates a user, imports the packaged demo
 data, exports it, and runs the web server with a worker on the embedded defaults, its data in
-``$STEPWISE_HOME/var`` (README, "Installed").
+``$STEPWISE_HOME/var`` (README, "The two commands").
 
 The fresh environment has no pip and nothing installed but the wheel (``--no-deps --no-index``:
 no network); its dependencies come from this environment's site-packages through a ``.pth``
