@@ -234,21 +234,6 @@ def test_a_killed_worker_leaves_its_batches_and_a_resume_adds_only_the_rest(monk
 
 
 @pytest.mark.django_db
-def test_a_resume_does_not_ask_again_for_a_sample_that_became_no_solution():
-    """Three identical answers make one solution (the import path drops duplicates); a resumed
-    job asks the endpoint for none of them again."""
-    campaign = _campaign(problems=1)
-    with StubServer(Script(reply=lambda body: "Same.\n\n# Answer\n\n2")) as server:
-        job = generation_job_run(job=_job(campaign, server.base_url, samples_per_problem=3))
-        assert (job.status, job.completed, job.solutions_created) == ("done", 3, 1)
-        asked = len(server.script.requests)
-        job = generation.generation_job_resume(job=job, enqueue=False)
-        job = generation_job_run(job=job)
-        assert len(server.script.requests) == asked == 3
-    assert job.status == "done" and job.solutions_created == 1
-
-
-@pytest.mark.django_db
 def test_the_import_path_skips_a_sample_key_it_has_even_with_other_text():
     from imports.pipeline import import_solutions
     from imports.records import ProblemIn, SolutionIn
