@@ -284,3 +284,56 @@ def test_readiness_names_a_declared_endpoint_whose_key_variable_is_unset(
     assert "endpoint_keys" in body["failed"] and "hosted" in body["errors"]["endpoint_keys"]
     monkeypatch.setenv("STEPWISE_TEST_HOSTED_KEY", "k")
     assert readiness()[1]["endpoint_keys"] == "ok"
+
+
+@pytest.mark.slow
+def test_a_real_strict_server_refusing_rollouts_stops_the_job_with_its_words(
+    settings, tmp_path, caplog
+):
+    """``transformers serve`` (NOTES.md's recipe: a tiny random model built here) answers 422
+    to the continuation fields; the rollouts stop at the first, saying what to do, and its
+    judge (no continuation) still runs."""
+    from tests.generation_servers import TransformersServe, build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "tiny")
+    with TransformersServe(folder, tmp_path / "serve.log") as server:
+        settings.STEPWISE_ENDPOINTS = [
+            {
+                "name": "bad",
+                "kind": "chat",
+                "base_url": server.base_url,
+                "models": [str(folder)],
+                "timeout_s": 60,
+            }
+        ]
+        campaign = _solution_campaign()
+        selection = {"id": [campaign.solutions.get().pk]}
+        rollouts = evidence_job_create(
+            campaign=campaign,
+            created_by=None,
+            kind="rollouts",
+            endpoint="bad",
+            selection=selection,
+            samples_per_step=4,
+            max_tokens=8,
+            concurrency=1,
+            enqueue=False,
+        )
+        rollouts = evidence_job_run(job=rollouts)
+        judge = evidence_job_create(
+            campaign=campaign,
+            created_by=None,
+            kind="judge",
+            endpoint="bad",
+            selection=selection,
+            max_tokens=8,
+            enqueue=False,
+        )
+        judge = evidence_job_run(job=judge)
+    assert rollouts.status == "failed"
+    assert "bad answered 422: Unexpected fields in the request" in rollouts.error
+    assert "continue_final_message" in rollouts.error and "vLLM" in rollouts.error
+    assert "endpoint bad answered 422: Unexpected fields" in caplog.text
+    # The judge asks without them: the server answers (random text names no step, so the
+    # unit fails for that reason, not for a refusal).
+    assert "422" not in judge.error and "422" not in str(judge.errors)
