@@ -16,9 +16,12 @@ from typing import Any, TypeVar, cast
 from django.core.validators import MaxLengthValidator
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponseBase
-from drf_spectacular.utils import OpenApiParameter
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema_field
 from rest_framework import exceptions, generics, pagination, serializers
 from rest_framework.request import Request
+
+from common.jobs import job_state_text
 
 _Model = TypeVar("_Model", bound=Model)
 
@@ -81,6 +84,25 @@ class FiniteFloatField(serializers.FloatField):
         # float(value), and null here where that is not finite.
         number = cast(float, super().to_representation(value))
         return number if math.isfinite(number) else None
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class JobStateField(serializers.ReadOnlyField):
+    """A job's state in words (``common.jobs.job_state_text``): ``waiting for a worker on queue
+    long (no worker consumes it: ...)``, ``running``, ``done`` or ``failed``; beside the model's
+    own ``status``, which clients compare."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("source", "*")
+        kwargs.setdefault(
+            "help_text",
+            "The state in words; a waiting job names its queue and says when no worker "
+            "consumes it.",
+        )
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> str:
+        return job_state_text(value)
 
 
 class ErrorSerializer(serializers.Serializer[dict[str, str]]):

@@ -442,6 +442,26 @@ def job_run(kind: JobKind[_Job], job: _Job | int, **options: Any) -> _Job | None
     return row
 
 
+def job_state_text(job: RecoverableJob) -> str:
+    """The job's state as the API says it: a page's word, and for a waiting job the queue it
+    waits on (``waiting for a worker on queue long``), saying so when no worker consumes that
+    queue (``common.queues``; when the broker cannot be asked, only the queue is named)."""
+    kind = job_kind_of(job)
+    state = kind.state(job)
+    if state != PENDING:
+        return STATE_WORDS[state]
+    queue = kind.queue
+    text = f"{STATE_WORDS[state]} on queue {queue}"
+    try:
+        from common.queues import queue_consumers
+
+        unconsumed = queue_consumers().unconsumed(queue)
+    except Exception:  # the cache or broker is down: the queue's name is still worth saying
+        log.warning("job %s: could not ask who consumes %s", job.pk, queue, exc_info=True)
+        unconsumed = False
+    return f"{text} (no worker consumes it: start one with -Q {queue})" if unconsumed else text
+
+
 def job_error_reason(error: BaseException) -> str:
     """What a failed job's page says about ``error``: its type and message, without the server's
     paths (a file error names the path it could not use; the worker's log keeps it whole)."""

@@ -18,7 +18,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import CursorListView, idempotent_job
+from common.api import CursorListView, JobStateField, idempotent_job
 from exports.formats.options import FORMAT_OPTIONS, FormatOption, options_refused
 from exports.formats.registry import FORMATS
 from exports.models import Export
@@ -40,8 +40,10 @@ class ExportFileSerializer(serializers.Serializer):
 class ExportSerializer(serializers.ModelSerializer):
     """An export job: ``status`` pending → running (``progress`` 0..1) → done (``files``,
     ``manifest_url``) or failed (``error``). ``attempts``: how many times a worker started it
-    (more than one after a worker died and the sweep sent it again)."""
+    (more than one after a worker died and the sweep sent it again). ``state``: the state in
+    words (a waiting job names its queue, and says when no worker consumes it)."""
 
+    state = JobStateField()
     files = serializers.SerializerMethodField()
     manifest_url = serializers.SerializerMethodField()
 
@@ -54,6 +56,7 @@ class ExportSerializer(serializers.ModelSerializer):
             "options",
             "selection",
             "status",
+            "state",
             "progress",
             "counts",
             "files",

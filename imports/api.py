@@ -11,7 +11,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import CursorListView, ErrorSerializer, idempotent_job
+from common.api import CursorListView, ErrorSerializer, JobStateField, idempotent_job
 from imports import services
 from imports.forms import UploadForm
 from imports.models import ImportJob
@@ -24,7 +24,11 @@ from labeling.permissions import (
 class ImportJobSerializer(serializers.ModelSerializer):
     """An upload and its import: ``status`` pending → running → done (``counts``) or failed
     (``errors`` with file, line, field and message; nothing was written). ``attempts``: how many
-    times a worker started it (more than one after a worker died and the sweep sent it again)."""
+    times a worker started it (more than one after a worker died and the sweep sent it again).
+    ``state``: the state in words (a waiting job names its queue, and says when no worker
+    consumes it)."""
+
+    state = JobStateField()
 
     class Meta:
         model = ImportJob
@@ -37,6 +41,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "options",
             "grade",
             "status",
+            "state",
             "phase",
             "progress",
             "counts",

@@ -184,7 +184,7 @@ class DatabaseWriter:
         slots = Counter(
             sh for sh, label, _ in labels if label.finish_reason not in Assignment.RELEASING_REASONS
         )
-        new_steps = self._solutions(hashed, slots)
+        new_steps = self._solutions([h for h in hashed if not h[1].problem_only], slots)
         self._labels(labels, new_steps)
 
     def _problems(self, hashed: list) -> None:

@@ -3,7 +3,9 @@
 The shape is recognised per line:
 
 - generic: ``{"problem", "ground_truth_answer", "solutions": [...]}`` (optional
-  ``ground_truth_solution``, ``subject``, ``level``, ``unique_id``). A solution is
+  ``ground_truth_solution``, ``subject``, ``level``, ``unique_id``); without ``solutions`` (or
+  with an empty list) the line brings its problem only, for generation to sample solutions of
+  later. A solution is
   ``{"steps": [str, ...]}`` or ``{"text": str}`` (cut by ``imports.splitting``, the import's
   ``split`` option: ``auto`` by default), with
   optional ``answer`` (else taken from the text), ``generator``, ``id``, ``verifier_score``, and
@@ -47,7 +49,7 @@ QWEN_GENERATOR = "qwen2.5-math-instruct"
 
 
 def parse_jsonl(record: dict, options: dict) -> list[SolutionIn]:
-    if "solutions" in record:
+    if "solutions" in record or ("problem" in record and "question" not in record):
         return _generic(record, options)
     if "question" in record and isinstance(record.get("response"), list):
         return _qwen(record, options)
@@ -55,8 +57,9 @@ def parse_jsonl(record: dict, options: dict) -> list[SolutionIn]:
         return _gsm8k(record, options)
     raise FieldError(
         "solutions",
-        "missing field (expected {problem, ground_truth_answer, solutions}, or the GSM8K "
-        "model-solutions or Qwen2.5-Math samples shape)",
+        "missing field (expected {problem, ground_truth_answer, solutions}, a problem alone "
+        "{problem, ground_truth_answer}, or the GSM8K model-solutions or Qwen2.5-Math samples "
+        "shape)",
     )
 
 
@@ -74,7 +77,9 @@ def _generic(record: dict, options: dict) -> list[SolutionIn]:
         level=level_text(record.get("level"), "level"),
         unique_id=as_str(record.get("unique_id") or "", "unique_id"),
     )
-    solutions = as_list(need(record, "solutions", "solutions"), "solutions", nonempty=True)
+    if record.get("solutions") in (None, []):  # the problem alone: no solution yet
+        return [SolutionIn(problem=problem, steps=[], problem_only=True)]
+    solutions = as_list(record["solutions"], "solutions", nonempty=True)
     out = []
     for i, value in enumerate(solutions):
         path = f"solutions[{i}]"

@@ -118,6 +118,9 @@ class SolutionIn:
     # (``Step.content``, one per step); None for math.
     trace: dict | None = None
     contents: list[dict] | None = None
+    # A line that brings its problem only (no solutions yet: generation asks for them later):
+    # the problem is written, no solution (``steps`` is empty).
+    problem_only: bool = False
 
     @property
     def content_hash(self) -> str:

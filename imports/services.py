@@ -355,7 +355,7 @@ def import_preview(
         except FieldError as e:
             errors.append({"line": number, "field": e.field, "message": e.message})
             continue
-        for s in parsed[: PREVIEW_SOLUTIONS - len(solutions)]:
+        for s in [s for s in parsed if not s.problem_only][: PREVIEW_SOLUTIONS - len(solutions)]:
             raws = s.raw_steps or s.steps
             solutions.append(
                 {

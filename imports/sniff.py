@@ -56,8 +56,8 @@ def guess_format(record: object) -> str | None:
         return "prm800k" if "labeler" in record else "prm800k-trajectories"
     if "problem" in record and isinstance(record.get("steps"), list) and "label" in record:
         return "processbench"
-    if "solutions" in record:
-        return "jsonl"
+    if "solutions" in record or ("problem" in record and "steps" not in record):
+        return "jsonl"  # problems with solutions, or problems alone
     if "question" in record and (
         isinstance(record.get("response"), list) or "ground_truth" in record
     ):

@@ -9,7 +9,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import CursorListView
+from common.api import CursorListView, JobStateField
 from labeling.permissions import (
     MANAGE,
     campaign_for,
@@ -48,12 +48,14 @@ class ActiveLearningRunSerializer(serializers.ModelSerializer):
     requested_by = serializers.CharField(
         source="requested_by.username", allow_null=True, default=None
     )
+    state = JobStateField()
 
     class Meta:
         model = ActiveLearningRun
         fields = [
             "id",
             "status",
+            "state",
             "trigger",
             "requested_by",
             "model",

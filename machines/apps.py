@@ -22,6 +22,9 @@ class MachinesConfig(AppConfig):
         job_kind_register(GENERATION_JOBS)
         job_kind_register(EVIDENCE_JOBS)
         job_kind_register(SCORING_JOBS)
+        from machines.phase1_sampling import PHASE1_SAMPLING
+
+        job_kind_register(PHASE1_SAMPLING)
 
         # The pages of labeling offer the declared endpoints by name without importing this
         # app: the campaign's settings (phase 1's sampler, a served PRM) and the item page's
@@ -32,8 +35,9 @@ class MachinesConfig(AppConfig):
 
         endpoints_offered_register(samplers=lambda: endpoints_of(CHAT), scorers=scoring_endpoints)
 
-        # Phase 1 mode's candidates for a prefix its tree lacks (labeling.queue.phase1).
-        from labeling.queue import candidate_sampler_register
-        from machines.phase1_sampling import phase1_candidates_sample
+        # Phase 1 mode's candidates for a prefix its tree lacks (labeling.queue.phase1): a job
+        # that a worker runs while the page polls it.
+        from labeling.queue import candidate_sampling_register
+        from machines.phase1_sampling import phase1_sampling_start
 
-        candidate_sampler_register(phase1_candidates_sample)
+        candidate_sampling_register(phase1_sampling_start)

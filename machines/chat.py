@@ -18,7 +18,14 @@ import httpx
 from django.conf import settings
 from django.db.models import F
 
-from machines.client import RETRY_STATUSES, endpoint_error_message, retry_after, retry_wait
+from machines.client import (
+    RETRY_STATUSES,
+    Answer,
+    AnswerRefused,
+    endpoint_error_message,
+    endpoint_post,
+    retry_wait,
+)
 from machines.endpoints import (
     CHAT,
     Endpoint,
@@ -158,28 +165,33 @@ class ChatClient:
         }
 
     def complete(self, sample: Sample, values: dict[str, str]) -> Sample:
-        """Ask for one sample of the problem whose fields are ``values``."""
+        """Ask for one sample of the problem whose fields are ``values`` (``endpoint_post``:
+        the answer bounded in size, time and nesting; a refusal's own words kept)."""
         try:
             body = self.body(values)
         except TemplateError as e:
             sample.error = str(e)
             return sample
+        seconds = float(self.job.timeout_s or self.endpoint.timeout_s)
         for attempt in range(self.job.max_retries + 1):
             wait_s = None
             try:
-                response = self.client.post(self.url, json=body)
-            except EndpointRefused as e:  # the free-form URL's address is not allowed now
-                sample.error = endpoint_error_message(self.endpoint, e)
+                answer = endpoint_post(self.client, self.endpoint, self.url, body, seconds=seconds)
+            except (EndpointRefused, AnswerRefused) as e:  # asking again would not help
+                sample.error = endpoint_error_message(self.endpoint, e, seconds=seconds)
                 break
             except httpx.HTTPError as e:
-                sample.error = endpoint_error_message(self.endpoint, e)
+                sample.error = endpoint_error_message(self.endpoint, e, seconds=seconds)
             else:
-                if response.status_code == 200:
-                    return self._read(sample, response)
-                sample.error = f"the endpoint answered {response.status_code}" + _detail(response)
-                if response.status_code not in RETRY_STATUSES:
+                if answer.ok:
+                    return self._read(sample, answer.data)
+                sample.error = answer.refusal(self.endpoint)
+                if continuation_refused(body, answer):
+                    advice = continuation_advice(self.endpoint, answer)
+                    raise ContinuationRefused(self.scrub(advice))
+                if answer.status not in RETRY_STATUSES:
                     break
-                wait_s = retry_after(response)
+                wait_s = answer.retry_after_s
             if attempt == self.job.max_retries:
                 break
             sample.retries += 1
@@ -187,9 +199,8 @@ class ChatClient:
         sample.error = self.scrub(sample.error)
         return sample
 
-    def _read(self, sample: Sample, response: httpx.Response) -> Sample:
+    def _read(self, sample: Sample, data: Any) -> Sample:
         try:
-            data = response.json()
             choice = data["choices"][0]
             message = choice.get("message") or {}
             text = message.get("content") or choice.get("text") or ""
@@ -211,11 +222,34 @@ class ChatClient:
         return sample
 
 
-def _detail(response: httpx.Response) -> str:
-    try:
-        data = response.json()
-        error = data.get("error") if isinstance(data, dict) else None
-        message = error.get("message") if isinstance(error, dict) else error
-    except ValueError:
-        message = None
-    return f": {str(message)[:200]}" if message else ""
+# --- continuing a reply -----------------------------------------------------------------------
+
+# The fields that ask a chat server to continue the assistant's last message (vLLM's chat API
+# reads them); rollouts and phase 1 sampling send them.
+CONTINUATION = {"continue_final_message": True, "add_generation_prompt": False}
+
+
+class ContinuationRefused(EndpointRefused):
+    """The endpoint refuses the fields that continue a reply: every rollout would be refused
+    the same, so the job (or the page's sampling) stops at once with what to do."""
+
+
+def continuation_refused(body: dict[str, Any], answer: Answer) -> bool:
+    """A 400 or 422 to a request that asked to continue a reply, naming one of those fields (a
+    strict server, ``transformers serve``: "Unexpected fields in the request: {...}")."""
+    return (
+        body.get("continue_final_message") is True
+        and answer.status in (400, 422)
+        and any(name in answer.words for name in CONTINUATION)
+    )
+
+
+def continuation_advice(endpoint: Endpoint, answer: Answer) -> str:
+    """Why nothing can be continued on ``endpoint``, and what to do about it."""
+    return (
+        f"{answer.refusal(endpoint)}. This server refuses the fields that continue a reply "
+        "(continue_final_message, add_generation_prompt), which rollouts and phase 1 sampling "
+        "need: serve the model with vLLM (`vllm serve MODEL`, whose chat API reads them) and "
+        "declare that endpoint for rollouts and phase 1 mode; this one can still serve the "
+        "judge and generation."
+    )

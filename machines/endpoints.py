@@ -21,8 +21,9 @@ endpoint from here, so one declaration and one set of rules hold for all of them
   shared, unspecified, multicast and reserved addresses are refused unless an address or network
   listed covers them. The client connects to the very address that was checked (the name is not
   resolved again between the check and the connection, so DNS rebinding gains nothing).
-- **Clients** built here follow no redirect (one could point anywhere) and ignore the proxy
-  variables of the environment.
+- **Clients** built here follow no redirect (one could point anywhere), ignore the proxy
+  variables of the environment, and keep a deadline for the whole request
+  (``machines.deadline``); ``machines.client.endpoint_post`` bounds what an answer may be.
 - **Errors shown to managers** (``machines.client.endpoint_error_message``) say what failed in
   words that do not map the network: for a free-form URL, a refused connection, a closed port,
   a timeout and a protocol error read the same. The operator's log keeps the detail.
@@ -46,6 +47,8 @@ import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from machines.deadline import DeadlineTransport
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +153,7 @@ class Endpoint:
         limits = httpx.Limits(max_connections=max_connections or self.max_concurrency)
         transport: httpx.BaseTransport
         if self.declared:
-            transport = httpx.HTTPTransport(limits=limits, trust_env=False, verify=verify)
+            transport = DeadlineTransport(limits=limits, verify=verify)
         else:
             transport = _PinnedTransport(httpx.URL(self.base_url), limits=limits, verify=verify)
         return httpx.Client(
@@ -288,6 +291,16 @@ def endpoints_check() -> None:
                 "STEPWISE_ENDPOINT_URLS is on but STEPWISE_ENDPOINT_HOSTS lists no host: list "
                 "the hosts (names, addresses or networks) that free-form URLs may name."
             )
+
+
+def endpoint_keys_missing() -> list[str]:
+    """``name (VARIABLE)`` of every declared endpoint whose key variable this process's
+    environment lacks (readiness reports them, instead of the first job that needs the key)."""
+    return [
+        f"{e.name} ({e.key_env})"
+        for e in endpoints_declared().values()
+        if e.key_env and not os.environ.get(e.key_env)
+    ]
 
 
 def endpoints_of(kind: str) -> list[Endpoint]:
@@ -465,7 +478,7 @@ class _PinnedTransport(httpx.BaseTransport):
     the connection. TLS still checks the certificate against the host's name (SNI)."""
 
     def __init__(self, base: httpx.URL, **options: Any) -> None:
-        self.inner = httpx.HTTPTransport(trust_env=False, **options)
+        self.inner = DeadlineTransport(**options)
         self.host = base.raw_host.decode("ascii")
         self.port = base.port or _default_port(base)
         self.scheme = base.scheme

@@ -52,7 +52,15 @@ from labeling.curation.filters import FilterError, SolutionFilter
 from labeling.grading import Grader, extract_answer
 from labeling.models import Campaign, Solution, Step, StepEvidence
 from labeling.permissions import MANAGE
-from machines.chat import ChatClient, GenerationRefused, Sample, Tally, endpoint_choose
+from machines.chat import (
+    CONTINUATION,
+    ChatClient,
+    ContinuationRefused,
+    GenerationRefused,
+    Sample,
+    Tally,
+    endpoint_choose,
+)
 from machines.client import requests_bounded
 from machines.endpoints import CHAT, EndpointRefused, endpoint_get
 from machines.generation import default_template, prompt_values
@@ -255,7 +263,7 @@ class EvidenceClient(ChatClient):
         }
         if values.get("prefix"):
             # vLLM's chat API: the reply continues the assistant's last message.
-            body |= {"continue_final_message": True, "add_generation_prompt": False}
+            body |= CONTINUATION
         return body
 
     def rollout_values(self, unit: Unit) -> dict[str, Any]:
@@ -309,7 +317,11 @@ def _evidence_work(
             )
         chat = EvidenceClient(job, endpoint, client=client, sleep=sleep)  # type: ignore[arg-type]
     except (EndpointRefused, EvidenceRefused) as refused:
-        attempt.finish(FAILED, errors=[*job.errors, {"key": "", "message": str(refused)}])
+        attempt.finish(
+            FAILED,
+            errors=[*job.errors, {"key": "", "message": str(refused)}],
+            error=str(refused)[:5000],
+        )
         return
     writer = _UnitWriter(job, attempt, chat)
     try:
@@ -317,13 +329,18 @@ def _evidence_work(
             writer.write(unit)
     except JobSuperseded:
         raise
+    except ContinuationRefused as refused:  # every rollout would be refused the same
+        log.warning("evidence job %s: %s", job.pk, refused)
+        writer.error("", str(refused))
+        writer.save(final_state=FAILED, reason=str(refused))
     except Exception as error:
         log.exception("evidence job %s failed", job.pk)
         writer.error("", chat.scrub(type(error).__name__))
-        writer.save(final_state=FAILED)
+        writer.save(final_state=FAILED, reason=chat.scrub(f"{type(error).__name__}: {error}"))
     else:
         ok = writer.completed_before + writer.completed > 0 or job.requested == 0
-        writer.save(final_state=DONE if ok or writer.over_budget else FAILED)
+        state = DONE if ok or writer.over_budget else FAILED
+        writer.save(final_state=state, reason="" if state == DONE else writer.why_none())
     finally:
         chat.close()
 
@@ -472,9 +489,14 @@ class _UnitWriter:
             )
         ]
 
-    def save(self, final_state: str | None = None) -> None:
+    def why_none(self) -> str:
+        """A failed job's reason when no unit came back: the last error kept."""
+        last = self.errors[-1]["message"] if self.errors else "no answer"
+        return f"no unit could be written ({self.failed} failed); the last error: {last}"
+
+    def save(self, final_state: str | None = None, reason: str = "") -> None:
         """The counters: what this run did added to what earlier runs left (only while this
-        attempt owns the job)."""
+        attempt owns the job); ``reason``: a failed job's ``error``."""
         job = self.job
         done = self.completed_before + self.completed
         samples, self.samples = self.samples, 0
@@ -488,6 +510,8 @@ class _UnitWriter:
             "stopped_by_budget": self.over_budget,
             "progress": min(1.0, (done + self.failed) / job.requested) if job.requested else 1.0,
         }
+        if reason:
+            fields["error"] = reason[:5000]
         if final_state:
             self.attempt.finish(final_state, **fields)
         else:

@@ -6,8 +6,10 @@ kind ``GENERATION_JOBS``, ``common.jobs``) or ``manage.py generate_solutions``
 campaign does not have yet, ``concurrency`` requests at a time, and writes the answers in batches
 through the import path (``pipeline.import_solutions``: split into steps, deduplicated, graded,
 queued), publishing ``labeling.events.solutions_imported`` after each batch so the active PRM
-scores them. A job stopped half way keeps its finished batches; run again (by the jobs' sweep
-when its worker died, or resumed by a person), it asks only for the sample keys that are missing.
+scores them. Each sample the endpoint answered is kept as it arrives (``ReceivedSample``), before
+its batch is imported. A job stopped half way keeps its finished batches and the samples it had
+received; run again (by the jobs' sweep when its worker died, or resumed by a person), it imports
+those and asks only for the sample keys no attempt received.
 
 Security: a job names an endpoint the operator declared (``machines.endpoints``); its URL and the
 environment variable of its key are the operator's, so a manager can neither point the worker at
@@ -59,7 +61,7 @@ from machines.chat import (
 )
 from machines.client import requests_bounded
 from machines.endpoints import EndpointRefused
-from machines.models import GenerationJob
+from machines.models import GenerationJob, ReceivedSample
 from machines.prompts import TemplateError, template_check
 
 log = logging.getLogger(__name__)
@@ -293,12 +295,17 @@ def _generation_work(
     except (GenerationRefused, TemplateError) as refused:
         message = str(refused)
         attempt.finish(
-            FAILED, errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:]
+            FAILED,
+            errors=[*job.errors, {"key": "", "message": message}][-MAX_ERRORS_KEPT:],
+            error=message[:5000],
         )
         return
+    received = _received_unwritten(job)
     todo = _missing(job)
     writer = _BatchWriter(job, attempt)
     try:
+        for sample in received:  # an earlier attempt's, whose batch it did not write
+            writer.add(sample, keep=False)
         for sample in _complete_all(chat, todo, job.concurrency):
             writer.add(sample)
         writer.flush()
@@ -315,13 +322,34 @@ def _generation_work(
         chat.close()
 
 
+def _received_unwritten(job: GenerationJob) -> list[Sample]:
+    """The samples an earlier attempt received and kept but did not import (it stopped before
+    their batch was written), in plan order: imported now, not asked again."""
+    rows = ReceivedSample.objects.filter(job=job, written=False).order_by("pk")
+    return [
+        Sample(
+            key=row.key,
+            problem_id=row.problem_id,
+            text=row.text,
+            finish_reason=row.finish_reason,
+            prompt_tokens=row.prompt_tokens,
+            completion_tokens=row.completion_tokens,
+            retries=row.retries,
+        )
+        for row in rows
+    ]
+
+
 def _missing(job: GenerationJob) -> list[tuple[str, Problem]]:
-    """The samples of the plan whose keys the campaign does not have, in plan order."""
+    """The samples of the plan whose keys the campaign does not have and that no attempt of
+    the job received (a received sample that became no solution, a duplicate, is not asked
+    again), in plan order."""
     have = set(
         Solution.objects.filter(
             campaign=job.campaign, source=SOURCE, source_ref__startswith=f"g{job.pk}:"
         ).values_list("source_ref", flat=True)
     )
+    have.update(ReceivedSample.objects.filter(job=job).values_list("key", flat=True))
     wanted = {pk for pk, _ in job.plan}
     problems = {p.pk: p for p in Problem.objects.filter(campaign=job.campaign, pk__in=wanted)}
     todo = []
@@ -372,7 +400,26 @@ class _BatchWriter:
         self.tally = Tally()
         self.problems: dict[int, ProblemIn] = {}
 
-    def add(self, sample: Sample) -> None:
+    def add(self, sample: Sample, *, keep: bool = True) -> None:
+        """Take one sample for the next batch; one the endpoint answered is kept at once
+        (``ReceivedSample``), so a job stopped before the batch is written does not ask for it
+        again (``keep=False``: it is an earlier attempt's, kept already)."""
+        if keep and not sample.error:
+            ReceivedSample.objects.bulk_create(
+                [
+                    ReceivedSample(
+                        job_id=self.job.pk,
+                        key=sample.key,
+                        problem_id=sample.problem_id,
+                        text=sample.text,
+                        finish_reason=sample.finish_reason,
+                        prompt_tokens=sample.prompt_tokens,
+                        completion_tokens=sample.completion_tokens,
+                        retries=sample.retries,
+                    )
+                ],
+                ignore_conflicts=True,
+            )
         self.pending.append(sample)
         if len(self.pending) >= BATCH:
             self.flush()
@@ -440,6 +487,9 @@ class _BatchWriter:
                     records, campaign=self.job.campaign, source=SOURCE, grade=self.job.grade
                 )
                 created = len(ids)
+            kept = [s.key for s in batch if not s.error]
+            if kept:
+                ReceivedSample.objects.filter(job_id=self.job.pk, key__in=kept).update(written=True)
             self._save(created, final_state)
         self.created += created
         if created:
@@ -463,6 +513,9 @@ class _BatchWriter:
             "errors": self.errors,
             "progress": min(1.0, (done + self.failed) / job.requested) if job.requested else 1.0,
         }
+        if final_state == FAILED:
+            last = self.errors[-1]["message"] if self.errors else "no answer"
+            fields["error"] = f"no sample could be written; the last error: {last}"[:5000]
         if final_state:
             self.attempt.finish(final_state, **fields)
         else:

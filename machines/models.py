@@ -270,3 +270,58 @@ class ServedScore(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint}/{self.model} score of solution {self.solution_id}"
+
+
+class Phase1Sampling(BackgroundJob):
+    """Candidates for one prefix of one solution in PRM800K's phase 1 mode, sampled by a worker
+    (``machines.phase1_sampling``), so that no labelling page waits on a model server: the page
+    queues it and polls it. One waits or runs per prefix at a time."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    solution = models.ForeignKey("labeling.Solution", on_delete=models.CASCADE, related_name="+")
+    prefix = models.JSONField(default=list, help_text="The steps so far (their texts).")
+    prefix_hash = models.CharField(max_length=64)
+    sampled = models.PositiveSmallIntegerField(default=0, help_text="Candidates stored.")
+
+    class Meta(BackgroundJob.Meta):
+        indexes = [models.Index(fields=["solution", "prefix_hash"], name="phase1sampling_prefix")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["solution", "prefix_hash"],
+                condition=Q(status__in=["pending", "running"]),
+                name="phase1sampling_one_active",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"phase 1 sampling {self.pk} ({self.status})"
+
+    @property
+    def position(self) -> int:
+        """The step number (from 1) the candidates are for."""
+        return len(self.prefix) + 1
+
+
+class ReceivedSample(models.Model):
+    """One sample a generation job received, written as it arrives (``machines.generation``):
+    a job stopped before its batch was imported imports it when it resumes instead of asking the
+    endpoint again, and a sample that became no solution (a duplicate, an empty or unsplittable
+    completion) is not asked again either. ``written``: its batch has been imported."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="received")
+    key = models.CharField(max_length=100)
+    problem_id = models.BigIntegerField()
+    text = models.TextField()
+    finish_reason = models.CharField(max_length=40, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    retries = models.PositiveSmallIntegerField(default=0)
+    written = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "key"], name="receivedsample_one_per_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({'written' if self.written else 'received'})"

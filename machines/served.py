@@ -7,9 +7,12 @@ or ``step-scores``); a manager picks it by name on the campaign's settings
 (``SCORING_JOBS``, task ``learning.scoring_run`` on the ``learning`` queue): it reads the open
 regular solutions (and the graded ones of held-out problems, which the best-of-N curve compares
 methods on) in batches, asks the endpoint with bounded concurrency, retries a 429, 5xx or timeout
-with backoff (``Retry-After`` honoured), and commits each batch's ``ServedScore`` rows with the
-job's progress in one transaction. An attempt that resumes after a killed worker skips what an
-earlier attempt of the same job committed, so nothing is scored twice.
+with backoff (``Retry-After`` honoured), and commits each request's ``ServedScore`` rows with the
+job's counters in one transaction as soon as its answer is back (in the order the answers come,
+not the order asked). An attempt that resumes after a killed worker skips what an earlier attempt
+of the same job committed: no answer received is asked for again, only the requests that were
+in flight (unanswered) when the worker died, and the job's counters (``scored``, ``requests``,
+``retries``, ``seconds``) add up all its attempts.
 
 Two protocols:
 
@@ -32,8 +35,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import httpx
 from django.conf import settings
@@ -41,15 +44,16 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 
-from common.jobs import DONE, JobAttempt, JobKind, JobPage, job_run, stage_pause
+from common.jobs import DONE, FAILED, JobAttempt, JobKind, JobPage, job_run, stage_pause
 from labeling import events
 from labeling.models import Campaign, Problem, Solution, Step
 from labeling.permissions import MANAGE
 from machines.client import (
     RETRY_STATUSES,
+    AnswerRefused,
     endpoint_error_message,
+    endpoint_post,
     requests_bounded,
-    retry_after,
     retry_wait,
 )
 from machines.endpoints import (
@@ -100,6 +104,9 @@ def _probability(value: Any, where: str) -> float:
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise ScoringRefused(f"{where}: a score is not a probability between 0 and 1")
     return value
+
+
+_Key = TypeVar("_Key")
 
 
 class ServedPRM:
@@ -153,24 +160,45 @@ class ServedPRM:
         """Each solution's P(correct) per step, in order (``[]`` for one without steps, which
         is not sent); ``ScoringRefused`` with the reason when the endpoint does not answer."""
         out: list[list[float]] = [[] for _ in items]
-        wanted = [i for i, (_, steps) in enumerate(items) if steps]
-        if self.endpoint.kind == POOLING:
-            size = max(1, settings.STEPWISE_SCORING_REQUEST_SIZE)
-            chunks = [wanted[k : k + size] for k in range(0, len(wanted), size)]
-            ask = self._pooling
-        else:
-            chunks = [[i] for i in wanted]
-            ask = self._step_scores
-        answers = requests_bounded(
-            lambda chunk: ask([items[i] for i in chunk]),
-            chunks,
-            concurrency=self.concurrency,
-            name="scoring",
-        )
-        for chunk, scores in zip(chunks, answers, strict=True):
-            for i, s in zip(chunk, scores, strict=True):
+        for indexes, scores in self.answered(self.requests_of(list(range(len(items))), items)):
+            for i, s in zip(indexes, scores, strict=True):
                 out[i] = s
         return out
+
+    def requests_of(
+        self, keys: Sequence[_Key], items: Sequence[tuple[str, Sequence[str]]]
+    ) -> list[tuple[list[_Key], list[tuple[str, Sequence[str]]]]]:
+        """``items`` (each named by its key) as the requests that send them: for ``pooling``
+        ``STEPWISE_SCORING_REQUEST_SIZE`` solutions a request, for ``step-scores`` one; the
+        solutions without steps together, answered here (``[]``) without a request."""
+        with_steps = [(k, item) for k, item in zip(keys, items, strict=True) if item[1]]
+        empty = [(k, item) for k, item in zip(keys, items, strict=True) if not item[1]]
+        size = (
+            max(1, settings.STEPWISE_SCORING_REQUEST_SIZE) if self.endpoint.kind == POOLING else 1
+        )
+        groups = [with_steps[k : k + size] for k in range(0, len(with_steps), size)]
+        return [([k for k, _ in g], [item for _, item in g]) for g in [empty, *groups] if g]
+
+    def answered(
+        self, requests: Iterable[tuple[list[_Key], list[tuple[str, Sequence[str]]]]]
+    ) -> Iterator[tuple[list[_Key], list[list[float]]]]:
+        """Each request's keys and scores as soon as its answer is back (not in the order
+        asked: a caller keeps each answer at once, so none it received is lost while a slower
+        one is awaited); ``concurrency`` at a time, read lazily. ``ScoringRefused`` after the
+        answers of the requests that ran beside the failed one."""
+        ask = self._pooling if self.endpoint.kind == POOLING else self._step_scores
+
+        def one(
+            request: tuple[list[_Key], list[tuple[str, Sequence[str]]]],
+        ) -> tuple[list[_Key], list[list[float]]]:
+            keys, items = request
+            if not any(steps for _, steps in items):
+                return keys, [[] for _ in items]
+            return keys, ask(items)
+
+        return requests_bounded(
+            one, requests, concurrency=self.concurrency, name="scoring", ordered=False
+        )
 
     def _pooling(self, items: list[tuple[str, Sequence[str]]]) -> list[list[float]]:
         body = {"model": self.model, "input": [pooling_text(p, s) for p, s in items]}
@@ -211,28 +239,30 @@ class ServedPRM:
         return [[_probability(s, where) for s in scores]]
 
     def _post(self, path: str, body: dict) -> Any:
+        """POST through ``endpoint_post`` (the answer bounded in size, time and nesting),
+        retried as every endpoint client retries; the server's own words of a refusal kept."""
         url = self.endpoint.url(path)
+        seconds = self.endpoint.timeout_s
         error = ""
         for attempt in range(self.max_retries + 1):
             asked_s = None
             with self._lock:
                 self.requests += 1
             try:
-                response = self.http.post(url, json=body)
+                answer = endpoint_post(self.http, self.endpoint, url, body, seconds=seconds)
             except EndpointRefused as e:
                 raise ScoringRefused(str(e)) from None
+            except AnswerRefused as e:  # the same server would answer the same
+                raise ScoringRefused(endpoint_error_message(self.endpoint, e)) from None
             except httpx.HTTPError as e:
-                error = endpoint_error_message(self.endpoint, e)
+                error = endpoint_error_message(self.endpoint, e, seconds=seconds)
             else:
-                if response.status_code == 200:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise ScoringRefused(f"{self.endpoint.name}'s answer is not JSON") from None
-                error = f"{self.endpoint.name} answered {response.status_code}"
-                if response.status_code not in RETRY_STATUSES:
+                if answer.ok:
+                    return answer.data
+                error = answer.refusal(self.endpoint)
+                if answer.status not in RETRY_STATUSES:
                     break
-                asked_s = retry_after(response)
+                asked_s = answer.retry_after_s
             if attempt == self.max_retries:
                 break
             with self._lock:
@@ -383,40 +413,57 @@ def scoring_work(job: ScoringJob, attempt: JobAttempt) -> None:
     todo = [pk for pk in ids if pk not in done]
     attempt.update(total=len(ids), scored=len(done & set(ids)))
     batch_size = max(1, settings.STEPWISE_SCORING_BATCH)
+    earlier_s = job.seconds or 0.0  # the earlier attempts' time: the counters cover them all
+
     with ServedPRM(endpoint, model) as served:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            requests, retries = served.requests, served.retries
-            try:
-                scores = served.score(_texts(batch))
-            except ScoringRefused as e:
-                attempt.fail(str(e), job)
-                return
-            rows = [
-                ServedScore(
-                    campaign_id=job.campaign_id,
-                    solution_id=sid,
-                    endpoint=endpoint.name,
-                    model=model,
-                    job=job,
-                    step_scores=[round(p, 6) for p in probs],
-                    score=solution_score(probs),  # as the campaign's own PRM scores
-                )
-                for sid, probs in zip(batch, scores, strict=True)
-            ]
-            with transaction.atomic():
-                attempt.lock()
-                ServedScore.objects.filter(
-                    solution_id__in=batch, endpoint=endpoint.name, model=model
-                ).delete()
-                ServedScore.objects.bulk_create(rows)
-                attempt.update(
-                    scored=F("scored") + len(batch),
-                    requests=F("requests") + (served.requests - requests),
-                    retries=F("retries") + (served.retries - retries),
-                )
-            stage_pause("scoring.batch")
-    attempt.finish(DONE, seconds=round(time.perf_counter() - started, 3))
+
+        def requests() -> Iterator[tuple[list[int], list[tuple[str, Sequence[str]]]]]:
+            for start in range(0, len(todo), batch_size):  # texts read a batch at a time
+                batch = todo[start : start + batch_size]
+                yield from served.requests_of(batch, _texts(batch))
+
+        counted = [0, 0]  # requests and retries already added to the job's counters
+        try:
+            for sids, scores in served.answered(requests()):
+                requests_now, retries_now = served.requests, served.retries
+                rows = [
+                    ServedScore(
+                        campaign_id=job.campaign_id,
+                        solution_id=sid,
+                        endpoint=endpoint.name,
+                        model=model,
+                        job=job,
+                        step_scores=[round(p, 6) for p in probs],
+                        score=solution_score(probs),  # as the campaign's own PRM scores
+                    )
+                    for sid, probs in zip(sids, scores, strict=True)
+                ]
+                # Each answer is committed as soon as it is back: a worker killed now loses
+                # only the requests still in flight, whose answers never came.
+                with transaction.atomic():
+                    attempt.lock()
+                    ServedScore.objects.filter(
+                        solution_id__in=sids, endpoint=endpoint.name, model=model
+                    ).delete()
+                    ServedScore.objects.bulk_create(rows)
+                    attempt.update(
+                        scored=F("scored") + len(sids),
+                        requests=F("requests") + (requests_now - counted[0]),
+                        retries=F("retries") + (retries_now - counted[1]),
+                        seconds=round(earlier_s + time.perf_counter() - started, 3),
+                    )
+                counted = [requests_now, retries_now]
+                stage_pause("scoring.batch")
+        except ScoringRefused as e:
+            attempt.finish(
+                FAILED,
+                error=str(e)[:5000],
+                requests=F("requests") + (served.requests - counted[0]),
+                retries=F("retries") + (served.retries - counted[1]),
+                seconds=round(earlier_s + time.perf_counter() - started, 3),
+            )
+            return
+    attempt.finish(DONE, seconds=round(earlier_s + time.perf_counter() - started, 3))
     _after_scoring(job)
 
 

@@ -3,7 +3,8 @@ metrics (``/metrics``).
 
 - ``/healthz`` answers 200 while the process serves requests; it reads nothing else.
 - ``/readyz`` checks every part the app needs (the database, the broker, the file storage, a
-  worker on every queue of ``STEPWISE_QUEUES``) and answers 200, or 503 naming the parts that
+  worker on every queue of ``STEPWISE_QUEUES``, the key variable of every declared model
+  endpoint) and answers 200, or 503 naming the parts that
   failed. Anyone may ask, but cheaply: an anonymous address gets ``STEPWISE_READYZ_PER_MINUTE``
   answers a minute, the storage is written at most every ``STEPWISE_READYZ_SECONDS``, the
   workers' answer is served from the cache (refreshed in the background, ``common.queues``).
@@ -131,11 +132,21 @@ def _check_workers() -> dict[str, list[str]]:
     return by_queue
 
 
+def _check_endpoint_keys() -> str:
+    """Every declared model endpoint's key variable is set here (a job would fail without it)."""
+    from machines.endpoints import endpoint_keys_missing
+
+    if missing := endpoint_keys_missing():
+        raise LookupError(f"key variables not set for: {', '.join(missing)}")
+    return "ok"
+
+
 READINESS_CHECKS: dict[str, Callable[[], object]] = {
     "database": _check_database,
     "broker": _check_broker,
     "storage": _check_storage,
     "workers": _check_workers,
+    "endpoint_keys": _check_endpoint_keys,
 }
 
 

@@ -1,7 +1,8 @@
 """Stepwise settings: one file, driven by environment variables with safe defaults.
 
 Every variable is listed in docs/settings.md. With none set, the app runs on an SQLite file and
-kombu's filesystem broker under ``var/``, so a fresh checkout works at once.
+kombu's filesystem broker under ``var/``, so a fresh checkout works at once; installed from a
+wheel (the ``stepwise`` command), ``var/`` is under ``STEPWISE_HOME``, else the current directory.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A checkout has templates/, static/ and demo/ beside the apps; a wheel carries them inside this
+# package (stepwise/assets/, pyproject.toml's package data), where site-packages is no place for
+# the database and the files the site writes.
+CHECKOUT = (BASE_DIR / "manage.py").is_file() and (BASE_DIR / "templates").is_dir()
+ASSETS_DIR = BASE_DIR if CHECKOUT else Path(__file__).resolve().parent / "assets"
 
 
 def envbool(name: str, default: str) -> bool:
@@ -30,7 +36,13 @@ def envstr(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
-VAR_DIR = Path(envstr("STEPWISE_VAR_DIR", str(BASE_DIR / "var")))
+_HOME = Path(envstr("STEPWISE_HOME", "")) if envstr("STEPWISE_HOME", "") else None
+VAR_DIR = Path(
+    envstr(
+        "STEPWISE_VAR_DIR",
+        str((_HOME or (BASE_DIR if CHECKOUT else Path.cwd())).resolve() / "var"),
+    )
+)
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
@@ -99,7 +111,7 @@ WSGI_APPLICATION = "stepwise.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [ASSETS_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -142,7 +154,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [ASSETS_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request otherwise
 MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
@@ -193,6 +205,8 @@ SPECTACULAR_SETTINGS = {
         "AssignmentStatusEnum": "labeling.models.Assignment.Status",
         "RunStatusEnum": "learning.models.ActiveLearningRun.Status",
         "JobStatusEnum": "exports.models.Export.Status",  # imports share these four states
+        "EvidenceKindEnum": "machines.models.EvidenceJob.Kind",
+        "SolutionKindEnum": "labeling.models.Solution.Kind",
     },
     "PATH_CONVERTER_OVERRIDES": {
         "id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
@@ -367,6 +381,10 @@ STEPWISE_ENDPOINT_URLS = envbool("STEPWISE_ENDPOINT_URLS", "False")
 STEPWISE_ENDPOINT_HOSTS = [
     h.strip() for h in envstr("STEPWISE_ENDPOINT_HOSTS", "").split(",") if h.strip()
 ]
+# The most bytes one answer of a model endpoint may hold after decompression (machines/client.py,
+# endpoint_post): a larger one fails its request. 4 MiB is about eight times a 131,072-token
+# completion.
+STEPWISE_ENDPOINT_MAX_BYTES = envint("STEPWISE_ENDPOINT_MAX_BYTES", str(4 * 1024 * 1024))
 # The secret of the annotator pseudonyms in exports (exports/pseudonyms.py): keep it when
 # rotating SECRET_KEY, or every pseudonym in later exports changes. Empty: SECRET_KEY.
 STEPWISE_PSEUDONYM_SECRET = envstr("STEPWISE_PSEUDONYM_SECRET", "")

@@ -290,3 +290,145 @@ class TransformersServe:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=15)
+
+
+# --- answers no endpoint should give -------------------------------------------------------------
+
+HOSTILE = ("huge", "gzip-bomb", "drip", "deep")
+
+
+def _gzip_bomb(unpacked_mb: int) -> bytes:
+    """A JSON answer of ``unpacked_mb`` MB of spaces, gzipped (about a thousandth of that)."""
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b" " * (1 << 20)
+    parts = [packer.compress(b'{"choices": [], "pad": "')]
+    parts += [packer.compress(block) for _ in range(unpacked_mb)]
+    parts += [packer.compress(b'"}'), packer.flush()]
+    return b"".join(parts)
+
+
+class _HostileHandler(BaseHTTPRequestHandler):
+    """Answers every POST as its server's ``mode`` says: ``huge`` (``huge_mb`` MB of JSON,
+    streamed), ``gzip-bomb`` (a small gzip that unpacks to ``huge_mb`` MB), ``drip`` (headers,
+    then a byte every ``drip_s`` for ever) or ``deep`` (100,000 nested brackets)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        server = self.server
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        with server.lock:  # type: ignore[attr-defined]
+            server.requests += 1  # type: ignore[attr-defined]
+        mode, huge_mb = server.mode, server.huge_mb  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        try:
+            if mode == "huge":
+                head = b'{"choices": [], "pad": "'
+                self.send_header("Content-Length", str(len(head) + (huge_mb << 20)))
+                self.end_headers()
+                self.wfile.write(head)
+                block = b"x" * (1 << 20)
+                for _ in range(huge_mb):
+                    self.wfile.write(block)
+            elif mode == "gzip-bomb":
+                payload = server.bomb  # type: ignore[attr-defined]
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            elif mode == "drip":
+                self.send_header("Content-Length", "1000000")
+                self.end_headers()
+                while not server.stopping.is_set():  # type: ignore[attr-defined]
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    server.stopping.wait(server.drip_s)  # type: ignore[attr-defined]
+            else:  # deep
+                payload = b"[" * 100_000 + b"]" * 100_000
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it should
+            pass
+
+
+def _quiet(request: object, client_address: object) -> None:
+    """A server's error handler that says nothing."""
+
+
+class HostileServer:
+    """``with HostileServer("drip") as server:`` answers every POST on ``server.url`` (any
+    path: chat completions, pooling, step scores) the way ``mode`` says (``HOSTILE``); counts
+    the requests."""
+
+    def __init__(self, mode: str, *, huge_mb: int = 150, drip_s: float = 0.5) -> None:
+        assert mode in HOSTILE, mode
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _HostileHandler)
+        self.httpd.daemon_threads = True
+        self.httpd.mode = mode  # type: ignore[attr-defined]
+        self.httpd.huge_mb = huge_mb  # type: ignore[attr-defined]
+        self.httpd.drip_s = drip_s  # type: ignore[attr-defined]
+        self.httpd.bomb = _gzip_bomb(huge_mb) if mode == "gzip-bomb" else b""  # type: ignore[attr-defined]
+        self.httpd.requests = 0  # type: ignore[attr-defined]
+        self.httpd.lock = threading.Lock()  # type: ignore[attr-defined]
+        self.httpd.stopping = threading.Event()  # type: ignore[attr-defined]
+        # A client that gives up mid-answer is what the tests want: no traceback for it.
+        self.httpd.handle_error = _quiet  # type: ignore[method-assign]
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(POLL_S,), daemon=True)
+
+    @property
+    def requests(self) -> int:
+        return self.httpd.requests  # type: ignore[attr-defined]
+
+    def __enter__(self) -> HostileServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.stopping.set()  # type: ignore[attr-defined]
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+class PeakMemory:
+    """The most this process's resident memory grew over its start while the block ran,
+    sampled every 10 ms from a thread (psutil): ``with PeakMemory() as peak: ...``, then
+    ``peak.grown_mb``."""
+
+    def __init__(self) -> None:
+        import psutil  # type: ignore[import-untyped]  # (no stub package is pinned)
+
+        self.process = psutil.Process()
+        self.stop = threading.Event()
+        self.start = self.most = 0
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self.stop.wait(0.01):
+            self.most = max(self.most, self.process.memory_info().rss)
+
+    def __enter__(self) -> PeakMemory:
+        import gc
+
+        gc.collect()
+        self.start = self.most = self.process.memory_info().rss
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.most = max(self.most, self.process.memory_info().rss)
+
+    @property
+    def grown_mb(self) -> float:
+        return (self.most - self.start) / (1 << 20)

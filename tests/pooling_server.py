@@ -66,6 +66,7 @@ class Script:
     statuses: list[int] = field(default_factory=list)
     retry_after: str | None = "0"
     hold_at: int | None = None
+    hold_only: frozenset[int] = frozenset()  # these requests (1-based) only, held the same way
     held: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
     requests: list[dict] = field(default_factory=list)
@@ -93,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
             script.headers.append(dict(self.headers))
             n = len(script.requests)
             status = script.statuses.pop(0) if script.statuses else 200
-        if script.hold_at is not None and n >= script.hold_at:
+        if (script.hold_at is not None and n >= script.hold_at) or n in script.hold_only:
             script.held.set()
             script.release.wait(60)
         if status != 200:

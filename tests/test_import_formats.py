@@ -263,8 +263,9 @@ def test_jsonl_bad_solutions(tmp_path, solution, error):
 
 
 def test_jsonl_refuses_a_record_of_no_known_shape(tmp_path):
+    # (A problem alone, {"problem": "p"}, is a known shape: tests/test_import_problems_only.py.)
     with pytest.raises(ImportValidationError, match=r"problems\.jsonl:1: solutions: missing field"):
-        import_file(write(tmp_path, {"problem": "p"}), campaign=make_campaign(), fmt="jsonl")
+        import_file(write(tmp_path, {"title": "p"}), campaign=make_campaign(), fmt="jsonl")
 
 
 # --- jsonl: GSM8K and Qwen shapes --------------------------------------------------------------

@@ -22,7 +22,7 @@ from imports.models import ImportJob
 from imports.services import IMPORT_JOBS, import_job_create, import_job_run
 from labeling.models import Solution, SolutionBulkAction
 from learning.models import ActiveLearningRun
-from machines.models import EvidenceJob, GenerationJob, ScoringJob
+from machines.models import EvidenceJob, GenerationJob, Phase1Sampling, ScoringJob
 from tests.conftest import FIXTURES
 from tests.factories import make_campaign, make_labelled, make_solution
 
@@ -54,20 +54,25 @@ KINDS = {
     "bulk_actions": (SolutionBulkAction, "celery"),
     "evidence": (EvidenceJob, "long"),
     "scoring": (ScoringJob, "learning"),
+    "phase1-sampling": (Phase1Sampling, "celery"),
 }
 
 
 def _row(kind: str, **fields):
     """A row of each kind of job, in a campaign of its own (a run locks its campaign)."""
     campaign = make_campaign()
-    own = {
+    own: dict[str, object] = {}
+    own |= {
         "imports": {"file_name": "x.jsonl", "format": "jsonl"},
         "generation": {"base_url": "http://localhost:8000/v1", "model": "m"},
         "exports": {"format": "trl"},
         "bulk_actions": {"action": "requeue"},
         "evidence": {"kind": "judge", "endpoint": "e", "model": "m"},
         "scoring": {"endpoint": "e", "model": "m"},
+        "phase1-sampling": {"prefix_hash": "h"},
     }.get(kind, {})
+    if kind == "phase1-sampling":
+        own["solution"] = make_solution(campaign=campaign)
     return KINDS[kind][0].objects.create(campaign=campaign, **own, **fields)
 
 

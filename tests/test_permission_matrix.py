@@ -31,7 +31,7 @@ from imports.models import ImportJob
 from labeling.models import Membership, SolutionBulkAction
 from labeling.queue import assignment_next
 from learning.models import ActiveLearningRun
-from machines.models import EvidenceJob, GenerationJob, ScoringJob
+from machines.models import EvidenceJob, GenerationJob, Phase1Sampling, ScoringJob
 from tests.factories import (
     make_campaign,
     make_gold_solution,
@@ -167,6 +167,11 @@ ROUTES: dict[str, Route] = {
     "api-generation-endpoints": Route("api-manage", {"GET": 200}, ("slug",)),
     "api-generation": Route("api-manage", {"GET": 200}, ("slug", "generation_job")),
     "api-generation-resume": Route("api-manage", {"POST": 409}, ("slug", "generation_job")),
+    "api-evidence-jobs": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "api-evidence-job": Route("api-manage", {"GET": 200}, ("slug", "evidence_job")),
+    # POST: the campaign names no served PRM here, so it is refused (400) after the role check.
+    "api-scoring-jobs": Route("api-manage", {"GET": 200, "POST": 400}, ("slug",)),
+    "api-scoring-job": Route("api-manage", {"GET": 200}, ("slug", "scoring_job")),
     "api-problems": Route("api-review", {"GET": 200}, ("slug",)),
     "api-problem": Route("api-review", {"GET": 200}, ("slug", "problem")),
     "api-solutions": Route("api-review", {"GET": 200}, ("slug",)),
@@ -296,6 +301,9 @@ def world(settings, tmp_path):
                 "evidence_job": EvidenceJob.objects.create(
                     campaign=campaign, kind="judge", endpoint="e", model="m"
                 ).pk,
+                "phase1_sampling": Phase1Sampling.objects.create(
+                    campaign=campaign, solution=gold, prefix_hash="h"
+                ).pk,
                 "job_kind": "imports",
                 "snapshot": CampaignSnapshot.objects.create(campaign=campaign).pk,
                 "file": "labels.csv",
@@ -410,6 +418,8 @@ JOB_KINDS = {
     "scoring": ("manage", "scoring_job"),
     "bulk_actions": ("manage", "bulk_job"),
     "evidence": ("manage", "evidence_job"),
+    # An annotator's labelling page polls the sampling of its phase 1 candidates.
+    "phase1-sampling": ("label", "phase1_sampling"),
 }
 
 

@@ -1,6 +1,7 @@
 """Phase 1 mode's live candidates: sampled from the campaign's declared chat endpoint (a scripted
 HTTP server in a thread: ``tests.generation_servers``) for a prefix the tree has none for, with
-that prefix, stored once per prefix; a failing endpoint leaves the annotator writing."""
+that prefix, by a job the page queues and polls (run here in the test's process, as a worker
+would), stored once per prefix; a failing endpoint leaves the annotator writing."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from labeling import queue
 from labeling.forms import CampaignForm
 from labeling.models import StepCandidate
-from machines.phase1_sampling import first_step
+from machines.phase1_sampling import first_step, phase1_sampling_run
 from tests.factories import make_campaign, make_member, make_problem, make_solution
 from tests.generation_servers import Script, StubServer
 
@@ -37,6 +38,16 @@ def reply(body: dict) -> str:
     return f"Let $x = {len(messages)}$ first.\n\nThen the rest."
 
 
+def page(assignment):
+    """The page's phase 1 view, after the sampling job it queued (if any) has run."""
+    view = queue.phase1_page(assignment=assignment)
+    if view is not None and view.sampling is not None:
+        phase1_sampling_run(job=view.sampling)
+        view = queue.phase1_page(assignment=assignment)
+        assert view.sampling is None
+    return view
+
+
 def serve(campaign):
     annotator = make_member(campaign=campaign).user
     assignment = queue.assignment_next(campaign=campaign, annotator=annotator)
@@ -51,7 +62,7 @@ def test_a_prefix_the_tree_lacks_is_sampled_with_that_prefix(settings):
     with StubServer(Script(reply=reply)) as server:
         declare(settings, server.base_url)
         assignment, annotator = serve(campaign)
-        view = queue.phase1_page(assignment=assignment)
+        view = page(assignment)
         # Step 1 comes from the solution itself: nothing is asked.
         assert [c.text for c in view.candidates] == ["We subtract 1."]
         assert server.script.requests == []
@@ -63,9 +74,9 @@ def test_a_prefix_the_tree_lacks_is_sampled_with_that_prefix(settings):
         )
         queue.step_write(assignment=assignment, annotator=annotator, position=0, text="Mine.")
 
-        view = queue.phase1_page(assignment=assignment)
+        view = page(assignment)
         asked = list(server.script.requests)
-        again = queue.phase1_page(assignment=assignment)
+        again = page(assignment)
 
     # Three candidates asked for (the stub answers one choice a request), with the prefix.
     assert len(asked) == 3 and [r["n"] for r in asked] == [3, 2, 1]
@@ -85,12 +96,12 @@ def test_a_failing_endpoint_says_so_and_the_annotator_writes(settings):
     with StubServer(Script(statuses=[500] * 10, retry_after=None)) as server:
         declare(settings, server.base_url)
         assignment, annotator = serve(campaign)
-        view = queue.phase1_page(assignment=assignment)
+        view = page(assignment)
         queue.candidate_rate(
             assignment=assignment, annotator=annotator, candidate_id=view.candidates[0].id, rating=1
         )
         queue.step_write(assignment=assignment, annotator=annotator, position=0, text="Mine.")
-        view = queue.phase1_page(assignment=assignment)
+        view = page(assignment)
 
     assert view.candidates == []
     assert "could not be sampled" in view.sampling_error

@@ -83,3 +83,26 @@ def test_no_request_is_no_thread_and_no_result():
     assert list(requests_bounded(lambda n: n, [], concurrency=4)) == []
     with pytest.raises(ValueError):
         list(requests_bounded(lambda n: n, [1], concurrency=0))
+
+
+def test_unordered_it_hands_each_result_over_as_soon_as_it_is_back():
+    gate = Gate()
+    gate.let(1, 2)  # the first request is held until the others are handed over
+    results = requests_bounded(gate.ask, [0, 1, 2], concurrency=3, ordered=False)
+    assert sorted([next(results), next(results)]) == [10, 20]
+    gate.let(0)
+    assert list(results) == [0]
+    assert gate.most <= 3
+
+
+def test_unordered_a_fatal_error_comes_after_the_results_running_beside_it():
+    gate = Gate()
+    gate.let(-1, 5)
+    results = requests_bounded(gate.ask, [-1, 0, 5, 6], concurrency=2, ordered=False)
+    gate.let(0)
+    got = []
+    with pytest.raises(RuntimeError, match="request -1 failed"):
+        for result in results:
+            got.append(result)
+    assert got == [0]
+    assert sorted(gate.started) == [-1, 0]  # nothing started after the failure was seen

@@ -122,7 +122,7 @@ def test_a_server_that_keeps_failing_fails_the_job_with_the_reason_and_no_key(
         campaign = _campaign(5)
         job = scoring_job_run(job=scoring_job_start(campaign=campaign))
     assert job.status == "failed"
-    assert job.error == "prm answered 500 (after 3 tries)"
+    assert job.error == "prm answered 500: busy (after 3 tries)"
     assert not ServedScore.objects.exists()
     _no_key_anywhere(caplog)
 
@@ -164,6 +164,50 @@ def test_a_campaign_without_a_scoring_endpoint_or_with_an_undeclared_one_is_refu
         scoring_job_start(campaign=make_campaign())
     with pytest.raises(ScoringRefused, match=r"No .* endpoint is declared"):
         scoring_job_start(campaign=make_campaign(al_scoring_endpoint="gone"))
+
+
+@pytest.mark.celery
+def test_answers_back_before_a_kill_are_kept_and_the_counters_cover_every_attempt(
+    settings, monkeypatch, celery_workers
+):
+    """Four requests in flight, the first held: the three others' answers (and the next
+    batch's) are committed as they come back, so after a SIGKILL only the held request's texts
+    are sent again; the job's counters add up both attempts."""
+    script = Script(hold_only=frozenset({1}))
+    with PoolingServer(script) as server:
+        _declare(settings, monkeypatch, server.url)
+        campaign = _campaign(100)
+        env = {
+            "STEPWISE_ENDPOINTS": json.dumps(settings.STEPWISE_ENDPOINTS),
+            "SERVED_PRM_KEY": KEY,
+            "STEPWISE_SCORING_BATCH": "64",
+            "STEPWISE_SCORING_REQUEST_SIZE": "16",
+            "STEPWISE_SCORING_MAX_CONCURRENCY": "4",
+        }
+        worker = celery_workers(queues="learning", **env)
+        job = scoring_job_start(campaign=campaign)
+        assert script.held.wait(120), worker.log_path.read_text()[-3000:]
+        wait_until(
+            lambda: ScoringJob.objects.get(pk=job.pk).scored >= 84,
+            what="every answer but the held one committed",
+            seconds=60,
+            processes=[worker],
+            log=log_tail(worker, chars=3000),
+        )
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(30)
+        first = ScoringJob.objects.get(pk=job.pk)
+        sent_before = len(script.inputs())
+        script.release.set()
+        assert job_kind_sweep(SCORING_JOBS, stale_seconds=0)["requeued"] == 1
+        job = job_run(SCORING_JOBS, job.pk)
+    assert job.status == "done", job.error
+    assert sent_before == 100  # every solution sent once; one request of 16 never answered
+    assert len(script.inputs()) - sent_before == 16  # only that request is sent again
+    assert (job.scored, job.total, job.attempts) == (100, 100, 2)
+    assert first.requests == 7 and job.requests == 8  # both attempts' requests
+    assert job.seconds is not None and job.seconds >= (first.seconds or 0)
+    assert ServedScore.objects.filter(job=job).count() == 100
 
 
 @pytest.mark.celery

@@ -60,7 +60,7 @@ from labeling.queue.errors import (
 )
 from labeling.queue.leases import RECLAIM_BATCH, leases_reclaim, membership_pause
 from labeling.queue.phase1.drafts import candidate_choose, candidate_rate, phase1_undo, step_write
-from labeling.queue.phase1.sampling import candidate_sampler_register
+from labeling.queue.phase1.sampling import candidate_sampling_register, candidates_store
 from labeling.queue.phase1.view import Phase1View, phase1_applies, phase1_open, phase1_page
 from labeling.queue.qc_pause import qc_window_score
 from labeling.queue.review import assignment_review_outcome
@@ -97,7 +97,8 @@ __all__ = [
     "assignment_submit",
     "candidate_choose",
     "candidate_rate",
-    "candidate_sampler_register",
+    "candidate_sampling_register",
+    "candidates_store",
     "human_completion_load",
     "leases_reclaim",
     "membership_pause",

@@ -13,7 +13,7 @@ from imports.pipeline import import_file
 from labeling import events
 from labeling.models import Campaign, Membership
 
-DEMO_DIR = settings.BASE_DIR / "demo"
+DEMO_DIR = settings.ASSETS_DIR / "demo"
 SLUG = "demo"
 PASSWORD = "stepwise-demo"
 # (file, format, options): open work first, then labelled history, then gold for quality control.

@@ -15,10 +15,11 @@ On submission the path becomes a solution's steps and each position one ``StepLa
 as the importer maps a PRM800K phase 1 line (``submit``, whose docstring says how).
 
 Candidates for a prefix the tree lacks are *sampled*, when the campaign names a chat endpoint
-(``Campaign.phase1_endpoint``): the app that owns generation (``imports``) registers a sampler
-here (``candidate_sampler_register``, as ``learning`` registers its step scorers with
-``labeling.scores``), asked outside any transaction when the page shows such a prefix; what it
-answers is stored once per prefix, so every annotator on that prefix sees the same candidates.
+(``Campaign.phase1_endpoint``): the app that owns the endpoints (``machines``) registers a
+starter here (``candidate_sampling_register``, as ``learning`` registers its step scorers with
+``labeling.scores``), which queues a durable job when the page shows such a prefix (the page never
+waits on a model server: it polls the job); what the job samples is stored once per prefix, so
+every annotator on that prefix sees the same candidates.
 
 Every action names what it acts on (a candidate, a position), so a retried request changes
 nothing twice (``drafts``).

@@ -1,12 +1,18 @@
-"""Candidates for a prefix the tree lacks, sampled from the campaign's chat endpoint.
+"""Candidates for a prefix the tree lacks, sampled from the campaign's chat endpoint by a worker.
 
-The app that owns generation (``imports``) registers the sampler here, as ``learning`` registers
-its step scorers with ``labeling.scores``: a lower layer calls what a higher one registered."""
+A model server may take seconds, or drip its answer: the labelling page never waits for one. The
+app that owns the endpoints (``machines``) registers a *starter* here, as ``learning`` registers
+its step scorers with ``labeling.scores``: ``sampling_start`` hands it the assignment's prefix and
+gets back a durable job (``machines.phase1_sampling``) that a Celery worker runs; the page shows
+the job's status (``{% job_status %}``, polled) and reloads once it has finished. The job stores
+what it sampled with ``candidates_store``, once per prefix.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from django.db import transaction
 
@@ -15,37 +21,33 @@ from labeling.queue.phase1.tree import shared_candidates
 
 log = logging.getLogger(__name__)
 
-# ``sampler(campaign=..., problem_id=..., prefix=[step texts], k=...)`` -> [(text, model)]:
-# the candidate next steps for that prefix, or raises with a message fit for the annotator.
-CandidateSampler = Callable[..., "list[tuple[str, str]]"]
+# ``start(assignment=..., prefix=[step texts])`` -> the sampling job for that prefix (a new one,
+# or the one already waiting, running, or just finished): its ``status`` and ``error`` say how it
+# went.
+SamplingStart = Callable[..., Any]
 
-_SAMPLERS: list[CandidateSampler] = []
+_STARTERS: list[SamplingStart] = []
 
-
-def candidate_sampler_register(sampler: CandidateSampler) -> None:
-    """Have phase 1 mode sample candidates with ``sampler`` (one sampler: the last wins)."""
-    _SAMPLERS[:] = [sampler]
+NO_SAMPLER = "No sampler is installed on this site: write the next step."
 
 
-def candidates_sample(*, assignment: Assignment, prefix: list[str]) -> str | None:
-    """Sample candidates for the assignment's solution after ``prefix`` and store them, unless
-    someone stored candidates for that prefix meanwhile. Asked outside a transaction (a model
-    takes seconds); returns what to tell the annotator when it failed, else None."""
-    if not _SAMPLERS:
-        return "No sampler is installed on this site: write the next step."
-    campaign = assignment.campaign
-    problem_id = (
-        Solution.objects.filter(pk=assignment.solution_id)
-        .values_list("problem_id", flat=True)
-        .get()
-    )
-    try:
-        sampled = _SAMPLERS[0](
-            campaign=campaign, problem_id=problem_id, prefix=prefix, k=campaign.phase1_samples
-        )
-    except Exception as error:
-        log.warning("phase 1 sampling failed for assignment %s: %s", assignment.pk, error)
-        return f"Candidates could not be sampled ({error}): write the next step."
+def candidate_sampling_register(start: SamplingStart) -> None:
+    """Have phase 1 mode sample candidates through ``start`` (one starter: the last wins)."""
+    _STARTERS[:] = [start]
+
+
+def sampling_start(*, assignment: Assignment, prefix: list[str]) -> Any:
+    """The sampling job for the assignment's solution after ``prefix`` (None: no starter is
+    registered). Returns at once: a worker asks the endpoint."""
+    if not _STARTERS:
+        return None
+    return _STARTERS[0](assignment=assignment, prefix=prefix)
+
+
+def candidates_store(*, solution_id: int, prefix: list[str], sampled: list[tuple[str, str]]) -> int:
+    """Store ``sampled`` (``(text, model)`` pairs) as the candidates after ``prefix``, unless
+    someone stored candidates for that prefix meanwhile; blank and repeated texts are dropped.
+    Returns how many were stored."""
     digest = prefix_hash(prefix)
     texts: list[tuple[str, str]] = []
     for text, model in sampled:
@@ -55,14 +57,14 @@ def candidates_sample(*, assignment: Assignment, prefix: list[str]) -> str | Non
     with transaction.atomic():
         list(
             Solution.objects.select_for_update(no_key=True)
-            .filter(pk=assignment.solution_id)
+            .filter(pk=solution_id)
             .values_list("pk", flat=True)
         )
-        if shared_candidates(assignment.solution_id, len(prefix), digest):
-            return None
+        if shared_candidates(solution_id, len(prefix), digest):
+            return 0
         StepCandidate.objects.bulk_create(
             StepCandidate(
-                solution_id=assignment.solution_id,
+                solution_id=solution_id,
                 position=len(prefix),
                 prefix_hash=digest,
                 order=order,
@@ -72,4 +74,4 @@ def candidates_sample(*, assignment: Assignment, prefix: list[str]) -> str | Non
             )
             for order, (text, model) in enumerate(texts)
         )
-    return None if texts else "The endpoint sampled no candidate: write the next step."
+    return len(texts)

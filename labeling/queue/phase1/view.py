@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import Any
 
 from django.db import transaction
 
+from common.jobs import DONE, FAILED, job_kind_of
 from labeling.models import Assignment, CandidateLabel, Rating, Solution, StepCandidate, prefix_hash
-from labeling.queue.phase1.sampling import candidates_sample
+from labeling.queue.phase1.sampling import NO_SAMPLER, sampling_start
 from labeling.queue.phase1.tree import (
     ANSWER_MARK,
     LETTERS,
@@ -58,6 +60,8 @@ class Phase1View:
     undo_candidate: int | None
     # Why no candidates could be sampled for this prefix (shown; the annotator writes instead).
     sampling_error: str | None = None
+    # The job sampling candidates for this prefix while it waits or runs (the page polls it).
+    sampling: Any = None
 
     @property
     def position(self) -> int:
@@ -113,8 +117,10 @@ def phase1_applies(*, campaign, solution_kind: str) -> bool:
 
 
 def phase1_page(*, assignment: Assignment) -> Phase1View | None:
-    """``phase1_open`` when phase 1 mode applies to the assignment's solution, else None; a
-    prefix without candidates is sampled first when the campaign names an endpoint."""
+    """``phase1_open`` when phase 1 mode applies to the assignment's solution, else None. A
+    prefix without candidates, when the campaign names an endpoint, gets a sampling job (a
+    worker asks the model: the page polls it and never waits on the server); its failure or an
+    empty answer is said, and the annotator writes the next step."""
     if not assignment.campaign.phase1_mode:
         return None
     kind = Solution.objects.filter(pk=assignment.solution_id).values_list("kind", flat=True).get()
@@ -123,9 +129,21 @@ def phase1_page(*, assignment: Assignment) -> Phase1View | None:
     view = phase1_open(assignment=assignment)
     if view.candidates or view.ended or not assignment.campaign.phase1_endpoint:
         return view
-    said = candidates_sample(assignment=assignment, prefix=[s.text for s in view.path])
-    view = phase1_view(assignment)
-    return replace(view, sampling_error=said) if said else view
+    job = sampling_start(assignment=assignment, prefix=[s.text for s in view.path])
+    if job is None:
+        return replace(view, sampling_error=NO_SAMPLER)
+    state = job_kind_of(job).state(job)
+    if state == FAILED:
+        said = f"Candidates could not be sampled ({job.error}): write the next step."
+        return replace(view, sampling_error=said)
+    if state == DONE:
+        view = phase1_view(assignment)  # what it stored (or another job, for this prefix)
+        if view.candidates:
+            return view
+        return replace(
+            view, sampling_error="The endpoint sampled no candidate: write the next step."
+        )
+    return replace(view, sampling=job)
 
 
 def phase1_open(*, assignment: Assignment) -> Phase1View:
