@@ -352,7 +352,7 @@ def _units_todo(job: EvidenceJob) -> list[Unit]:
     solutions = {
         s.pk: s
         for s in Solution.objects.filter(pk__in=ids, campaign=job.campaign).select_related(
-            "problem"
+            "problem", "campaign"
         )
     }
     steps: dict[int, list[Step]] = {}
@@ -472,7 +472,8 @@ class _UnitWriter:
             self.error(unit.key, "the problem has no ground-truth answer to grade rollouts by")
             return []
         answers = [extract_answer(s.text) for s in unit.samples]
-        graded = Grader.shared().grade_many([(a, truth) for a in answers])
+        rule = unit.solution.campaign.grading_rule  # as the campaign grades its solutions
+        graded = Grader.shared().grade_many([(a, truth) for a in answers], rule=rule)
         correct = sum(1 for a in answers if graded[(a, truth)] is True)
         step = unit.steps[unit.index]
         return [
