@@ -118,6 +118,9 @@ class SubmitForm(forms.Form):
         ],
     )
     total_time_ms = MillisecondsField(maximum=TOTAL_TIME_MAX_MS)
+    # The drafts as the page showed them (``labeling.queue.drafts_version``); absent from a
+    # form posted by hand, which then submits whatever the drafts are.
+    drafts_seen = forms.CharField(required=False, max_length=20000, strip=False)
 
 
 def _share(value: float, name: str) -> float:

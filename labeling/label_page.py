@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labeling.models import Rating
+from labeling.queue.drafts import drafts_version
 from labeling.selectors.labelling import AssignmentView, LabelView
 
 
@@ -80,6 +81,14 @@ class LabelPage:
     @property
     def error_step(self) -> PageStep | None:
         return next((r for r in self.rated if r.label.rating == Rating.NEGATIVE), None)
+
+    @property
+    def drafts_version(self) -> str:
+        """The ratings this page shows, sent back with its submission: a submission is stored
+        only if they are still the saved ones (two tabs on one solution)."""
+        return drafts_version(
+            (r.index, r.label.rating, r.label.flagged) for r in self.rated if r.label is not None
+        )
 
     @property
     def missing(self) -> list[int]:

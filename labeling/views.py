@@ -278,6 +278,8 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             human_completion=data["human_completion"] or None,
             finish_reason=data["finish_reason"] or None,
             total_time_ms=total_ms,
+            # Only a page sends it (a form posted by hand submits the drafts as they are).
+            drafts_seen=data["drafts_seen"] if "drafts_seen" in request.POST else None,
         )
     except queue.LabelsInvalid as error:
         if (
@@ -448,7 +450,8 @@ def _refused(
         raise PermissionDenied(error.detail)
     message = error if isinstance(error, str) else error.detail
     closed = isinstance(error, queue.LeaseTaken | queue.AssignmentClosed)
-    status = 409 if closed else 400
+    # 409: the page is behind the server (closed, or drafts changed in another tab).
+    status = 409 if closed or isinstance(error, queue.DraftsChanged) else 400
     if not request.htmx:
         messages.error(request, message)
         return redirect(_label_url(assignment))
@@ -456,7 +459,9 @@ def _refused(
         context = _next_context(request, campaign=assignment.campaign, notice=message)
         return retarget(_render(request, context, status=status), "#workspace")
     context = _page_context(assignment, error=message)
-    return render(request, _steps_partial(context), context, status=status)
+    # The steps with the reason, where they are, whichever element the form targeted (a
+    # submission targets the workspace).
+    return retarget(render(request, _steps_partial(context), context, status=status), "#steps")
 
 
 # Said after a quality-control question is submitted (never before), without the step: the

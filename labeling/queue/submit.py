@@ -22,6 +22,7 @@ from labeling.models import (
     StepLabel,
     disputes_recount,
 )
+from labeling.queue.drafts import drafts_check
 from labeling.queue.errors import AssignmentClosed, LabelsInvalid
 from labeling.queue.leases import assignment_lock, slot_hold
 from labeling.queue.phase1.drafts import phase1_drafts_drop
@@ -78,6 +79,7 @@ def assignment_submit(
     finish_reason: str | None = None,
     total_time_ms: int | None = None,
     step_times_ms: list[int] | None = None,
+    drafts_seen: str | None = None,
 ) -> SubmitResult:
     """Finish an assignment with its labels; idempotent on (annotator, submission_key).
 
@@ -87,7 +89,9 @@ def assignment_submit(
     defaults to ``found_error`` when a step is negative, else ``solution``; ``give_up`` and
     ``bad_problem`` take any rated prefix and release the slot (a bad problem report also
     counts towards ``campaign.bad_problem_limit``, which takes the solution out of the queue).
-    A retry with the same key changes nothing and returns an equal result.
+    A retry with the same key changes nothing and returns an equal result. ``drafts_seen`` (the
+    labelling page's ``drafts_version``) refuses the submission with ``DraftsChanged`` when the
+    drafts are no longer what the page showed (another tab changed them).
     """
     if not submission_key or len(submission_key) > 64:
         raise LabelsInvalid("submission_key", "A submission key of 1 to 64 characters is required.")
@@ -102,6 +106,7 @@ def assignment_submit(
             finish_reason=finish_reason,
             total_time_ms=total_time_ms,
             step_times_ms=step_times_ms,
+            drafts_seen=drafts_seen,
         )
     except IntegrityError as error:
         # The unique (annotator, submission_key) constraint: the key belongs to another
@@ -124,6 +129,7 @@ def _assignment_submit(
     finish_reason,
     total_time_ms,
     step_times_ms,
+    drafts_seen: str | None = None,
 ) -> SubmitResult:
     with transaction.atomic():
         locked, membership = assignment_lock(
@@ -149,6 +155,10 @@ def _assignment_submit(
             labels: list[_Label] | None = None
         else:
             steps, drafts = steps_with_drafts(assignment=locked)
+            if drafts_seen is not None and ratings is None:
+                drafts_check(
+                    seen=drafts_seen, now=[(i, d.rating, d.flagged) for i, d in drafts.items()]
+                )
             labels, reason = labels_final(
                 n_steps=len(steps),
                 stop_at_first_error=campaign.stop_at_first_error,
