@@ -40,6 +40,10 @@ def home(request: HttpRequest) -> HttpResponse:
     figures = home_selectors.my_figures(user=request.user, campaigns=campaigns)
     for campaign in campaigns:
         campaign.mine = figures[campaign.pk]
+        # Failed screening: said instead of the work left and a button to no work.
+        campaign.screening_failed = Membership.screening_failed_notice(
+            campaign=campaign, screening=campaign.my_screening, score=campaign.my_screening_score
+        )
     return render(
         request,
         "labeling/home.html",

@@ -368,6 +368,8 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
         assignment = queue.assignment_next(campaign=campaign, annotator=request.user)
     except queue.LabelingError as error:
         assignment, refusal = None, error.detail
+        # Said, with the score and the pass mark, instead of the work left.
+        context["screening_failed"] = isinstance(error, queue.ScreeningFailed)
     # After the claim, as Home would count now (the served solution is no longer "left").
     # One query for the page's head: what is left, today, this session, and any rejections.
     mine = home_selectors.my_figures(

@@ -23,15 +23,17 @@ from labeling.permissions import campaigns_visible_to
 
 def campaigns_progress(*, user):
     """The user's campaigns (``campaigns_visible_to``) for their home page, each annotated with
-    ``in_progress`` (they hold a live lease) and ``role`` (None for a site admin who is not a
-    member). One query, whatever the number of campaigns; what is left for them and what they
-    did today are ``my_figures`` (the labelling page shows the same)."""
+    ``in_progress`` (they hold a live lease), ``role`` (None for a site admin who is not a
+    member) and their screening state and score (``my_screening``, ``my_screening_score``). One
+    query, whatever the number of campaigns; what is left for them and what they did today are
+    ``my_figures`` (the labelling page shows the same)."""
     mine = Assignment.objects.filter(campaign=OuterRef("pk"), annotator=user)
+    membership = Membership.objects.filter(campaign=OuterRef("pk"), user=user)
     return campaigns_visible_to(user).annotate(
         in_progress=Exists(mine.live_leases(timezone.now())),
-        role=Subquery(
-            Membership.objects.filter(campaign=OuterRef("pk"), user=user).values("role")[:1]
-        ),
+        role=Subquery(membership.values("role")[:1]),
+        my_screening=Subquery(membership.values("screening")[:1]),
+        my_screening_score=Subquery(membership.values("screening_score")[:1]),
     )
 
 
