@@ -59,12 +59,16 @@ TEMPLATE = "labeling/label.html"
 
 def _login_returns_to_label(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """``login_required`` for the page's POST endpoints: after logging in again, the person is
-    back on the labelling page (the endpoint itself answers only POST; a GET of it is a 405)."""
+    back on the labelling page (the endpoint itself answers only POST; a GET of it is a 405).
+    The login page is told why it is shown (``session=ended``): an action, not a visit, found
+    the session gone (expired, or a logout in another tab)."""
 
     @wraps(view)
     def wrapped(request: HttpRequest, slug: str, *args, **kwargs) -> HttpResponse:
         if not request.user.is_authenticated:
-            return redirect_to_login(reverse("labeling:label", kwargs={"slug": slug}))
+            response = redirect_to_login(reverse("labeling:label", kwargs={"slug": slug}))
+            response["Location"] += "&session=ended"
+            return response
         return view(request, slug, *args, **kwargs)
 
     return wrapped
@@ -294,10 +298,12 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     except queue.LabelingError as error:
         return _refused(request, assignment, error)
     notice = _submitted_notice(result)
-    if result.solution_kind == Solution.Kind.QUALITY_CONTROL and labelling.qc_first_error_missed(
-        assignment_id=result.assignment_id, user=request.user
-    ):
-        notice += QC_MISSED
+    if result.solution_kind == Solution.Kind.QUALITY_CONTROL:
+        missed = labelling.qc_first_error_missed(
+            assignment_id=result.assignment_id, user=request.user
+        )
+        if missed is not None:
+            notice += QC_MISSED[missed]
     return _finished(request, assignment, notice=notice)
 
 
@@ -467,11 +473,18 @@ def _refused(
 
 
 # Said after a quality-control question is submitted (never before), without the step: the
-# annotator can still amend their work, and the notice must not hand them the answer.
-QC_MISSED = (
-    " That was a quality-control question, and you missed its first error: your first −1 was"
-    " not on the step the reference marks as the first wrong one."
-)
+# annotator can still amend their work, and the notice must not hand them the answer. Keyed by
+# how it was missed (``labelling.qc_first_error_missed``).
+QC_MISSED = {
+    "elsewhere": (
+        " That was a quality-control question, and you missed its first error: your first −1"
+        " was not on the step the reference marks as the first wrong one."
+    ),
+    "no_negative": (
+        " That was a quality-control question, and you missed its first error: you rated no"
+        " step −1, and the reference marks one of its steps as wrong."
+    ),
+}
 
 
 def _submitted_notice(result: queue.SubmitResult) -> str:

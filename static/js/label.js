@@ -243,15 +243,26 @@
   // Phase 1 mode's own keys, heard only on its page (the arrows scroll anywhere else).
   var PHASE1_KEYS = { j: 1, k: 1, ArrowDown: 1, ArrowUp: 1, e: 1, w: 1 };
 
+  function shownAssignment() {
+    var steps = stepsEl();
+    return steps ? steps.getAttribute("data-assignment") : null;
+  }
+
+  // Each waiting key remembers the solution on screen when it was pressed: a key pressed for a
+  // solution that has since been submitted or skipped (Enter pressed twice) is dropped, never
+  // applied to the next one, which the person has not seen yet.
   function run(key) {
-    pending.push(key);
+    pending.push({ key: key, assignment: shownAssignment() });
     drain();
   }
 
   // Apply waiting keys until one starts a request (or none is left). Called after each answer
   // has settled, on the next turn of the event loop, once htmx has wired up the new forms.
   function drain() {
-    while (!busy && pending.length) act(pending.shift());
+    while (!busy && pending.length) {
+      var next = pending.shift();
+      if (next.assignment === shownAssignment()) act(next.key);
+    }
   }
 
   function drainSoon() { window.setTimeout(drain, 0); }
