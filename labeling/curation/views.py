@@ -171,6 +171,8 @@ class BulkActionForm(forms.Form):
     action = forms.ChoiceField(choices=BULK_ACTIONS)
     scope = forms.ChoiceField(choices=(("selected", "selected"), ("all", "all matching")))
     query = forms.CharField(required=False, max_length=20_000)
+    # The page's sort, kept for the page the action returns to (the selection has none).
+    sort = forms.ChoiceField(required=False, choices=[(name, name) for name, _ in filters.SORTS])
     id = forms.TypedMultipleChoiceField(
         required=False,
         coerce=int,
@@ -215,7 +217,7 @@ def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
         selection = form.selection()
     except filters.FilterError as error:
         messages.error(request, error.message)
-        return redirect(f"{back}?{query}")
+        return redirect(f"{back}?{_with_sort(query, form.cleaned_data['sort'])}")
     action = form.cleaned_data["action"]
     if action == "export":
         export_url = reverse("exports:list", kwargs={"slug": campaign.slug})
@@ -227,8 +229,17 @@ def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
         messages.success(request, f"{job.get_action_display()}: {job.changed} solution(s).")
     elif job.status == SolutionBulkAction.Status.FAILED:
         messages.error(request, job.error)
-    separator = "&" if query else ""
-    return redirect(f"{back}?{query}{separator}job={job.pk}")
+    return redirect(f"{back}?{_with_sort(query, form.cleaned_data['sort'], job=str(job.pk))}")
+
+
+def _with_sort(query: str, sort: str, **more: str) -> str:
+    """The browser's query string again, with the sort the page had (and ``more``)."""
+    again = QueryDict(query, mutable=True)
+    if sort:
+        again["sort"] = sort
+    for name, value in more.items():
+        again[name] = value
+    return again.urlencode()
 
 
 # --- The item page ---------------------------------------------------------------------------
