@@ -35,5 +35,5 @@ class LearningConfig(AppConfig):
         from learning.step_scores import active_prm_step_scores
         from machines.served import METHOD, served_step_scores
 
-        step_scorer_register("PRM", active_prm_step_scores)
+        step_scorer_register("PRM", active_prm_step_scores, deferrable=True)
         step_scorer_register(METHOD, served_step_scores)

@@ -267,7 +267,10 @@ class GroundTruthForm(forms.Form):
 def solution_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """One solution with every label on it (managers and reviewers)."""
     campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
-    context = selectors.solution_item(campaign=campaign, pk=pk)
+    # The PRM's step scores cost a model load on a process's first page (seconds): the page
+    # comes without them and asks for them once shown (``?scores=now``, the steps table alone).
+    scores_now = request.GET.get("scores") == "now"
+    context = selectors.solution_item(campaign=campaign, pk=pk, scores_now=scores_now)
     solution = context["solution"]
     context["back_query"] = request.GET.get("back", "")
     context["may_act"] = request.user.is_superuser or (
@@ -282,7 +285,10 @@ def solution_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     context["truth_form"] = GroundTruthForm(
         initial={"ground_truth_answer": solution.problem.ground_truth_answer}
     )
-    return campaign_page(request, "labeling/browser_item.html", campaign, membership, context)
+    template = "labeling/browser_item.html"
+    if scores_now and getattr(request, "htmx", False):
+        template += "#steps-table"
+    return campaign_page(request, template, campaign, membership, context)
 
 
 ITEM_ACTIONS = {"requeue", "archive", "restore", "gold", "ground_truth"}
