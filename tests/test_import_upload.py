@@ -346,3 +346,13 @@ def test_the_preview_flags_ids_used_twice_as_the_upload_does(manager_client, cam
     assert "The upload would refuse this file" in html
     assert "line 2 <code>unique_id</code>: &#x27;p-1&#x27; is already the unique_id" in html
     assert "all 2 solutions" in html
+
+
+def test_every_aria_describedby_of_the_import_form_names_an_element_there(manager_client, campaign):
+    import re
+
+    html = manager_client.get(reverse("imports:list", kwargs={"slug": campaign.slug})).text
+    described = [i for ids in re.findall(r'aria-describedby="([^"]+)"', html) for i in ids.split()]
+    assert described  # the fields with help texts point at them
+    for ident in described:
+        assert f'id="{ident}"' in html, ident

@@ -103,6 +103,32 @@
       current.scrollIntoView({ block: "nearest" });
     }
     if (announce) announce.textContent = said;
+    keepFocus(steps);
+  }
+
+  // After a swap the element that had focus is gone and focus falls to the page's body, where a
+  // screen reader loses its place: put it on what comes next instead. The next step's rating
+  // group (a focusable group, not a button: Enter on it stays the page's Enter), else the
+  // highlighted candidate's in phase 1, else the submit button.
+  function focusTarget(steps) {
+    return steps.querySelector(".step.current .rate-buttons") ||
+      steps.querySelector("[data-candidate].selected .rate-buttons") ||
+      steps.querySelector("[data-key-submit]");
+  }
+
+  function keepFocus(steps) {
+    var active = document.activeElement;
+    if (active && active !== document.body && active.isConnected) return;
+    var target = focusTarget(steps);
+    if (target) target.focus({ preventScroll: true });
+  }
+
+  // Leaving a text box with Esc: to what comes next, not to the body.
+  function leaveTextBox(box) {
+    box.blur();
+    var steps = stepsEl();
+    var target = steps && focusTarget(steps);
+    if (target) target.focus({ preventScroll: true });
   }
 
   // --- Times: filled in just before a form posts (capture phase runs before htmx's handler) ---
@@ -298,7 +324,7 @@
         target.blur();
         run("write");
       } else if (event.key === "Escape") {
-        target.blur();
+        leaveTextBox(target);
       }
       return;
     }
@@ -308,7 +334,7 @@
         target.blur();
         run("Enter");
       } else if (event.key === "Escape") {
-        target.blur();
+        leaveTextBox(target);
       }
       return;
     }
