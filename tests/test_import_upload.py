@@ -326,6 +326,7 @@ def test_the_preview_says_why_a_binary_file_is_refused(manager_client, campaign)
     assert response.status_code == 400  # the partial, with the upload's own reason
     assert 'id="import-preview"' in html
     assert "This file is binary (it contains NUL bytes), not JSON Lines text" in html
+    assert "__all__" not in html  # the reason alone, not the form's error dictionary
 
 
 def test_the_preview_flags_ids_used_twice_as_the_upload_does(manager_client, campaign):
