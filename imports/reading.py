@@ -139,7 +139,7 @@ def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
                     break
                 if truth and not seen[0]:
                     truths[s.problem.content_hash] = (truth, number)
-                if (error := _duplicate(s, number, unique_ids, solution_ids)) is not None:
+                if (error := duplicate_id(s, number, unique_ids, solution_ids)) is not None:
                     errors.append(LineError(path.name, number, *error))
                     break
         if len(errors) >= MAX_ERRORS:
@@ -153,11 +153,12 @@ def validate(path: Path, parse: Parser, options: dict, progress) -> set[str]:
     return labelers
 
 
-def _duplicate(
+def duplicate_id(
     s: SolutionIn, number: int, unique_ids: dict, solution_ids: dict
 ) -> tuple[str, str] | None:
     """(field, message) when an id the source gives is used twice in one file: a problem's
-    ``unique_id`` on two different problems, or a solution's own id on two solutions."""
+    ``unique_id`` on two different problems, or a solution's own id on two solutions. The
+    import refuses such a file; its preview says so too (``imports.services.import_preview``)."""
     uid = s.problem.unique_id
     if uid:
         first = unique_ids.setdefault(uid, (s.problem.content_hash, number))

@@ -316,8 +316,10 @@ def import_job_delete(*, job: ImportJob) -> None:
     job.delete()
 
 
-PREVIEW_SOLUTIONS = 3
-PREVIEW_LINES = 50
+# The preview shows this many solutions in full, and reads the whole file for the rest: how
+# many solutions it holds and the errors the import would refuse it for (at most PREVIEW_ERRORS).
+PREVIEW_SOLUTIONS = 10
+PREVIEW_ERRORS = 20
 
 
 def import_preview(
@@ -325,12 +327,14 @@ def import_preview(
 ) -> dict[str, Any]:
     """The first solutions of an upload as the import would cut them into steps, before it runs.
 
-    Reads only the first lines of the file and writes nothing. Returns ``{"solutions": [...],
-    "errors": [...]}``: each solution with its problem, steps (shown and raw) and answer; each
-    error with its line.
+    Writes nothing. Returns ``{"solutions": [...], "total": n, "errors": [...]}``: the first
+    ``PREVIEW_SOLUTIONS`` solutions with their problem, steps (shown and raw) and answer, how many
+    the file holds, and the errors the import would refuse it for (lines that do not parse, ids
+    used twice), each with its line. A file that is not text is refused as the upload refuses
+    it (``ImportRefused``).
     """
     from imports.pipeline import FORMATS
-    from imports.reading import parse_line
+    from imports.reading import duplicate_id, parse_line
     from imports.records import FieldError
     from imports.splitting import SplitError, check_mode
 
@@ -344,18 +348,26 @@ def import_preview(
     options = {k: v for k, v in {"split": split, "as_gold": as_gold}.items() if v}
     solutions: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
+    total = 0
+    unique_ids: dict = {}
+    solution_ids: dict = {}
     upload.seek(0)
     for number, raw in enumerate(upload, 1):
-        if number > PREVIEW_LINES or len(solutions) >= PREVIEW_SOLUTIONS:
-            break
         if not raw.strip():
             continue
         try:
             parsed = parse_line(raw, FORMATS[fmt].parse, options)
         except FieldError as e:
-            errors.append({"line": number, "field": e.field, "message": e.message})
+            if len(errors) < PREVIEW_ERRORS:
+                errors.append({"line": number, "field": e.field, "message": e.message})
             continue
-        for s in [s for s in parsed if not s.problem_only][: PREVIEW_SOLUTIONS - len(solutions)]:
+        parsed = [s for s in parsed if not s.problem_only]  # a problem alone shows no solution
+        total += len(parsed)
+        for s in parsed:
+            duplicate = duplicate_id(s, number, unique_ids, solution_ids)
+            if duplicate is not None and len(errors) < PREVIEW_ERRORS:
+                errors.append({"line": number, "field": duplicate[0], "message": duplicate[1]})
+        for s in parsed[: max(PREVIEW_SOLUTIONS - len(solutions), 0)]:
             raws = s.raw_steps or s.steps
             solutions.append(
                 {
@@ -370,4 +382,10 @@ def import_preview(
                 }
             )
     upload.seek(0)
-    return {"solutions": solutions, "errors": errors, "split": split}
+    return {
+        "solutions": solutions,
+        "total": total,
+        "errors": errors,
+        "max_errors": PREVIEW_ERRORS,
+        "split": split,
+    }

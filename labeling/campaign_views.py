@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from common.pages import page_number, posted
@@ -33,6 +34,7 @@ from labeling.selectors import my_work as my_work_selectors
 
 
 @login_required
+@never_cache
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     """The campaigns this person belongs to, with what is left for them and what they did today."""
@@ -40,6 +42,10 @@ def home(request: HttpRequest) -> HttpResponse:
     figures = home_selectors.my_figures(user=request.user, campaigns=campaigns)
     for campaign in campaigns:
         campaign.mine = figures[campaign.pk]
+        # Failed screening: said instead of the work left and a button to no work.
+        campaign.screening_failed = Membership.screening_failed_notice(
+            campaign=campaign, screening=campaign.my_screening, score=campaign.my_screening_score
+        )
     return render(
         request,
         "labeling/home.html",
@@ -82,6 +88,7 @@ def campaign_create(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@never_cache
 @require_GET
 def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """The campaign's home: instructions, the viewer's standing (screening), links by role."""
@@ -147,6 +154,7 @@ def campaign_pause(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@never_cache
 @require_GET
 def my_work(request: HttpRequest, slug: str) -> HttpResponse:
     """The solutions I submitted: my ratings, the review's outcome and comment, newest first."""
@@ -163,6 +171,7 @@ def my_work(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@never_cache
 @require_http_methods(["GET", "POST"])
 def my_work_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """One solution as I rated it (read-only), its review; before review, an amendment."""

@@ -125,6 +125,9 @@ class SubmitForm(forms.Form):
         coerce=int,
         empty_value=None,
     )
+    # The drafts as the page showed them (``labeling.queue.drafts_version``); absent from a
+    # form posted by hand, which then submits whatever the drafts are.
+    drafts_seen = forms.CharField(required=False, max_length=20000, strip=False)
 
 
 def _share(value: float, name: str) -> float:
@@ -210,9 +213,19 @@ class CampaignForm(forms.ModelForm):
         self.fields["al_strategy"].required = False
         # Optional, as the settings after it: a client that predates it keeps the campaign's.
         self.fields["trace_kind"].required = False
+        scoring = _scoring_choices()
+        if not scoring and self.instance.al_strategy != Campaign.Strategy.SERVED_PRM:
+            # Nothing to steer it: the strategy by the served PRM is not offered until the
+            # operator declares a scoring endpoint (a campaign already on it keeps it, with
+            # the error that says so).
+            strategy = self.fields["al_strategy"]
+            if isinstance(strategy, forms.ChoiceField):
+                strategy.choices = [
+                    c for c in Campaign.Strategy.choices if c[0] != Campaign.Strategy.SERVED_PRM
+                ]
         # A PRM served elsewhere: one of the operator's scoring endpoints, by name (never a URL).
         self.fields["al_scoring_endpoint"] = forms.ChoiceField(
-            choices=[("", "none"), *_scoring_choices()],
+            choices=[("", "none"), *scoring],
             required=False,
             label=self.Meta.labels["al_scoring_endpoint"],
             help_text="A PRM the operator serves (STEPWISE_ENDPOINTS, kinds pooling and "
@@ -324,7 +337,7 @@ class CampaignForm(forms.ModelForm):
             self._phase1_clean(data)
         if data.get("al_strategy") == Campaign.Strategy.SERVED_PRM and not name:
             self.add_error(
-                "al_scoring_endpoint", "The strategy by the served PRM needs a scoring endpoint."
+                "al_scoring_endpoint", served_prm_missing(declared=bool(scorer_endpoints()))
             )
         if "slug" in self.fields and data.get("name") and not self.errors.get("slug"):
             slug = data.get("slug") or slugify(data["name"])[:80]
@@ -366,6 +379,16 @@ def _scoring_choices() -> list[tuple[str, str]]:
 
 
 # Paths under /campaigns/ that are not campaigns.
+def served_prm_missing(*, declared: bool) -> str:
+    """Why the strategy by the served PRM cannot run: no endpoint chosen, or none declared."""
+    if declared:
+        return "The strategy by the served PRM needs a scoring endpoint: choose one."
+    return (
+        "The strategy by the served PRM needs a scoring endpoint, and this site declares none: "
+        "the operator must declare one (STEPWISE_ENDPOINTS, kind pooling or step-scores) first."
+    )
+
+
 RESERVED_SLUGS = {"new"}
 SLUG_UNAVAILABLE = "The slug %(slug)r is taken or reserved; choose another."
 

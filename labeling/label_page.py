@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labeling.models import Rating
+from labeling.queue.drafts import drafts_version
 from labeling.selectors.labelling import AssignmentView, LabelView, StepView
 from labeling.traces import RESULT_LINES_SHOWN, TraceKind, trace_kind
 
@@ -200,6 +201,14 @@ class LabelPage:
     @property
     def error_step(self) -> PageStep | None:
         return next((r for r in self.rated if r.label.rating == Rating.NEGATIVE), None)
+
+    @property
+    def drafts_version(self) -> str:
+        """The ratings this page shows, sent back with its submission: a submission is stored
+        only if they are still the saved ones (two tabs on one solution)."""
+        return drafts_version(
+            (r.index, r.label.rating, r.label.flagged) for r in self.rated if r.label is not None
+        )
 
     @property
     def missing(self) -> list[int]:

@@ -59,12 +59,16 @@ TEMPLATE = "labeling/label.html"
 
 def _login_returns_to_label(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """``login_required`` for the page's POST endpoints: after logging in again, the person is
-    back on the labelling page (the endpoint itself answers only POST; a GET of it is a 405)."""
+    back on the labelling page (the endpoint itself answers only POST; a GET of it is a 405).
+    The login page is told why it is shown (``session=ended``): an action, not a visit, found
+    the session gone (expired, or a logout in another tab)."""
 
     @wraps(view)
     def wrapped(request: HttpRequest, slug: str, *args, **kwargs) -> HttpResponse:
         if not request.user.is_authenticated:
-            return redirect_to_login(reverse("labeling:label", kwargs={"slug": slug}))
+            response = redirect_to_login(reverse("labeling:label", kwargs={"slug": slug}))
+            response["Location"] += "&session=ended"
+            return response
         return view(request, slug, *args, **kwargs)
 
     return wrapped
@@ -279,6 +283,8 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             finish_reason=data["finish_reason"] or None,
             total_time_ms=total_ms,
             outcome_rating=data["outcome_rating"],
+            # Only a page sends it (a form posted by hand submits the drafts as they are).
+            drafts_seen=data["drafts_seen"] if "drafts_seen" in request.POST else None,
         )
     except queue.LabelsInvalid as error:
         if (
@@ -293,10 +299,12 @@ def label_submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     except queue.LabelingError as error:
         return _refused(request, assignment, error)
     notice = _submitted_notice(result)
-    if result.solution_kind == Solution.Kind.QUALITY_CONTROL and labelling.qc_first_error_missed(
-        assignment_id=result.assignment_id, user=request.user
-    ):
-        notice += QC_MISSED
+    if result.solution_kind == Solution.Kind.QUALITY_CONTROL:
+        missed = labelling.qc_first_error_missed(
+            assignment_id=result.assignment_id, user=request.user
+        )
+        if missed is not None:
+            notice += QC_MISSED[missed]
     return _finished(request, assignment, notice=notice)
 
 
@@ -367,6 +375,8 @@ def _next_context(request: HttpRequest, *, campaign: Campaign, notice: str | Non
         assignment = queue.assignment_next(campaign=campaign, annotator=request.user)
     except queue.LabelingError as error:
         assignment, refusal = None, error.detail
+        # Said, with the score and the pass mark, instead of the work left.
+        context["screening_failed"] = isinstance(error, queue.ScreeningFailed)
     # After the claim, as Home would count now (the served solution is no longer "left").
     # One query for the page's head: what is left, today, this session, and any rejections.
     mine = home_selectors.my_figures(
@@ -449,7 +459,8 @@ def _refused(
         raise PermissionDenied(error.detail)
     message = error if isinstance(error, str) else error.detail
     closed = isinstance(error, queue.LeaseTaken | queue.AssignmentClosed)
-    status = 409 if closed else 400
+    # 409: the page is behind the server (closed, or drafts changed in another tab).
+    status = 409 if closed or isinstance(error, queue.DraftsChanged) else 400
     if not request.htmx:
         messages.error(request, message)
         return redirect(_label_url(assignment))
@@ -457,15 +468,24 @@ def _refused(
         context = _next_context(request, campaign=assignment.campaign, notice=message)
         return retarget(_render(request, context, status=status), "#workspace")
     context = _page_context(assignment, error=message)
-    return render(request, _steps_partial(context), context, status=status)
+    # The steps with the reason, where they are, whichever element the form targeted (a
+    # submission targets the workspace).
+    return retarget(render(request, _steps_partial(context), context, status=status), "#steps")
 
 
 # Said after a quality-control question is submitted (never before), without the step: the
-# annotator can still amend their work, and the notice must not hand them the answer.
-QC_MISSED = (
-    " That was a quality-control question, and you missed its first error: your first −1 was"
-    " not on the step the reference marks as the first wrong one."
-)
+# annotator can still amend their work, and the notice must not hand them the answer. Keyed by
+# how it was missed (``labelling.qc_first_error_missed``).
+QC_MISSED = {
+    "elsewhere": (
+        " That was a quality-control question, and you missed its first error: your first −1"
+        " was not on the step the reference marks as the first wrong one."
+    ),
+    "no_negative": (
+        " That was a quality-control question, and you missed its first error: you rated no"
+        " step −1, and the reference marks one of its steps as wrong."
+    ),
+}
 
 
 def _submitted_notice(result: queue.SubmitResult) -> str:

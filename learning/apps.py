@@ -35,7 +35,7 @@ class LearningConfig(AppConfig):
         from learning.step_scores import active_prm_step_scores
         from machines.served import METHOD, served_step_scores
 
-        step_scorer_register("PRM", active_prm_step_scores)
+        step_scorer_register("PRM", active_prm_step_scores, deferrable=True)
         step_scorer_register(METHOD, served_step_scores)
 
         # A campaign's checkpoints, run folders and feature caches (prm/<slug>/) go with it.

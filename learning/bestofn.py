@@ -174,6 +174,20 @@ def best_of_n_curve(*, campaign: Campaign, scorer, workdir: Path) -> dict:
 VERDICT_MIN_PROBLEMS = 10
 
 
+def _support(curve: dict) -> list[int | None]:
+    support = list(curve.get("problems_at_n") or [])
+    return support + [None] * (len(curve.get("n") or []) - len(support))
+
+
+def supported_n(curve: dict, at: list[int]) -> int:
+    """Of the N positions ``at`` (indexes into ``curve["n"]``, not empty), the one a sentence
+    or a legend quotes: the largest that ``VERDICT_MIN_PROBLEMS`` problems support, else the
+    best supported (never an N that rests on a problem or two while a smaller N has more)."""
+    support = _support(curve)
+    enough = [k for k in at if (n := support[k]) is None or n >= VERDICT_MIN_PROBLEMS]
+    return enough[-1] if enough else max(at, key=lambda j: (support[j] or 0, -j))
+
+
 def best_of_n_verdict(curve: dict, *, method: str = "PRM (product)") -> str:
     """One plain sentence on the curve: at the largest N where the PRM, random and majority vote
     all have a value and ``VERDICT_MIN_PROBLEMS`` problems support it (else the best supported
@@ -184,12 +198,9 @@ def best_of_n_verdict(curve: dict, *, method: str = "PRM (product)") -> str:
     at = [k for k in range(len(ns)) if all(k < len(c) and c[k] is not None for c in columns)]
     if not at:
         return ""
-    support = list(curve.get("problems_at_n") or [])
-    support += [None] * (len(ns) - len(support))
-    enough = [k for k in at if support[k] is None or support[k] >= VERDICT_MIN_PROBLEMS]
-    k = enough[-1] if enough else max(at, key=lambda j: (support[j], -j))
+    k = supported_n(curve, at)
     prm, random, majority = (c[k] for c in columns)
-    problems = support[k]
+    problems = _support(curve)[k]
     where = f"At N={ns[k]}" + (
         f" ({problems} problem{'' if problems == 1 else 's'})" if problems is not None else ""
     )

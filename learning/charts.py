@@ -16,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from common.charts import svg_document, svg_text
+from learning.bestofn import supported_n
 
 # Each known method's CSS class and dash pattern: the same method looks the same in every run.
 SERIES = {
@@ -50,21 +51,20 @@ def _ticks(xs: list[float]) -> list[int]:
 
 
 def _legend(curve: dict) -> SafeString:
-    """One item per method: a swatch of its line (colour and dash), its name and last value."""
+    """One item per method: a swatch of its line (colour and dash), its name and its value at
+    the N that enough problems support (``supported_n``)."""
     ns = curve.get("n") or []
     items = []
     for k, (name, values) in enumerate((curve.get("accuracy") or {}).items()):
         css, dash = series_style(name, k)
-        known = [(n, v) for n, v in zip(ns, values, strict=True) if v is not None]
-        last = known[-1] if known else None
-        items.append(
-            (
-                css,
-                format_html(' stroke-dasharray="{}"', dash) if dash else "",
-                name,
-                f"{last[1]:.0%} at N={last[0]}" if last else "no value",
-            )
-        )
+        known = [k for k, v in enumerate(values) if v is not None]
+        said = "no value"
+        if known:
+            # The N the verdict quotes: one that enough problems support (the axis says how
+            # many), never the last N when it rests on a problem or two.
+            k = supported_n(curve, known)
+            said = f"{values[k]:.0%} at N={ns[k]}"
+        items.append((css, format_html(' stroke-dasharray="{}"', dash) if dash else "", name, said))
     return format_html(
         '<ul class="chart-legend" id="best-of-n-legend" aria-label="Lines of the chart">{}</ul>',
         format_html_join(

@@ -15,20 +15,34 @@ from django.conf import settings
 from django.core.cache import cache
 
 from labeling.models import Solution, Step
+from labeling.scores import ScoresPending
 from learning.models import PRMModel
 
 CACHE_SECONDS = 3600
+
+
+# The checkpoints this process has loaded (``_scorer``'s cache): scoring with one is cheap.
+_LOADED: set[str] = set()
 
 
 @functools.lru_cache(maxsize=2)
 def _scorer(path: str):
     import prm
 
-    return prm.load(Path(settings.MEDIA_ROOT) / path)
+    full = Path(settings.MEDIA_ROOT) / path
+    loaded = prm.load(full)
+    _LOADED.add(str(full))
+    return loaded
 
 
-def active_prm_step_scores(*, campaign_id: int, solution_id: int) -> list[float] | None:
-    """The active model's P(correct) of each step, or None when the campaign has no model."""
+def active_prm_step_scores(
+    *, campaign_id: int, solution_id: int, cached_only: bool = False
+) -> list[float] | None:
+    """The active model's P(correct) of each step, or None when the campaign has no model.
+
+    ``cached_only``: never load the model (torch and a checkpoint: seconds on a process's first
+    page); answer from the cache, or score at once when this process has the model loaded,
+    else raise ``ScoresPending`` (the item page then fetches them in a request of its own)."""
     model = PRMModel.objects.filter(campaign_id=campaign_id, is_active=True).first()
     if model is None:
         return None
@@ -36,6 +50,8 @@ def active_prm_step_scores(*, campaign_id: int, solution_id: int) -> list[float]
     cached = cache.get(key)
     if cached is not None:
         return cached
+    if cached_only and str(Path(settings.MEDIA_ROOT) / model.path) not in _LOADED:
+        raise ScoresPending(model.path)
     solution = Solution.objects.select_related("problem").filter(pk=solution_id).first()
     if solution is None:
         return None

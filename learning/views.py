@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -71,6 +72,8 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
         "served_count": selectors.served_count(campaign=campaign, served=served),
         "scoring_job": selectors.scoring_job_latest(campaign=campaign),
         "best_of_n_run": measured,
+        # Where the run's files are, for the command that gives the same figures.
+        "media_root": settings.MEDIA_ROOT,
         "best_of_n": curve,
         "best_of_n_rows": [
             (name, list(zip(curve["n"], values, strict=True)))

@@ -208,7 +208,11 @@ class LoginView(auth_views.LoginView):
     form_class = ThrottledAuthenticationForm
 
     def get_context_data(self, **kwargs):
-        return super().get_context_data(**kwargs) | {"password_reset": email_configured()}
+        return super().get_context_data(**kwargs) | {
+            "password_reset": email_configured(),
+            # Sent here by an action whose session had ended (labeling.views): say so.
+            "session_ended": self.request.GET.get("session") == "ended",
+        }
 
     def form_invalid(self, form):
         response = super().form_invalid(form)

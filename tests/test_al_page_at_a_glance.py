@@ -184,14 +184,19 @@ def test_a_served_prm_chosen_shows_whatever_the_strategy(client, settings):
 
 
 @pytest.mark.django_db
-def test_the_runs_table_has_a_column_only_for_the_stages_a_run_timed(client):
+def test_the_runs_table_lists_only_the_stages_a_run_timed(client):
+    """Issue 40: a column per stage made the table about 20 columns wide (1,181 px in an 894 px
+    box); the stages are now rows of a disclosure in one "time (s)" cell, its summary the total."""
     campaign = manager_of(client)
     ActiveLearningRun.objects.create(
         campaign=campaign, status="succeeded", timings={"train": 1.5, "total": 2.0}
     )
     body = client.get(reverse("learning:page", kwargs={"slug": campaign.slug})).content.decode()
-    assert "<th>train (s)</th>" in body and "<th>total (s)</th>" in body
-    assert "<th>ensemble (s)</th>" not in body
+    assert "<th>time (s)</th>" in body
+    assert "<summary>2.00</summary>" in body
+    assert "<dt>train</dt><dd>1.50</dd>" in body
+    assert "<dt>ensemble</dt>" not in body
+    assert "(s)</th>" not in body.replace("<th>time (s)</th>", "")
 
 
 def settings_rows(body: str) -> dict[str, str]:
@@ -242,3 +247,11 @@ def test_a_setting_with_an_error_is_never_hidden(client):
     response = client.post(url, data)
     assert response.status_code == 400
     assert " hidden" not in settings_rows(response.text)["al_wrong_answer_share"]
+
+
+def test_the_legend_quotes_an_n_that_enough_problems_support():
+    few = CURVE | {"problems_at_n": [14, 12, 6, 1]}
+    legend = str(best_of_n_chart(few))
+    legend = legend[legend.index('id="best-of-n-legend"') :]
+    assert 'PRM (product) <span class="legend-value">41% at N=2</span>' in legend
+    assert "at N=8" not in legend  # N=8 rests on one problem

@@ -215,3 +215,24 @@ def test_the_members_page_lists_and_sorts_members(client):
 
     assert [r["username"] for r in by_name] == ["amy", "Bob", "zed"]
     assert [r["username"] for r in by_name_desc] == ["zed", "Bob", "amy"]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "said", "not_said"),
+    [
+        ("uniform", "on: uniform (random order, the control)", "convincing wrong"),
+        ("auto", "on: auto (tries the others", "convincing wrong answers at the head"),
+        ("convincing-wrong", "80% convincing wrong answers at the head of the queue", "(uniform)"),
+    ],
+)
+def test_the_active_learning_line_says_the_strategy_really_chosen(client, strategy, said, not_said):
+    from labeling.models import Membership
+    from tests.factories import make_campaign, make_member
+
+    campaign = make_campaign(
+        slug=f"al-{strategy}", active_learning=True, al_strategy=strategy, al_wrong_answer_share=0.8
+    )
+    client.force_login(make_member(campaign=campaign, role=Membership.Role.MANAGER).user)
+    body = client.get(reverse("labeling:campaign", kwargs={"slug": campaign.slug})).content.decode()
+    line = body[body.index('id="al-summary"') :].split("</li>")[0]
+    assert said in line and not_said not in line

@@ -94,6 +94,22 @@ def test_the_labelling_page_works_under_the_policy(page, live_server, client, ca
     assert_no_violation(page, "label page")
 
 
+def test_a_resized_text_box_swapped_again_breaks_no_policy(page, live_server, client, campaign):
+    """A box the person resized carries a style attribute; htmx must not copy it onto the box
+    that replaces it (setting a style attribute is inline style: phase 1's write-your-own and
+    the correction box are swapped with the steps)."""
+    annotator = make_member(campaign=campaign).user
+    page = logged_in(page, live_server, client, annotator)
+    page.goto(live_server.url + reverse("labeling:label", kwargs={"slug": campaign.slug}))
+    page.wait_for_selector("[data-open-help]:not([hidden])")
+    page.keyboard.press("1")
+    page.wait_for_selector("#correction")
+    page.evaluate("document.getElementById('correction').style.height = '12rem'")  # resized
+    page.keyboard.press("f")  # flags the negative step: the steps, the box with them, swapped
+    page.wait_for_selector("#step-0 .badge.flag")
+    assert_no_violation(page, "label page, resized correction box")
+
+
 def test_the_api_docs_render_under_the_policy(page, live_server, client, campaign):
     page = logged_in(page, live_server, client, make_user())
     page.goto(live_server.url + "/api/docs/")

@@ -65,3 +65,43 @@ def test_a_failing_scorer_is_left_out_and_the_others_still_answer(media):
         scores.step_scorer_unregister("Broken")
         scores.step_scorer_unregister("Steady")
     assert got == {"Steady": [0.5, 0.25]}
+
+
+def test_the_item_page_defers_a_costly_scorer_and_asks_for_it_once_shown(client):
+    from django.urls import reverse
+
+    from labeling.models import Membership
+    from tests.factories import make_member
+
+    campaign = make_campaign(slug="deferred")
+    solution = make_solution(campaign=campaign, steps=["a", "b"])
+    asked = []
+
+    def costly(*, campaign_id, solution_id, cached_only=False):
+        asked.append(cached_only)
+        if cached_only:
+            raise scores.ScoresPending("a model to load")
+        return [0.25, 0.75]
+
+    scores.step_scorer_register("Costly", costly, deferrable=True)
+    try:
+        client.force_login(make_member(campaign=campaign, role=Membership.Role.MANAGER).user)
+        url = reverse("labeling:browser-item", kwargs={"slug": campaign.slug, "pk": solution.pk})
+        first = client.get(url).content.decode()
+        assert asked == [True]  # nothing computed for the page itself
+        assert 'hx-get="?scores=now" hx-trigger="load"' in first
+        assert '<td class="num prm">…</td>' in first
+        now = client.get(url + "?scores=now", headers={"HX-Request": "true"}).content.decode()
+        assert asked == [True, False]
+        assert now.lstrip().startswith('<div id="steps-table"')  # the table alone
+        assert '<td class="num prm">0.250</td>' in now and "hx-trigger" not in now
+    finally:
+        scores.step_scorer_unregister("Costly")
+
+
+def test_the_active_prm_is_pending_until_loaded_or_cached(media):
+    campaign = make_campaign()
+    solution = make_solution(campaign=campaign, steps=["a"])
+    PRMModel.objects.create(campaign=campaign, version=1, path="prm/x/v0001", is_active=True)
+    got = scores.step_scores_deferred(campaign_id=campaign.pk, solution_id=solution.pk)
+    assert got["PRM"] is None  # would load a model: left for the page's own request

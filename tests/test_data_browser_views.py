@@ -205,6 +205,20 @@ def test_bulk_requeue_of_all_matching_and_of_ticked_solutions(client, campaign, 
     assert refused.status_code == 302 and Solution.objects.filter(archived=True).count() == 1
 
 
+def test_a_bulk_action_returns_to_the_page_with_its_sort(client, campaign, manager, data):
+    client.force_login(manager)
+    page = client.get(
+        reverse("labeling:browser", kwargs={"slug": campaign.slug}) + "?answer=wrong&sort=prm"
+    ).content.decode()
+    assert '<input type="hidden" name="sort" value="prm">' in page
+    url = reverse("labeling:browser-action", kwargs={"slug": campaign.slug})
+    response = client.post(
+        url, {"action": "requeue", "scope": "all", "query": "answer=wrong", "sort": "prm"}
+    )
+    job = SolutionBulkAction.objects.get()
+    assert response["Location"].endswith(f"?answer=wrong&sort=prm&job={job.pk}")
+
+
 def test_the_bulk_job_is_followed_by_polling(client, campaign, manager):
     client.force_login(manager)
     job = SolutionBulkAction.objects.create(campaign=campaign, action="requeue", total=10)

@@ -50,3 +50,22 @@ def test_the_preview_shows_the_steps_with_their_math_before_anything_is_imported
     expect(steps.nth(2).locator(".katex")).to_have_count(1)
     assert page.url.endswith(f"/campaigns/{campaign.slug}/imports/")  # swapped in, no reload
     assert not ImportJob.objects.exists() and not Solution.objects.exists()
+
+
+def test_the_preview_of_a_binary_file_says_why_as_the_upload_does(
+    live_server, page, client, settings, tmp_path
+):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    campaign = make_campaign(slug="preview-binary")
+    client.force_login(make_member(campaign=campaign, role=Membership.Role.MANAGER).user)
+    page.context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+    )
+    path = tmp_path / "data.jsonl.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00binary")
+    page.goto(live_server.url + reverse("imports:list", kwargs={"slug": campaign.slug}))
+    page.set_input_files("input[name=file]", str(path))
+    page.get_by_role("button", name="Preview the steps").click()
+    said = page.locator("#import-preview [role=alert]")
+    expect(said).to_contain_text("not JSON Lines text: nothing was imported")
+    assert not ImportJob.objects.exists()

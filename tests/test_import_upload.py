@@ -260,7 +260,10 @@ def test_the_preview_shows_the_first_solutions_as_split_and_writes_nothing(
     html = response.content.decode()
     assert response.status_code == 200
     assert 'id="import-preview"' in html and "<h1>" not in html  # the partial alone
-    assert html.count('class="preview-solution"') == 3
+    # Issue 40: the preview showed only three solutions without saying of how many; it shows
+    # the first ten and says how many the file holds (12 in this sample).
+    assert html.count('class="preview-solution"') == 10
+    assert "the first 10 of 12 solutions" in html
     assert "&lt;&lt;" in html  # the raw text with its calculator note, under the step
     assert not ImportJob.objects.exists() and not Solution.objects.exists()
 
@@ -315,3 +318,42 @@ def test_the_api_upload_takes_a_split(campaign):
     )
     assert response.status_code == 202, response.content
     assert response.json()["options"] == {"split": "lines"}
+
+
+def test_the_preview_says_why_a_binary_file_is_refused(manager_client, campaign):
+    response = preview(manager_client, campaign, b"\x00\x01binary\x00")
+    html = response.content.decode()
+    assert response.status_code == 400  # the partial, with the upload's own reason
+    assert 'id="import-preview"' in html
+    assert "This file is binary (it contains NUL bytes), not JSON Lines text" in html
+    assert "__all__" not in html  # the reason alone, not the form's error dictionary
+
+
+def test_the_preview_flags_ids_used_twice_as_the_upload_does(manager_client, campaign):
+    import json
+
+    def record(uid: str, problem: str) -> str:
+        return json.dumps(
+            {
+                "problem": problem,
+                "unique_id": uid,
+                "ground_truth_answer": "1",
+                "solutions": [{"text": "Step 1: one."}],
+            }
+        )
+
+    content = "\n".join([record("p-1", "first"), record("p-1", "second")]).encode() + b"\n"
+    html = preview(manager_client, campaign, content).content.decode()
+    assert "The upload would refuse this file" in html
+    assert "line 2 <code>unique_id</code>: &#x27;p-1&#x27; is already the unique_id" in html
+    assert "all 2 solutions" in html
+
+
+def test_every_aria_describedby_of_the_import_form_names_an_element_there(manager_client, campaign):
+    import re
+
+    html = manager_client.get(reverse("imports:list", kwargs={"slug": campaign.slug})).text
+    described = [i for ids in re.findall(r'aria-describedby="([^"]+)"', html) for i in ids.split()]
+    assert described  # the fields with help texts point at them
+    for ident in described:
+        assert f'id="{ident}"' in html, ident

@@ -131,6 +131,18 @@ def test_a_missed_qc_error_is_said_after_submitting_never_before(client, headers
     before, after = serve_and_submit(client, campaign, [1, 1, 1], **headers)
     assert "quality-control" not in before
     assert "That was a quality-control question, and you missed its first error" in after
+    # They gave no −1: never told about a "first −1" they did not give.
+    assert "you rated no step −1" in after
+    assert "your first −1" not in after
+
+
+def test_a_first_negative_on_the_wrong_step_is_said_as_such(client):
+    campaign = make_campaign(slug="qc-elsewhere", qc_rate=1.0)
+    make_gold_solution(campaign=campaign, kind="qc", gold=[1, 1, -1], steps=["a", "b", "c"])
+    client.force_login(make_member(campaign=campaign).user)
+    _before, after = serve_and_submit(client, campaign, [1, -1], **HX)
+    assert "your first −1 was not on the step the reference marks" in after
+    assert "you rated no step −1" not in after
 
 
 def test_giving_up_on_a_qc_question_says_nothing_about_quality_control(client):

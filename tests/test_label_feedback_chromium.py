@@ -81,3 +81,28 @@ def test_the_qc_notice_appears_only_after_the_question_is_submitted(live_server,
     notice = page.locator(".notice").inner_text()
     assert "That was a quality-control question, and you missed its first error" in notice
     assert "a regular one" in page.inner_text("#steps")
+
+
+def test_on_a_phone_a_rejection_never_pushes_the_rating_buttons_off_the_first_screen(
+    live_server, page, client
+):
+    page.set_viewport_size({"width": 390, "height": 844})
+    campaign = make_campaign(slug="rejected-on-a-phone", overlap=2)
+    for _ in range(2):
+        make_solution(campaign=campaign, steps=["a", "b"])
+    make_solution(campaign=campaign, steps=["the one to rate"], priority=-1)
+    annotator = make_member(campaign=campaign).user
+    reviewer = make_member(campaign=campaign, role="reviewer").user
+    for comment in ("A long comment. " * 30, "Another one. " * 30):
+        assignment = queue.assignment_next(campaign=campaign, annotator=annotator)
+        submit_ratings(assignment=assignment, annotator=annotator)
+        assignment.refresh_from_db()
+        review_submit(
+            assignment=assignment, reviewer=reviewer, decision="rejected", comment=comment
+        )
+    page = logged_in(live_server, page, client, annotator)
+    open_label_page(live_server, page, campaign)
+    page.wait_for_selector("#rejections")
+    buttons = page.locator(".rate-buttons").bounding_box()
+    assert buttons["y"] + buttons["height"] <= 844  # on the first screen
+    assert page.locator("#rejections").bounding_box()["y"] > buttons["y"]  # below the solution

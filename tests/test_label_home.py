@@ -59,3 +59,31 @@ def test_inactive_memberships_and_paused_campaigns(client):
     html = client.get(reverse("home")).content.decode()
     assert "Gone" not in html
     assert "Paused one" in html and "/campaigns/paused/label/" not in html
+
+
+def test_a_failed_screening_is_said_with_score_and_pass_mark_and_no_work_offered(client):
+    campaign = make_campaign(slug="screened", requires_screening=True, screening_threshold=0.35)
+    for _ in range(3):
+        make_solution(campaign=campaign)
+    membership = make_member(campaign=campaign)
+    Membership.objects.filter(pk=membership.pk).update(screening="failed", screening_score=-0.12)
+    client.force_login(membership.user)
+
+    html = client.get(reverse("home")).content.decode()
+
+    assert "your score is -0.12 and it needs 0.35 or more" in html
+    assert "Left for you" not in html
+    assert "Start labelling" not in html
+    label = client.get(reverse("labeling:label", kwargs={"slug": "screened"})).content.decode()
+    assert "your score is -0.12 and it needs 0.35 or more" in label
+    assert 'id="left-for-you"' not in label
+
+
+def test_screening_turned_off_lifts_the_gate(client):
+    campaign = make_campaign(slug="open", requires_screening=False)
+    make_solution(campaign=campaign)
+    membership = make_member(campaign=campaign)
+    Membership.objects.filter(pk=membership.pk).update(screening="failed", screening_score=-0.12)
+    client.force_login(membership.user)
+    html = client.get(reverse("home")).content.decode()
+    assert "Start labelling" in html and "did not pass" not in html

@@ -157,3 +157,30 @@ def test_the_no_javascript_submit_says_it_once_and_then_it_is_gone(client, campa
 
     assert "Submitted." in text(client.get(label_url(campaign)))
     assert "Submitted." not in text(client.get(label_url(campaign)))
+
+
+def test_today_and_this_session_agree_after_a_rejection_and_count_written_steps(
+    client, campaign, annotator
+):
+    """Rejected work was submitted all the same: both counters count it; a phase 1 step the
+    annotator wrote (no rating of its own, a correction) is a step done."""
+    make_solution(campaign=campaign, steps=["x"])  # served
+    client.get(label_url(campaign))  # the session starts
+    rejected = make_labelled(
+        solution=make_solution(campaign=campaign, steps=["a", "b"]),
+        ratings=[1, 1],
+        annotator=annotator,
+        status="rejected",
+    )
+    make_labelled(
+        solution=make_solution(campaign=campaign, steps=["a", "b", "c"]),
+        ratings=[1, None],
+        human_completions={1: "my own step"},
+        annotator=annotator,
+    )
+    assert rejected.status == "rejected"
+
+    page = text(client.get(label_url(campaign)))
+
+    assert "You today: <strong>2</strong> solutions, 4 steps" in page
+    assert "<strong>2</strong> solutions, 4 steps in" in page.split('id="session-work"')[1]

@@ -150,3 +150,11 @@ def test_a_reviewer_sees_the_ratings_side_by_side_and_decides(client, campaign, 
     assert [r["step_id"] for r in client.get(queue_url + "?state=decided").context["rows"]] == [
         step.pk
     ]
+
+
+def test_an_amendment_is_confirmed_on_the_page_it_leads_to(client, campaign, people):
+    make_solution(campaign=campaign, steps=["a", "b"])
+    mine = labelled_by(campaign, people["ann"], [1, 1])
+    client.force_login(people["ann"])
+    page = client.post(item_url(mine), {"step_0": "1", "step_1": "-1"}, follow=True)
+    assert "Amended: your earlier version is kept." in page.content.decode()

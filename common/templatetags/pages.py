@@ -36,6 +36,20 @@ def num(value: float | str | None, digits: int = 2) -> str:
 
 
 @register.filter
+def duration_ms(value: int | None) -> str:
+    """A time measured in milliseconds as people say it: "2.5 s", "3 min 05 s", "1 h 02 min"."""
+    if value is None:
+        return "–"
+    seconds = int(value) / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+@register.filter
 def rating(value: int | None) -> str:
     """A rating as text (+1, 0, −1); a dash when not rated."""
     return RATING_TEXT.get(value, "–")

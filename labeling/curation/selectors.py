@@ -29,7 +29,7 @@ from labeling.models import (
     StepEvidence,
     StepLabel,
 )
-from labeling.scores import step_scores
+from labeling.scores import step_scores, step_scores_deferred
 from labeling.templatetags.labeling_tags import EXCERPT_SOURCE_CHARS
 
 PAGE_SIZE = 50
@@ -194,10 +194,11 @@ def solution_selection(*, solution: Solution) -> QuerySet[Solution]:
     return Solution.objects.filter(pk=solution.pk)
 
 
-def solution_item(*, campaign: Campaign, pk: int) -> dict[str, Any]:
+def solution_item(*, campaign: Campaign, pk: int, scores_now: bool = False) -> dict[str, Any]:
     """The item page's solution ``pk`` (404 for another campaign's) with every submitted
     labelling side by side, each step's consensus, scores and machine evidence, gold, reviews,
-    live leases and the solution's history."""
+    live leases and the solution's history. Step scores that cost a model load are left
+    pending (``scores_pending``) unless ``scores_now``: the page asks for them once shown."""
     solution = campaign_solution(campaign=campaign, pk=pk)
     submitted = list(
         Assignment.objects.filter(solution=solution, status=Assignment.Status.SUBMITTED)
@@ -226,7 +227,12 @@ def solution_item(*, campaign: Campaign, pk: int) -> dict[str, Any]:
         for label in StepLabel.objects.filter(assignment__in=submitted)
     }
     steps = list(Step.objects.filter(solution=solution).order_by("index"))
-    scores = step_scores(campaign_id=campaign.pk, solution_id=solution.pk)
+    if scores_now:
+        scores: dict[str, list[float] | None] = dict(
+            step_scores(campaign_id=campaign.pk, solution_id=solution.pk)
+        )
+    else:
+        scores = step_scores_deferred(campaign_id=campaign.pk, solution_id=solution.pk)
     evidence: dict[int, list[StepEvidence]] = {}
     for item in StepEvidence.objects.filter(solution=solution).order_by("kind", "model"):
         evidence.setdefault(item.step_id, []).append(item)
@@ -237,7 +243,10 @@ def solution_item(*, campaign: Campaign, pk: int) -> dict[str, Any]:
             StepRow(
                 step=step,
                 labels=cells,
-                scores=[s[step.index] if step.index < len(s) else None for s in scores.values()],
+                scores=[
+                    s[step.index] if s is not None and step.index < len(s) else None
+                    for s in scores.values()
+                ],
                 consensus=plurality_rating(c.rating if c else None for c in cells),
                 evidence=evidence.get(step.pk, []),
             )
@@ -250,6 +259,7 @@ def solution_item(*, campaign: Campaign, pk: int) -> dict[str, Any]:
         "columns": columns,
         "rows": rows,
         "scorers": list(scores),
+        "scores_pending": [name for name, s in scores.items() if s is None],
         "has_evidence": bool(evidence),
         "leases": leases,
         "state": state_of(solution, bool(leases)),

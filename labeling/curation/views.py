@@ -171,6 +171,8 @@ class BulkActionForm(forms.Form):
     action = forms.ChoiceField(choices=BULK_ACTIONS)
     scope = forms.ChoiceField(choices=(("selected", "selected"), ("all", "all matching")))
     query = forms.CharField(required=False, max_length=20_000)
+    # The page's sort, kept for the page the action returns to (the selection has none).
+    sort = forms.ChoiceField(required=False, choices=[(name, name) for name, _ in filters.SORTS])
     id = forms.TypedMultipleChoiceField(
         required=False,
         coerce=int,
@@ -215,7 +217,7 @@ def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
         selection = form.selection()
     except filters.FilterError as error:
         messages.error(request, error.message)
-        return redirect(f"{back}?{query}")
+        return redirect(f"{back}?{_with_sort(query, form.cleaned_data['sort'])}")
     action = form.cleaned_data["action"]
     if action == "export":
         export_url = reverse("exports:list", kwargs={"slug": campaign.slug})
@@ -227,8 +229,17 @@ def solution_browser_action(request: HttpRequest, slug: str) -> HttpResponse:
         messages.success(request, f"{job.get_action_display()}: {job.changed} solution(s).")
     elif job.status == SolutionBulkAction.Status.FAILED:
         messages.error(request, job.error)
-    separator = "&" if query else ""
-    return redirect(f"{back}?{query}{separator}job={job.pk}")
+    return redirect(f"{back}?{_with_sort(query, form.cleaned_data['sort'], job=str(job.pk))}")
+
+
+def _with_sort(query: str, sort: str, **more: str) -> str:
+    """The browser's query string again, with the sort the page had (and ``more``)."""
+    again = QueryDict(query, mutable=True)
+    if sort:
+        again["sort"] = sort
+    for name, value in more.items():
+        again[name] = value
+    return again.urlencode()
 
 
 # --- The item page ---------------------------------------------------------------------------
@@ -256,7 +267,10 @@ class GroundTruthForm(forms.Form):
 def solution_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """One solution with every label on it (managers and reviewers)."""
     campaign, membership = campaign_for(request.user, slug, roles=REVIEW)
-    context = selectors.solution_item(campaign=campaign, pk=pk)
+    # The PRM's step scores cost a model load on a process's first page (seconds): the page
+    # comes without them and asks for them once shown (``?scores=now``, the steps table alone).
+    scores_now = request.GET.get("scores") == "now"
+    context = selectors.solution_item(campaign=campaign, pk=pk, scores_now=scores_now)
     solution = context["solution"]
     context["back_query"] = request.GET.get("back", "")
     context["may_act"] = request.user.is_superuser or (
@@ -271,7 +285,10 @@ def solution_item(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     context["truth_form"] = GroundTruthForm(
         initial={"ground_truth_answer": solution.problem.ground_truth_answer}
     )
-    return campaign_page(request, "labeling/browser_item.html", campaign, membership, context)
+    template = "labeling/browser_item.html"
+    if scores_now and getattr(request, "htmx", False):
+        template += "#steps-table"
+    return campaign_page(request, template, campaign, membership, context)
 
 
 ITEM_ACTIONS = {"requeue", "archive", "restore", "gold", "ground_truth"}

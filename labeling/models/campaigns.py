@@ -437,6 +437,22 @@ class Membership(models.Model):
             "campaign manager resumes you."
         )
 
+    @staticmethod
+    def screening_failed_notice(*, campaign: Campaign, screening: str | None, score) -> str:
+        """What an annotator who did not pass ``campaign``'s screening is told wherever they
+        look (Home, the labelling page, the queue's refusal): no more work, with their score and
+        the pass mark; never which question went wrong. Empty unless they failed a screening
+        the campaign requires (a manager may turn screening off: the gate is gone then)."""
+        if not campaign.requires_screening or screening != Membership.Screening.FAILED:
+            return ""
+        said = f"{score:.2f}" if score is not None else "–"
+        return (
+            f"You did not pass this campaign's screening: your score is {said} and it needs "
+            f"{campaign.screening_threshold:.2f} or more (agreement with the reference ratings "
+            "beyond chance, and how often you found the first wrong step). No more work is "
+            "served to you here. Thank you for your time."
+        )
+
     @property
     def screening_shown(self) -> str:
         """The screening state as pages show it: imported accounts are never screened."""

@@ -42,6 +42,7 @@ from labeling.models import Membership
 from labeling.queue.amend import assignment_amend
 from labeling.queue.claim import RECLAIM_EVERY_SECONDS, assignment_next, qc_turn
 from labeling.queue.drafts import (
+    drafts_version,
     step_label_flag,
     step_label_human_completion,
     step_label_set,
@@ -50,6 +51,7 @@ from labeling.queue.drafts import (
 from labeling.queue.errors import (
     AssignmentClosed,
     CampaignPaused,
+    DraftsChanged,
     LabelingError,
     LabelsInvalid,
     LeaseTaken,
@@ -80,6 +82,7 @@ __all__ = [
     "RECLAIM_EVERY_SECONDS",
     "AssignmentClosed",
     "CampaignPaused",
+    "DraftsChanged",
     "LabelingError",
     "LabelsInvalid",
     "LeaseTaken",
@@ -99,6 +102,7 @@ __all__ = [
     "candidate_rate",
     "candidate_sampling_register",
     "candidates_store",
+    "drafts_version",
     "human_completion_load",
     "leases_reclaim",
     "membership_pause",

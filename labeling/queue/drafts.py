@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from labeling.models import Assignment, Rating, Step, StepLabel
-from labeling.queue.errors import LabelsInvalid
+from labeling.queue.errors import DraftsChanged, LabelsInvalid
 from labeling.queue.leases import assignment_for_drafts
 from labeling.queue.shared import RATINGS, human_completion_from_text
 
@@ -129,3 +131,65 @@ def _rated_label(*, assignment: Assignment, step_index: int) -> StepLabel:
     if label is None:
         raise LabelsInvalid("step_index", f"Step {step_index + 1} is not rated.")
     return label
+
+
+# --- The drafts' version: what a page showed, checked when it submits --------------------------
+
+_WORDS = {1: "+1 positive", 0: "0 neutral", -1: "−1 negative"}
+
+
+def drafts_version(labels: Iterable[tuple[int, int | None, bool]]) -> str:
+    """The drafts as a page shows them, in a few characters: ``"0:1,1:0f,2:-1"`` (step index,
+    rating, ``f`` when flagged), from ``(step_index, rating, flagged)`` of each rated step.
+
+    The page carries it and its submission sends it back (``labeling/_submit_fields.html``): a
+    submission is stored only when the drafts are still what that page showed (``drafts_check``),
+    so two tabs on one solution never store what the submitting one does not show. Content, not
+    a counter: a change undone elsewhere leaves the page right, and no row is written per rating."""
+    return ",".join(
+        f"{index}:{rating}{'f' if flagged else ''}"
+        for index, rating, flagged in sorted(labels)
+        if rating is not None
+    )
+
+
+def _version_read(version: str) -> dict[int, tuple[int, bool]]:
+    shown: dict[int, tuple[int, bool]] = {}
+    for part in filter(None, version.split(",")):
+        index, _, rest = part.partition(":")
+        flagged = rest.endswith("f")
+        try:
+            shown[int(index)] = (int(rest.rstrip("f")), flagged)
+        except ValueError:
+            continue
+    return shown
+
+
+def drafts_check(*, seen: str, now: Iterable[tuple[int, int | None, bool]]) -> None:
+    """Refuse (``DraftsChanged``) a submission from a page whose drafts are not the saved ones,
+    saying for each step that differs what the page showed and what is saved."""
+    now = list(now)
+    if drafts_version(now) == seen:
+        return
+    shown = _version_read(seen)
+    saved = {index: (rating, flagged) for index, rating, flagged in now if rating is not None}
+    differences = []
+    for index in sorted(set(shown) | set(saved)):
+        before, after = shown.get(index), saved.get(index)
+        if before == after:
+            continue
+        if before is None:
+            said = f"this page did not show a rating; saved: {_said(after)}"
+        elif after is None:
+            said = f"this page showed {_said(before)}; it is not rated now"
+        else:
+            said = f"this page showed {_said(before)}; saved: {_said(after)}"
+        differences.append(f"Step {index + 1}: {said}.")
+    raise DraftsChanged(differences)
+
+
+def _said(label: tuple[int, bool] | None) -> str:
+    if label is None:
+        return "no rating"
+    rating, flagged = label
+    return _WORDS.get(rating, str(rating)) + (" (unsure)" if flagged else "")

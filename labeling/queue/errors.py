@@ -66,3 +66,19 @@ class LabelsInvalid(LabelingError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+class DraftsChanged(LabelingError):
+    """The page submitted ratings that are no longer the drafts: another tab or window of the
+    same annotator changed them. Nothing is stored; ``differences`` says step by step what the
+    page showed and what is saved now (numbered from 1)."""
+
+    code = "drafts_changed"
+
+    def __init__(self, differences: list[str]) -> None:
+        super().__init__(
+            "Not submitted: your ratings of this solution changed in another tab or window since"
+            " this page showed them. " + " ".join(differences) + " The steps below are what is"
+            " saved now: check them, then press Enter to submit."
+        )
+        self.differences = differences

@@ -30,8 +30,11 @@ def may_work_check(*, campaign: Campaign, membership: Membership) -> None:
     if not membership.is_active:
         # Paused by the QC pause rule: the reason and its figures, not just "ask a manager".
         raise MembershipInactive(membership.pause_notice or None)
-    if campaign.requires_screening and membership.screening == Membership.Screening.FAILED:
-        raise ScreeningFailed()
+    failed = Membership.screening_failed_notice(
+        campaign=campaign, screening=membership.screening, score=membership.screening_score
+    )
+    if failed:
+        raise ScreeningFailed(failed)
 
 
 def screening_score(*, campaign: Campaign, annotator_id: int) -> GoldScore:

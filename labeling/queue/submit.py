@@ -22,6 +22,7 @@ from labeling.models import (
     StepLabel,
     disputes_recount,
 )
+from labeling.queue.drafts import drafts_check
 from labeling.queue.errors import AssignmentClosed, LabelsInvalid
 from labeling.queue.leases import assignment_lock, slot_hold
 from labeling.queue.phase1.drafts import phase1_drafts_drop
@@ -79,6 +80,7 @@ def assignment_submit(
     total_time_ms: int | None = None,
     step_times_ms: list[int] | None = None,
     outcome_rating: int | None = None,
+    drafts_seen: str | None = None,
 ) -> SubmitResult:
     """Finish an assignment with its labels; idempotent on (annotator, submission_key).
 
@@ -90,7 +92,9 @@ def assignment_submit(
     counts towards ``campaign.bad_problem_limit``, which takes the solution out of the queue).
     A retry with the same key changes nothing and returns an equal result. ``outcome_rating``:
     the annotator's rating of a trajectory's final outcome (-1, 0, 1; ``labeling.traces``), kept
-    on the assignment.
+    on the assignment. ``drafts_seen`` (the labelling page's ``drafts_version``) refuses the
+    submission with ``DraftsChanged`` when the drafts are no longer what the page showed
+    (another tab changed them).
     """
     if not submission_key or len(submission_key) > 64:
         raise LabelsInvalid("submission_key", "A submission key of 1 to 64 characters is required.")
@@ -108,6 +112,7 @@ def assignment_submit(
             total_time_ms=total_time_ms,
             step_times_ms=step_times_ms,
             outcome_rating=outcome_rating,
+            drafts_seen=drafts_seen,
         )
     except IntegrityError as error:
         # The unique (annotator, submission_key) constraint: the key belongs to another
@@ -131,6 +136,7 @@ def _assignment_submit(
     total_time_ms,
     step_times_ms,
     outcome_rating,
+    drafts_seen: str | None = None,
 ) -> SubmitResult:
     with transaction.atomic():
         locked, membership = assignment_lock(
@@ -156,6 +162,10 @@ def _assignment_submit(
             labels: list[_Label] | None = None
         else:
             steps, drafts = steps_with_drafts(assignment=locked)
+            if drafts_seen is not None and ratings is None:
+                drafts_check(
+                    seen=drafts_seen, now=[(i, d.rating, d.flagged) for i, d in drafts.items()]
+                )
             labels, reason = labels_final(
                 n_steps=len(steps),
                 stop_at_first_error=campaign.stop_at_first_error,

@@ -23,15 +23,17 @@ from labeling.permissions import campaigns_visible_to
 
 def campaigns_progress(*, user):
     """The user's campaigns (``campaigns_visible_to``) for their home page, each annotated with
-    ``in_progress`` (they hold a live lease) and ``role`` (None for a site admin who is not a
-    member). One query, whatever the number of campaigns; what is left for them and what they
-    did today are ``my_figures`` (the labelling page shows the same)."""
+    ``in_progress`` (they hold a live lease), ``role`` (None for a site admin who is not a
+    member) and their screening state and score (``my_screening``, ``my_screening_score``). One
+    query, whatever the number of campaigns; what is left for them and what they did today are
+    ``my_figures`` (the labelling page shows the same)."""
     mine = Assignment.objects.filter(campaign=OuterRef("pk"), annotator=user)
+    membership = Membership.objects.filter(campaign=OuterRef("pk"), user=user)
     return campaigns_visible_to(user).annotate(
         in_progress=Exists(mine.live_leases(timezone.now())),
-        role=Subquery(
-            Membership.objects.filter(campaign=OuterRef("pk"), user=user).values("role")[:1]
-        ),
+        role=Subquery(membership.values("role")[:1]),
+        my_screening=Subquery(membership.values("screening")[:1]),
+        my_screening_score=Subquery(membership.values("screening_score")[:1]),
     )
 
 
@@ -112,9 +114,11 @@ def my_figures(
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     since = session_since or today
     rejections_since = timezone.now() - timedelta(days=REJECTIONS_SHOWN_DAYS)
+    # Steps done in a submission: rated ones, and phase 1's steps the annotator wrote (stored
+    # as a correction with no rating of their own).
     rated = (
-        "(SELECT COUNT(*) FROM labeling_steplabel l"
-        " WHERE l.assignment_id = a.id AND l.rating IS NOT NULL)"
+        "(SELECT COUNT(*) FROM labeling_steplabel l WHERE l.assignment_id = a.id"
+        " AND (l.rating IS NOT NULL OR l.human_completion IS NOT NULL))"
     )
     ids = list(kept)
     marks = ", ".join(["%s"] * len(ids))
@@ -138,11 +142,13 @@ def my_figures(
             "  CASE WHEN (SELECT COUNT(*) FROM labeling_assignment b"
             f"   WHERE b.solution_id = s.id AND {counted.format('b')})"
             f"  >= CASE s.campaign_id {by_campaign} END THEN s.id END END),"
-            # The session: submissions since it began, their measured time and rated steps.
-            " SUM(CASE WHEN a.status = %s AND a.submitted_at >= %s THEN 1 ELSE 0 END),"
-            " SUM(CASE WHEN a.status = %s AND a.submitted_at >= %s THEN a.total_time_ms"
+            # The session: submissions since it began, their measured time and rated steps,
+            # counted as today's are (rejected work was submitted all the same).
+            f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN 1 ELSE 0 END),"
+            f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN a.total_time_ms"
             "  ELSE 0 END),"
-            f" SUM(CASE WHEN a.status = %s AND a.submitted_at >= %s THEN {rated} ELSE 0 END),"
+            f" SUM(CASE WHEN a.status IN ({done}) AND a.submitted_at >= %s THEN {rated}"
+            " ELSE 0 END),"
             # Rejections of their work lately (``my_recent_rejections`` reads them if any).
             " (SELECT COUNT(*) FROM labeling_review r"
             "  JOIN labeling_assignment ra ON ra.id = r.assignment_id"
@@ -166,7 +172,7 @@ def my_figures(
                 Assignment.Status.SUBMITTED,
                 *Assignment.RELEASING_REASONS,
                 *[x for pk in ids for x in (pk, overlap[pk])],
-                *[Assignment.Status.SUBMITTED, adapt(since)] * 3,
+                *[*Assignment.DONE_STATUSES, adapt(since)] * 3,
                 user.pk,
                 Review.Decision.REJECTED,
                 adapt(rejections_since),

@@ -22,6 +22,7 @@ from labeling.models import (
     Campaign,
     FinishReason,
     Membership,
+    Rating,
     Review,
     Solution,
     Step,
@@ -231,12 +232,12 @@ def my_recent_rejections(*, campaign: Campaign, user) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
-def qc_first_error_missed(*, assignment_id: int, user) -> bool:
-    """After the annotator submitted ``assignment_id``: True when it was a quality-control
-    question with a gold error, they rated it to the end (or to an error) and their first -1
-    was not on the gold's. Only their own submitted work
-    is read, and only for the notice after submission (the page never says a solution is QC
-    before)."""
+def qc_first_error_missed(*, assignment_id: int, user) -> str | None:
+    """After the annotator submitted ``assignment_id``: how they missed the first error of a
+    quality-control question with a gold error that they rated to the end (or to an error):
+    ``"no_negative"`` when they rated no step −1, ``"elsewhere"`` when their first −1 was not on
+    the gold's; None when nothing was missed. Only their own submitted work is read, and only
+    for the notice after submission (the page never says a solution is QC before)."""
     assignment = (
         Assignment.objects.filter(
             pk=assignment_id,
@@ -250,7 +251,7 @@ def qc_first_error_missed(*, assignment_id: int, user) -> bool:
         .first()
     )
     if assignment is None:
-        return False
+        return None
     gold = list(
         Step.objects.filter(solution_id=assignment["solution_id"])
         .order_by("index")
@@ -263,4 +264,6 @@ def qc_first_error_missed(*, assignment_id: int, user) -> bool:
         ).values_list("step__index", "rating")
         if rating is not None
     }
-    return first_error_found(gold, ratings) is False
+    if first_error_found(gold, ratings) is not False:
+        return None
+    return "elsewhere" if Rating.NEGATIVE in ratings.values() else "no_negative"

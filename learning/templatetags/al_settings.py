@@ -36,3 +36,22 @@ def al_row_attrs(field: BoundField) -> SafeString | str:
     return format_html(
         ' data-al-strategies="{}"{}', " ".join(strategies), "" if shown else " hidden"
     )
+
+
+@register.filter
+def al_summary(campaign) -> str:
+    """Active learning in one line for the campaign page, as the active-learning page says it:
+    the strategy really chosen and only the settings it reads (never the convincing-wrong share
+    under a strategy that does not use it)."""
+    if not campaign.active_learning:
+        return "off"
+    strategy = campaign.al_strategy
+    parts = [f"on: {campaign.get_al_strategy_display()}"]
+    # Auto reads the share only while it tries convincing wrong answers: not its strategy.
+    if strategy != "auto" and setting_applies("al_wrong_answer_share", strategy=strategy):
+        share = campaign.al_wrong_answer_share
+        parts.append(f"{share:.0%} convincing wrong answers at the head of the queue")
+    if strategy != "uniform" and setting_applies("al_control_share", strategy=strategy):
+        parts.append(f"{campaign.al_control_share:.0%} of the queue placed at random (control)")
+    parts.append(f"retrain every {campaign.al_retrain_every:,} labels")
+    return "; ".join(parts)

@@ -105,6 +105,32 @@
       current.scrollIntoView({ block: "nearest" });
     }
     if (announce) announce.textContent = said;
+    keepFocus(steps);
+  }
+
+  // After a swap the element that had focus is gone and focus falls to the page's body, where a
+  // screen reader loses its place: put it on what comes next instead. The next step's rating
+  // group (a focusable group, not a button: Enter on it stays the page's Enter), else the
+  // highlighted candidate's in phase 1, else the submit button.
+  function focusTarget(steps) {
+    return steps.querySelector(".step.current .rate-buttons") ||
+      steps.querySelector("[data-candidate].selected .rate-buttons") ||
+      steps.querySelector("[data-key-submit]");
+  }
+
+  function keepFocus(steps) {
+    var active = document.activeElement;
+    if (active && active !== document.body && active.isConnected) return;
+    var target = focusTarget(steps);
+    if (target) target.focus({ preventScroll: true });
+  }
+
+  // Leaving a text box with Esc: to what comes next, not to the body.
+  function leaveTextBox(box) {
+    box.blur();
+    var steps = stepsEl();
+    var target = steps && focusTarget(steps);
+    if (target) target.focus({ preventScroll: true });
   }
 
   // --- Times: filled in just before a form posts (capture phase runs before htmx's handler) ---
@@ -256,15 +282,26 @@
   // Phase 1 mode's own keys, heard only on its page (the arrows scroll anywhere else).
   var PHASE1_KEYS = { j: 1, k: 1, ArrowDown: 1, ArrowUp: 1, e: 1, w: 1 };
 
+  function shownAssignment() {
+    var steps = stepsEl();
+    return steps ? steps.getAttribute("data-assignment") : null;
+  }
+
+  // Each waiting key remembers the solution on screen when it was pressed: a key pressed for a
+  // solution that has since been submitted or skipped (Enter pressed twice) is dropped, never
+  // applied to the next one, which the person has not seen yet.
   function run(key) {
-    pending.push(key);
+    pending.push({ key: key, assignment: shownAssignment() });
     drain();
   }
 
   // Apply waiting keys until one starts a request (or none is left). Called after each answer
   // has settled, on the next turn of the event loop, once htmx has wired up the new forms.
   function drain() {
-    while (!busy && pending.length) act(pending.shift());
+    while (!busy && pending.length) {
+      var next = pending.shift();
+      if (next.assignment === shownAssignment()) act(next.key);
+    }
   }
 
   function drainSoon() { window.setTimeout(drain, 0); }
@@ -300,7 +337,7 @@
         target.blur();
         run("write");
       } else if (event.key === "Escape") {
-        target.blur();
+        leaveTextBox(target);
       }
       return;
     }
@@ -310,7 +347,7 @@
         target.blur();
         run("Enter");
       } else if (event.key === "Escape") {
-        target.blur();
+        leaveTextBox(target);
       }
       return;
     }

@@ -10,7 +10,8 @@
 // page renders. maxExpand and maxSize bound what a formula may cost.
 //
 // window.stepwiseRenderMath(root) renders what is new under root (label.js calls it after htmx
-// swaps); the whole page is rendered once it has loaded.
+// swaps); the whole page is rendered once it has loaded. A display formula that is wider than
+// its box scrolls inside it and is made focusable, with a label (markScrollers).
 (function () {
   "use strict";
   var OPTIONS = {
@@ -95,12 +96,42 @@
     }
   }
 
-  window.stepwiseRenderMath = render;
+  // A display formula wider than its box scrolls inside it (stepwise.css); one that does is a
+  // focusable, named group, so the keyboard can reach it and scroll it with the arrow keys.
+  // Formulas that fit stay out of the tab order.
+  function markScrollers(root) {
+    var nodes = root.querySelectorAll ? root.querySelectorAll(".math-display") : [];
+    for (var i = 0; i < nodes.length; i++) {
+      var node = nodes[i];
+      if (node.scrollWidth > node.clientWidth + 1) {
+        node.setAttribute("tabindex", "0");
+        node.setAttribute("role", "group");
+        node.setAttribute("aria-label", "Wide formula: scroll sideways with the arrow keys");
+      } else if (node.getAttribute("tabindex") === "0") {
+        node.removeAttribute("tabindex");
+        node.removeAttribute("role");
+        node.removeAttribute("aria-label");
+      }
+    }
+  }
+
+  function renderAndMark(root) {
+    render(root);
+    markScrollers(root === document ? document : root);
+  }
+
+  var resized = null;
+  window.addEventListener("resize", function () {
+    window.clearTimeout(resized);
+    resized = window.setTimeout(function () { markScrollers(document); }, 100);
+  });
+
+  window.stepwiseRenderMath = renderAndMark;
   // Content swapped in by htmx (an import preview, a review row) is rendered as it arrives.
-  document.addEventListener("htmx:afterSettle", function (event) { render(event.target); });
+  document.addEventListener("htmx:afterSettle", function (event) { renderAndMark(event.target); });
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", function () { render(document); });
+    document.addEventListener("DOMContentLoaded", function () { renderAndMark(document); });
   } else {
-    render(document);
+    renderAndMark(document);
   }
 })();
