@@ -27,13 +27,18 @@ Later steps carry the wrong value, with consistent arithmetic, to a wrong final 
 truth is whether the solution is still sound there (sound up to its first error, unsound from it
 on); the final answer's correctness is the computed total against the true one.
 
-The defaults are chosen from the paper and from what was measured on PRM800K, never from this
+The parameters are chosen from the paper and from what was measured on PRM800K, never from this
 benchmark's result: a problem's solve rate is uniform in ``SOLVE_RATE`` (MATH problems range from
-almost always to almost never solved by the generator); among errors, slips are ``MIX``'s 10%
-because the exact checks fire on about 8% of the steps people rated wrong in PRM800K phase 1
+almost always to almost never solved by the generator); among errors, slips are 10% because the
+exact checks fire on about 8% of the steps people rated wrong in PRM800K phase 1
 (docs/prm-checks.md: ``arithmetic`` 110 firings at 71% wrong, and the others, against 1,586
-negative steps), and the rest is split 2:1 between wrong methods and copied numbers (a choice:
-no source counts them).
+negative steps). ``MIX`` gives the other 90% to wrong methods: every error is one a PRM can learn
+from its labelled examples, as the paper's small PRMs could learn what PRM_large labelled.
+``COPIED_MIX`` moves a third of them to copied numbers, which the ``bow`` student cannot see (it
+does not read the problem): the assumption broken on purpose. ``world(tail=True)`` adds 400
+defined operations (``LIBRARY``: "the twisted knot of $x$ and $y$ is $x \\cdot y + x$", each with
+its own misconception, another form) to the 29 topics, drawn with Zipf frequencies: a long tail of
+topics, each seen in a few problems.
 
 Deterministic for a seed; ``world(...)`` builds whole pools.
 """
