@@ -788,8 +788,8 @@ def run_served(
     args: argparse.Namespace, options: Options, workdir: Path, url: str, model: str
 ) -> dict[str, Any]:
     """The world labelled by a served PRM (``/pooling``), which is also a second selector."""
-    from common.endpoints import POOLING, Endpoint
-    from learning.served import ServedPRM
+    from machines.endpoints import POOLING, Endpoint
+    from machines.served import ServedPRM
 
     started = Clock()
     w = make_world(args)

@@ -60,6 +60,7 @@ def active_learning(request: HttpRequest, slug: str) -> HttpResponse:
             points=head.histogram,
         ),
         "strategy_reason": strategies.DEFAULT_REASON,
+        "rule_pays": strategies.RULE_PAYS,
         "auto_rule": AUTO_RULE,
         # What auto ordered the queue by and why: the last run that chose.
         "auto_choice": next((r.queue_head["auto"] for r in runs if "auto" in r.queue_head), ""),
