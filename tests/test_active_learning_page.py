@@ -303,3 +303,36 @@ def test_scoring_is_for_managers_only(client, campaign):
     client.force_login(annotator)
     response = client.post(reverse("learning:score", kwargs={"slug": campaign.slug}))
     assert response.status_code == 403
+
+
+def test_the_page_names_what_ordered_the_queue_and_what_the_rule_buys(client, campaign, manager):
+    """Issue 38: the model that ordered the queue (own or served, by name; before any label the
+    served PRM standing in) and, under a strategy, the ablation's sentence."""
+    from django.utils.html import escape
+
+    from learning.strategies import RULE_PAYS
+
+    campaign.al_strategy = "served-prm"
+    campaign.save()
+    ActiveLearningRun.objects.create(
+        campaign=campaign,
+        status="succeeded",
+        training_labels=0,
+        queue_head={
+            "size": 3,
+            "ordered_by": {"kind": "served", "name": "the served PRM Team PRM (prm), model m"},
+            "labels": 0,
+        },
+    )
+    client.force_login(manager)
+    html = client.get(page(campaign)).content.decode()
+    row = re.search(r'<tr id="al-ordered-by">(.*?)</tr>', html, re.S)
+    assert row is not None
+    assert "The served PRM Team PRM (prm), model m" in row.group(1)
+    assert "no labels yet" in row.group(1)
+    assert escape(RULE_PAYS) in html and 'id="al-rule-pays"' in html
+
+    campaign.al_strategy = "uniform"  # the control itself: nothing to say of a rule
+    campaign.save()
+    html = client.get(page(campaign)).content.decode()
+    assert 'id="al-rule-pays"' not in html
