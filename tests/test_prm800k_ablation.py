@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import prm
-from bench.prm800k_ablation import (
+from bench.prm800k_ablation import run_served
+from bench.prm800k_harness import (
     Harness,
     Options,
     Selection,
@@ -21,7 +22,6 @@ from bench.prm800k_ablation import (
     noisy_labels,
     planted,
     problem_orders,
-    run_served,
     slope_ratio,
     slopes,
     solution_auroc,
