@@ -19,8 +19,8 @@ steps' P(correct), their mean entropy, an ensemble's spread). Nothing calls back
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,9 +36,8 @@ CHUNKS_PER_WORKER = 4  # a cold run's solutions are cut into this many chunks pe
 Text = tuple[int, str, Sequence[str]]  # (id, problem, steps)
 
 
-@dataclass(frozen=True)
-class SolutionScore:
-    """What a PRM says of one solution."""
+class SolutionScore(NamedTuple):
+    """What a PRM says of one solution (a tuple: a hundred thousand of them are made at once)."""
 
     id: int
     score: float  # the product of its steps' calibrated P(correct); 0 without steps
